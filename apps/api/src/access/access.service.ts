@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import { ancestorPaths, ErrorCode, isWithin, type PermissionLevel } from '@tributary/shared';
+import { DomainError } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { AccessRepository } from './access.repository';
+
+const RANK: Record<PermissionLevel, number> = { read: 0, write: 1, own: 2 };
+
+export function levelAtLeast(held: PermissionLevel | null, needed: PermissionLevel): boolean {
+  return held !== null && RANK[held] >= RANK[needed];
+}
+
+export interface AccessTarget {
+  path: string;
+  kind: 'collection' | 'object';
+  /** Set for objects. */
+  objectId?: bigint;
+}
+
+/**
+ * Every service asks here before it reads or changes the namespace. Admins hold `own` everywhere;
+ * a token confined to a collection cannot reach outside it, whatever its owner may do.
+ */
+@Injectable()
+export class AccessService {
+  constructor(private readonly repo: AccessRepository) {}
+
+  async levelOf(principal: Principal, target: AccessTarget): Promise<PermissionLevel | null> {
+    const confinedTo = principal.token?.collectionPath;
+    if (confinedTo && !isWithin(target.path, confinedTo)) return null;
+    if (principal.isAdmin) return 'own';
+    return this.repo.effectiveLevel({
+      userId: principal.userId,
+      groupIds: principal.groupIds,
+      ancestorPaths: ancestorPaths(target.path),
+      collectionPath: target.kind === 'collection' ? target.path : null,
+      objectId: target.objectId ?? null,
+    });
+  }
+
+  /** Throws PERMISSION_DENIED (or TOKEN_OUTSIDE_COLLECTION) unless the caller holds `needed`. */
+  async require(principal: Principal, target: AccessTarget, needed: PermissionLevel): Promise<PermissionLevel> {
+    this.assertWithinToken(principal, target.path);
+    const level = await this.levelOf(principal, target);
+    if (!levelAtLeast(level, needed)) {
+      throw new DomainError(
+        ErrorCode.PermissionDenied,
+        `you need ${needed} access to ${target.path}` + (level ? ` (you have ${level})` : ''),
+      );
+    }
+    return level as PermissionLevel;
+  }
+
+  assertWithinToken(principal: Principal, path: string): void {
+    const confinedTo = principal.token?.collectionPath;
+    if (confinedTo && !isWithin(path, confinedTo)) {
+      throw new DomainError(
+        ErrorCode.TokenOutsideCollection,
+        `this token is confined to ${confinedTo}; ${path} is outside it`,
+      );
+    }
+  }
+
+  assertAdmin(principal: Principal): void {
+    if (!principal.isAdmin) throw new DomainError(ErrorCode.AdminRequired, 'only an administrator can do this');
+    if (principal.token?.collectionPath) {
+      throw new DomainError(
+        ErrorCode.TokenOutsideCollection,
+        'a token confined to a collection cannot administer accounts',
+      );
+    }
+  }
+}

@@ -1,0 +1,74 @@
+import { ConsoleLogger, type INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import cookieParser from 'cookie-parser';
+import express from 'express';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { cleanupOpenApiDoc } from 'nestjs-zod';
+import type pg from 'pg';
+import { AppModule } from './app.module';
+import type { SiteConfig } from './config/config';
+import { SiteBootstrapService, type BootstrapResult } from './sites/site-bootstrap.service';
+
+export interface SiteApp {
+  app: NestExpressApplication;
+  bootstrap: BootstrapResult;
+  openApi: OpenAPIObject;
+}
+
+export function buildOpenApi(app: INestApplication): OpenAPIObject {
+  const doc = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Tributary site API')
+      .setDescription(
+        'One site of a Tributary federation. Authenticate with the portal session cookie (plus X-CSRF-Token on changes) or `Authorization: Bearer <token>`. Errors are `{ error: { code, message, details? } }`.',
+      )
+      .setVersion('1')
+      .addBearerAuth()
+      .addCookieAuth('trib_session')
+      .build(),
+  );
+  return cleanupOpenApiDoc(doc);
+}
+
+/** Builds one site's API (not yet listening): middleware, docs, portal, and the catalog bootstrap. */
+export async function createSiteApp(config: SiteConfig, connection: pg.ClientConfig): Promise<SiteApp> {
+  const logger = new ConsoleLogger({
+    json: config.logFormat === 'json',
+    logLevels: levelsFrom(config.logLevel),
+    prefix: `tributary:${config.siteId}`,
+  });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, connection), {
+    logger,
+    bodyParser: false,
+  });
+  app.set('trust proxy', 'loopback');
+  app.disable('x-powered-by');
+  app.use(cookieParser());
+  // JSON bodies only on the JSON API; object data streams through untouched (see DataController).
+  const json = express.json({ limit: '1mb' });
+  app.use((req: express.Request, res: express.Response, next: express.NextFunction) =>
+    req.path.startsWith('/api/v1/data') ? next() : json(req, res, next),
+  );
+  app.enableShutdownHooks();
+
+  const openApi = buildOpenApi(app);
+  SwaggerModule.setup('api/docs', app, openApi, { jsonDocumentUrl: 'api/docs/openapi.json' });
+
+  const portalDir = config.portalDir ?? path.resolve(__dirname, '../../portal/dist');
+  if (existsSync(path.join(portalDir, 'index.html'))) {
+    app.useStaticAssets(portalDir, { index: 'index.html' });
+  }
+
+  await app.init();
+  const bootstrap = await app.get(SiteBootstrapService).bootstrap();
+  return { app, bootstrap, openApi };
+}
+
+function levelsFrom(level: SiteConfig['logLevel']): ('error' | 'warn' | 'log' | 'debug' | 'verbose')[] {
+  const order = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
+  return order.slice(0, order.indexOf(level) + 1);
+}

@@ -1,0 +1,50 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { createZodValidationPipe, ZodValidationException } from 'nestjs-zod';
+import type pg from 'pg';
+import { AccessModule } from './access/access.module';
+import { AuthModule } from './auth/auth.module';
+import { AllExceptionsFilter } from './common/exception.filter';
+import { SITE_CONFIG, type SiteConfig } from './config/config';
+import { DatabaseModule } from './database/database.module';
+import { DATABASE_CONNECTION } from './database/prisma.service';
+import { DataModule } from './data/data.module';
+import { HealthModule } from './health/health.module';
+import { NamespaceModule } from './namespace/namespace.module';
+import { SitesModule } from './sites/sites.module';
+import { TokensModule } from './tokens/tokens.module';
+import { UsersModule } from './users/users.module';
+
+const ValidationPipe = createZodValidationPipe({
+  createValidationException: (error: unknown) => new ZodValidationException(error),
+});
+
+@Module({})
+export class AppModule {
+  static forRoot(config: SiteConfig, connection: pg.ClientConfig): DynamicModule {
+    return {
+      module: AppModule,
+      global: true,
+      imports: [
+        ThrottlerModule.forRoot([{ ttl: config.loginRateWindowMs, limit: config.loginRateLimit }]),
+        DatabaseModule,
+        SitesModule,
+        AccessModule,
+        HealthModule,
+        AuthModule,
+        UsersModule,
+        TokensModule,
+        NamespaceModule,
+        DataModule,
+      ],
+      providers: [
+        { provide: SITE_CONFIG, useValue: config },
+        { provide: DATABASE_CONNECTION, useValue: connection },
+        { provide: APP_PIPE, useClass: ValidationPipe },
+        { provide: APP_FILTER, useClass: AllExceptionsFilter },
+      ],
+      exports: [SITE_CONFIG, DATABASE_CONNECTION],
+    };
+  }
+}

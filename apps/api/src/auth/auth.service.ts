@@ -1,0 +1,133 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ErrorCode, type SessionDto } from '@tributary/shared';
+import type { Request } from 'express';
+import { DomainError } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
+import { SiteContext } from '../sites/site-context';
+import { UsersService } from '../users/users.service';
+import { AccountRecord, AuthRepository } from './auth.repository';
+import {
+  DUMMY_PASSWORD_HASH,
+  hashSecret,
+  newSecret,
+  SESSION_COOKIE,
+  TOKEN_PREFIX,
+  verifyPassword,
+} from './secrets';
+
+export interface LoginResult {
+  cookieValue: string;
+  session: SessionDto;
+}
+
+@Injectable()
+export class AuthService {
+  constructor(
+    private readonly repo: AuthRepository,
+    private readonly users: UsersService,
+    private readonly site: SiteContext,
+    @Inject(SITE_CONFIG) private readonly config: SiteConfig,
+  ) {}
+
+  async login(username: string, password: string): Promise<LoginResult> {
+    const account = await this.repo.findAccount(username.toLowerCase());
+    // Check a hash either way so response time does not tell whether the account exists.
+    const ok = await verifyPassword(password, account?.passwordHash ?? DUMMY_PASSWORD_HASH);
+    if (!account || !ok) {
+      throw new DomainError(ErrorCode.InvalidCredentials, 'wrong username or password');
+    }
+    if (account.disabledAt) throw new DomainError(ErrorCode.AccountDisabled, 'this account is disabled');
+    const cookieValue = newSecret();
+    const csrfToken = newSecret();
+    const expiresAt = new Date(Date.now() + this.config.sessionTtlMs);
+    await this.repo.createSession(hashSecret(cookieValue), account.id, csrfToken, expiresAt);
+    await this.repo.deleteExpiredSessions(new Date());
+    return {
+      cookieValue,
+      session: { user: await this.users.describe(account.id), csrfToken, expiresAt: expiresAt.toISOString() },
+    };
+  }
+
+  async logout(principal: Principal): Promise<void> {
+    if (principal.sessionId) await this.repo.deleteSession(principal.sessionId);
+  }
+
+  async describeSession(principal: Principal): Promise<SessionDto> {
+    if (!principal.sessionId) {
+      throw new DomainError(ErrorCode.Unauthenticated, 'this request uses a token, not a portal session');
+    }
+    const session = await this.repo.findSession(principal.sessionId);
+    if (!session) throw new DomainError(ErrorCode.Unauthenticated, 'the session has ended; sign in again');
+    return {
+      user: await this.users.describe(principal.userId),
+      csrfToken: session.csrfToken,
+      expiresAt: session.expiresAt.toISOString(),
+    };
+  }
+
+  /**
+   * Resolves the caller from `Authorization: Bearer <token>` or the session cookie.
+   * Returns null when the request carries neither; throws when it carries a bad one.
+   */
+  async authenticate(req: Request): Promise<{ principal: Principal; csrfToken?: string } | null> {
+    const header = req.headers.authorization;
+    if (header !== undefined) {
+      const match = /^Bearer\s+(\S+)$/i.exec(header);
+      if (!match?.[1]) {
+        throw new DomainError(ErrorCode.TokenInvalid, 'the Authorization header must be "Bearer <token>"');
+      }
+      return { principal: await this.fromToken(match[1]) };
+    }
+    const cookies = req.cookies as Record<string, string> | undefined;
+    const cookie = cookies?.[SESSION_COOKIE];
+    if (!cookie) return null;
+    const session = await this.repo.findSession(hashSecret(cookie));
+    if (!session || session.expiresAt.getTime() <= Date.now()) {
+      throw new DomainError(ErrorCode.Unauthenticated, 'the session has ended; sign in again');
+    }
+    this.assertEnabled(session.user);
+    return {
+      principal: { ...(await this.principalFor(session.user)), via: 'session', sessionId: session.id },
+      csrfToken: session.csrfToken,
+    };
+  }
+
+  private async fromToken(secret: string): Promise<Principal> {
+    if (!secret.startsWith(TOKEN_PREFIX)) {
+      throw new DomainError(ErrorCode.TokenInvalid, `not a Tributary token (they start with "${TOKEN_PREFIX}")`);
+    }
+    const token = await this.repo.findToken(hashSecret(secret));
+    if (!token) throw new DomainError(ErrorCode.TokenInvalid, 'unknown token; create a new one');
+    const now = new Date();
+    if (token.revokedAt) throw new DomainError(ErrorCode.TokenRevoked, 'this token was revoked; create a new one');
+    if (token.expiresAt && token.expiresAt <= now) {
+      throw new DomainError(
+        ErrorCode.TokenExpired,
+        `this token expired at ${token.expiresAt.toISOString()}; create a new one`,
+      );
+    }
+    this.assertEnabled(token.user);
+    await this.repo.touchToken(token.id, now);
+    return {
+      ...(await this.principalFor(token.user)),
+      via: 'token',
+      token: { id: token.id, scope: token.scope, collectionPath: token.collectionPath },
+    };
+  }
+
+  private assertEnabled(account: AccountRecord): void {
+    if (account.disabledAt) throw new DomainError(ErrorCode.AccountDisabled, 'this account is disabled');
+  }
+
+  private async principalFor(account: AccountRecord): Promise<Omit<Principal, 'via'>> {
+    const groups = await this.repo.groupIds(account.id);
+    return {
+      userId: account.id,
+      username: account.username,
+      isAdmin: account.isAdmin,
+      activeGroupId: account.activeGroupId,
+      groupIds: [...groups, this.site.publicGroupId],
+    };
+  }
+}

@@ -1,0 +1,20 @@
+import type { TokenScope } from '@tributary/shared';
+
+/** Who is calling, resolved once per request by the authentication guard. */
+export interface Principal {
+  userId: bigint;
+  username: string;
+  isAdmin: boolean;
+  activeGroupId: bigint | null;
+  groupIds: bigint[];
+  via: 'session' | 'token';
+  /** Set for token requests: what the token allows. */
+  token?: { id: bigint; scope: TokenScope; collectionPath: string | null };
+  sessionId?: string;
+}
+
+declare module 'express' {
+  interface Request {
+    principal?: Principal;
+  }
+}

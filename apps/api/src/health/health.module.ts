@@ -1,0 +1,11 @@
+import { Global, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { HealthController } from './health.controller';
+import { MetricsRegistry, RequestMetricsMiddleware } from './metrics';
+
+@Global()
+@Module({ controllers: [HealthController], providers: [MetricsRegistry], exports: [MetricsRegistry] })
+export class HealthModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(RequestMetricsMiddleware).forRoutes('*path');
+  }
+}

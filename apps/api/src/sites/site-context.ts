@@ -1,0 +1,18 @@
+import { Injectable } from '@nestjs/common';
+
+/**
+ * Facts about this site that the bootstrap establishes once at start-up and that services read:
+ * the site id, its local storage resource, and well-known catalog rows.
+ */
+@Injectable()
+export class SiteContext {
+  siteId = '';
+  resourceId = 0n;
+  rootCollectionId = 0n;
+  /** The built-in group every account belongs to implicitly (iRODS's `public`). */
+  publicGroupId = 0n;
+}
+
+export const PUBLIC_GROUP = 'public';
+export const HOME_ROOT = '/home';
+export const PROJECTS_ROOT = '/projects';

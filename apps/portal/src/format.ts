@@ -1,0 +1,70 @@
+/** Pure display helpers: no DOM, no fetch, so they are unit-tested on their own. */
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'] as const;
+
+/**
+ * A byte count for people: `0 B`, `512 B`, `1.5 KiB`, `23 MiB`. Binary units (1 KiB = 1024 B);
+ * one decimal below 10 of a unit, none above. Negative or non-finite input gives `—`.
+ */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) return '—';
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  if (unit === 0) return `${Math.round(value)} B`;
+  let rounded = value < 10 ? Math.round(value * 10) / 10 : Math.round(value);
+  // 1023.97 KiB rounds to 1024 KiB: show it as 1 MiB instead.
+  if (rounded >= 1024 && unit < BYTE_UNITS.length - 1) {
+    rounded = 1;
+    unit++;
+  }
+  return `${rounded} ${BYTE_UNITS[unit]}`;
+}
+
+export interface Crumb {
+  /** What to show: the segment name, or `/` for the root. */
+  label: string;
+  /** The absolute path this crumb leads to. */
+  path: string;
+}
+
+/**
+ * The breadcrumb trail for an absolute path, root first:
+ * `/home/alice` → `/` (/), `home` (/home), `alice` (/home/alice).
+ * Empty segments (`//`, a trailing `/`) are skipped.
+ */
+export function breadcrumbs(path: string): Crumb[] {
+  const crumbs: Crumb[] = [{ label: '/', path: '/' }];
+  let current = '';
+  for (const segment of path.split('/')) {
+    if (segment === '') continue;
+    current += `/${segment}`;
+    crumbs.push({ label: segment, path: current });
+  }
+  return crumbs;
+}
+
+/**
+ * A path taken from the address bar, tidied (`/a//b/` → `/a/b`), or `null` when there is none or
+ * it is not absolute. The API does the real validation; this only keeps junk out of the URL.
+ */
+export function pathFromQuery(value: string | null): string | null {
+  if (value === null || !value.startsWith('/')) return null;
+  return breadcrumbs(value).at(-1)?.path ?? '/';
+}
+
+/** The portal URL for a path: `?path=/home/alice` (slashes kept readable, everything else encoded). */
+export function pathHref(path: string): string {
+  return `?path=${encodeURIComponent(path).replaceAll('%2F', '/')}`;
+}
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
+/** An ISO timestamp in the reader's locale and time zone; unparseable input is shown as given. */
+export function formatDateTime(iso: string): string {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : dateTime.format(date);
+}

@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { IdSchema } from './common';
+
+export const USERNAME_PATTERN = /^[a-z][a-z0-9._-]{1,62}$/;
+
+export const UsernameSchema = z
+  .string()
+  .regex(USERNAME_PATTERN, 'must be 2-63 characters: lower-case letters, digits, ".", "_" or "-", starting with a letter');
+
+export const PasswordSchema = z
+  .string()
+  .min(12, 'must be at least 12 characters')
+  .max(256, 'must be at most 256 characters');
+
+export const GroupNameSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9._-]{1,62}$/, 'must be 2-63 characters: lower-case letters, digits, ".", "_" or "-", starting with a letter');
+
+export const LoginSchema = z.object({
+  username: z.string().min(1, 'is required').max(63),
+  password: z.string().min(1, 'is required').max(256),
+});
+export type LoginRequest = z.infer<typeof LoginSchema>;
+
+export const CreateUserSchema = z.object({
+  username: UsernameSchema,
+  displayName: z.string().trim().min(1).max(200).optional(),
+  email: z.email().max(320).optional(),
+  password: PasswordSchema,
+  isAdmin: z.boolean().default(false),
+});
+export type CreateUserRequest = z.input<typeof CreateUserSchema>;
+
+export const UpdateUserSchema = z
+  .object({
+    displayName: z.string().trim().min(1).max(200).optional(),
+    email: z.email().max(320).nullable().optional(),
+    password: PasswordSchema.optional(),
+    isAdmin: z.boolean().optional(),
+    disabled: z.boolean().optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, 'give at least one field to change');
+export type UpdateUserRequest = z.input<typeof UpdateUserSchema>;
+
+export const ChangePasswordSchema = z.object({
+  currentPassword: z.string().min(1).max(256),
+  newPassword: PasswordSchema,
+});
+
+export const CreateGroupSchema = z.object({
+  name: GroupNameSchema,
+  description: z.string().max(1000).default(''),
+});
+export type CreateGroupRequest = z.input<typeof CreateGroupSchema>;
+
+export const UpdateGroupSchema = z.object({ description: z.string().max(1000) });
+
+export const AddMemberSchema = z.object({
+  username: UsernameSchema,
+  role: z.enum(['member', 'manager']).default('member'),
+});
+
+export const SwitchGroupSchema = z.object({ group: GroupNameSchema });
+
+export interface UserDto {
+  id: string;
+  username: string;
+  displayName: string;
+  email: string | null;
+  isAdmin: boolean;
+  disabled: boolean;
+  activeGroup: string | null;
+  groups: string[];
+  homePath: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface GroupDto {
+  id: string;
+  name: string;
+  description: string;
+  members: { username: string; role: 'member' | 'manager' }[];
+  path: string;
+  createdAt: string;
+}
+
+export interface SessionDto {
+  user: UserDto;
+  /** Send back as `X-CSRF-Token` on every state-changing request made with the session cookie. */
+  csrfToken: string;
+  expiresAt: string;
+}
+
+export const UserIdParamSchema = z.object({ id: IdSchema });

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { IdSchema, NameSchema, PageQuerySchema, PathSchema } from './common';
+
+export const PathQuerySchema = z.object({ path: PathSchema });
+
+export const LIST_SORTS = ['name', 'size', 'modified'] as const;
+export const ListChildrenQuerySchema = PageQuerySchema.extend({
+  path: PathSchema,
+  sort: z.enum(LIST_SORTS).default('name'),
+  order: z.enum(['asc', 'desc']).default('asc'),
+});
+export type ListChildrenQuery = z.input<typeof ListChildrenQuerySchema>;
+
+export const CreateCollectionSchema = z.object({
+  path: PathSchema,
+  /** Create missing parents too (like `mkdir -p`). */
+  parents: z.boolean().default(false),
+});
+
+export const MoveSchema = z.object({ from: PathSchema, to: PathSchema });
+
+export const RenameSchema = z.object({ path: PathSchema, name: NameSchema });
+
+export const PERMISSION_LEVELS = ['read', 'write', 'own'] as const;
+export type PermissionLevel = (typeof PERMISSION_LEVELS)[number];
+
+export const GrantSchema = z
+  .object({
+    path: PathSchema,
+    user: z.string().min(1).max(63).optional(),
+    group: z.string().min(1).max(63).optional(),
+    /** `null` removes the grant. */
+    level: z.enum(PERMISSION_LEVELS).nullable(),
+  })
+  .refine((v) => (v.user === undefined) !== (v.group === undefined), 'give exactly one of "user" or "group"');
+export type GrantRequest = z.input<typeof GrantSchema>;
+
+export const TrashIdParamSchema = z.object({ id: IdSchema });
+
+export type EntryKind = 'collection' | 'object';
+
+export interface ReplicaDto {
+  site: string;
+  resource: string;
+  size: number;
+  checksum: string;
+  status: 'good' | 'stale';
+}
+
+export interface EntryDto {
+  kind: EntryKind;
+  id: string;
+  name: string;
+  path: string;
+  owner: string;
+  group: string | null;
+  /** Bytes for objects; 0 for collections. */
+  size: number;
+  /** `sha256:<hex>` for objects. */
+  checksum: string | null;
+  contentType: string | null;
+  version: number | null;
+  /** Site holding the bytes (first good replica) for objects. */
+  site: string | null;
+  replicaCount: number;
+  createdAt: string;
+  modifiedAt: string;
+  /** What the caller may do here. */
+  access: PermissionLevel;
+}
+
+export interface EntryDetailDto extends EntryDto {
+  replicas: ReplicaDto[];
+}
+
+export interface PermissionDto {
+  path: string;
+  user: string | null;
+  group: string | null;
+  level: PermissionLevel;
+  inheritedFrom: string | null;
+}
+
+export interface TrashEntryDto {
+  id: string;
+  kind: EntryKind;
+  originalPath: string;
+  deletedBy: string;
+  deletedAt: string;
+  deletedAtSite: string;
+}

@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { PathSchema } from './common';
+
+export const TOKEN_SCOPES = ['read', 'write', 'admin'] as const;
+export type TokenScope = (typeof TOKEN_SCOPES)[number];
+
+export const CreateTokenSchema = z.object({
+  name: z.string().trim().min(1, 'is required').max(100),
+  scope: z.enum(TOKEN_SCOPES),
+  /** Confine the token to this collection and everything below it. */
+  collection: PathSchema.optional(),
+  /** ISO 8601 time; absent means the default lifetime (90 days). At most one year ahead. */
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+});
+export type CreateTokenRequest = z.input<typeof CreateTokenSchema>;
+
+export interface TokenDto {
+  id: string;
+  name: string;
+  scope: TokenScope;
+  collection: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+  createdAt: string;
+}
+
+export interface CreatedTokenDto extends TokenDto {
+  /** The secret, shown once. Send as `Authorization: Bearer <secret>`. */
+  secret: string;
+}

@@ -1,0 +1,6 @@
+export * from './errors';
+export * from './paths';
+export * from './dto/common';
+export * from './dto/accounts';
+export * from './dto/tokens';
+export * from './dto/namespace';

@@ -1,0 +1,86 @@
+/**
+ * Rules for logical paths in the federation namespace. The API enforces them; the agent and the
+ * portal use the same functions so a bad name is caught before anything is sent.
+ */
+export const MAX_PATH_BYTES = 4096;
+export const MAX_NAME_BYTES = 255;
+
+export class PathError extends Error {
+  constructor(
+    message: string,
+    readonly input: string,
+  ) {
+    super(message);
+    this.name = 'PathError';
+  }
+}
+
+// C0 and C1 control characters and DEL; NUL is among them.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Checks one path segment (a file or folder name) and returns it in Unicode NFC. */
+export function normalizeName(input: string): string {
+  const name = input.normalize('NFC');
+  if (name.length === 0) throw new PathError('a name must not be empty', input);
+  if (name === '.' || name === '..') throw new PathError(`'${name}' is not allowed as a name`, input);
+  if (name.includes('/')) throw new PathError('a name must not contain "/"', input);
+  if (CONTROL.test(name)) throw new PathError('a name must not contain NUL or control characters', input);
+  if (utf8Length(name) > MAX_NAME_BYTES) {
+    throw new PathError(`a name must be at most ${MAX_NAME_BYTES} bytes of UTF-8`, input);
+  }
+  return name;
+}
+
+/**
+ * Normalises an absolute logical path: Unicode NFC, one trailing slash tolerated, and refuses
+ * relative paths, empty segments (`//`), `.`/`..`, NUL and control characters.
+ * Returns `/` for the root and `/a/b` (no trailing slash) otherwise.
+ */
+export function normalizePath(input: string): string {
+  if (typeof input !== 'string' || input.length === 0) throw new PathError('a path must not be empty', input);
+  if (!input.startsWith('/')) throw new PathError('a path must be absolute (start with "/")', input);
+  if (input === '/') return '/';
+  const trimmed = input.endsWith('/') ? input.slice(0, -1) : input;
+  const segments = trimmed.slice(1).split('/');
+  const normalized = segments.map((segment) => {
+    if (segment.length === 0) throw new PathError('a path must not contain empty segments ("//")', input);
+    return normalizeName(segment);
+  });
+  const path = '/' + normalized.join('/');
+  if (utf8Length(path) > MAX_PATH_BYTES) {
+    throw new PathError(`a path must be at most ${MAX_PATH_BYTES} bytes of UTF-8`, input);
+  }
+  return path;
+}
+
+/** Parent path and last segment of a normalised path; the root has no parent. */
+export function splitPath(path: string): { parent: string; name: string } {
+  if (path === '/') throw new PathError('the root has no parent', path);
+  const at = path.lastIndexOf('/');
+  return { parent: at === 0 ? '/' : path.slice(0, at), name: path.slice(at + 1) };
+}
+
+export function joinPath(parent: string, name: string): string {
+  return parent === '/' ? `/${name}` : `${parent}/${name}`;
+}
+
+/** The root and every ancestor collection of a normalised path, root first, the path itself excluded. */
+export function ancestorPaths(path: string): string[] {
+  if (path === '/') return [];
+  const result = ['/'];
+  const segments = path.slice(1).split('/');
+  for (let i = 1; i < segments.length; i++) result.push('/' + segments.slice(0, i).join('/'));
+  return result;
+}
+
+/** True when `path` is `ancestor` itself or lies below it. */
+export function isWithin(path: string, ancestor: string): boolean {
+  if (ancestor === '/') return true;
+  return path === ancestor || path.startsWith(ancestor + '/');
+}
+
+const encoder = new TextEncoder();
+function utf8Length(value: string): number {
+  return encoder.encode(value).length;
+}

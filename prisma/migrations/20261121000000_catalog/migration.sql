@@ -233,10 +233,22 @@ CREATE INDEX "memberships_group_id_idx" ON "memberships"("group_id");
 CREATE UNIQUE INDEX "memberships_user_id_group_id_key" ON "memberships"("user_id", "group_id");
 
 -- CreateIndex
+CREATE INDEX "collections_parent_id_trash_id_updated_at_idx" ON "collections"("parent_id", "trash_id", "updated_at");
+
+-- CreateIndex
+CREATE INDEX "collections_trash_id_idx" ON "collections"("trash_id");
+
+-- CreateIndex
 CREATE UNIQUE INDEX "collections_path_trash_id_key" ON "collections"("path", "trash_id");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "collections_parent_id_trash_id_name_key" ON "collections"("parent_id", "trash_id", "name");
+
+-- CreateIndex
+CREATE INDEX "data_objects_collection_id_trash_id_size_idx" ON "data_objects"("collection_id", "trash_id", "size");
+
+-- CreateIndex
+CREATE INDEX "data_objects_collection_id_trash_id_updated_at_idx" ON "data_objects"("collection_id", "trash_id", "updated_at");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "data_objects_collection_id_trash_id_name_key" ON "data_objects"("collection_id", "trash_id", "name");

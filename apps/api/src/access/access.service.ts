@@ -38,6 +38,21 @@ export class AccessService {
     });
   }
 
+  /**
+   * What everything inside a collection inherits: ownership of it or above, and recursive grants
+   * on it or above (not its browse-only grants). Listings raise this per child.
+   */
+  async inheritedBelow(principal: Principal, collectionPath: string): Promise<PermissionLevel | null> {
+    if (principal.isAdmin) return 'own';
+    return this.repo.effectiveLevel({
+      userId: principal.userId,
+      groupIds: principal.groupIds,
+      ancestorPaths: [...ancestorPaths(collectionPath), collectionPath],
+      collectionPath: null,
+      objectId: null,
+    });
+  }
+
   /** Throws PERMISSION_DENIED (or TOKEN_OUTSIDE_COLLECTION) unless the caller holds `needed`. */
   async require(principal: Principal, target: AccessTarget, needed: PermissionLevel): Promise<PermissionLevel> {
     this.assertWithinToken(principal, target.path);

@@ -1,4 +1,13 @@
 import { Module } from '@nestjs/common';
+import { NamespaceModule } from '../namespace/namespace.module';
+import { DataController } from './data.controller';
+import { DataRepository } from './data.repository';
+import { DataService } from './data.service';
+import { StorageModule } from './storage.module';
 
-@Module({})
+@Module({
+  imports: [NamespaceModule, StorageModule],
+  controllers: [DataController],
+  providers: [DataRepository, DataService],
+})
 export class DataModule {}

@@ -65,8 +65,8 @@ export interface EntryDto {
   replicaCount: number;
   createdAt: string;
   modifiedAt: string;
-  /** What the caller may do here. */
-  access: PermissionLevel;
+  /** What the caller may do here (null: the name is visible, the content is not). */
+  access: PermissionLevel | null;
 }
 
 export interface EntryDetailDto extends EntryDto {

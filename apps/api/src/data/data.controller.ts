@@ -1,0 +1,141 @@
+import { Controller, Get, Head, Put, Query, Req, Res } from '@nestjs/common';
+import { ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ErrorCode, PathSchema, type EntryDto } from '@tributary/shared';
+import { create as contentDisposition } from 'content-disposition';
+import type { Request, Response } from 'express';
+import { createZodDto } from 'nestjs-zod';
+import parseRange from 'range-parser';
+import { pipeline } from 'node:stream/promises';
+import { z } from 'zod';
+import { CurrentPrincipal } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { DataService } from './data.service';
+
+class UploadQueryDto extends createZodDto(
+  z.object({
+    path: PathSchema,
+    overwrite: z
+      .enum(['true', 'false'])
+      .default('false')
+      .transform((v) => v === 'true'),
+  }),
+) {}
+class DownloadQueryDto extends createZodDto(z.object({ path: PathSchema })) {}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+@ApiTags('data')
+@Controller('api/v1/data')
+export class DataController {
+  constructor(private readonly data: DataService) {}
+
+  /**
+   * Uploads an object's bytes as the raw request body (any size, streamed). Optional header
+   * `X-Checksum-Sha256: <hex>` rejects the upload if the bytes differ. `overwrite=true` replaces
+   * an existing object's bytes (a new version).
+   */
+  @Put()
+  @ApiQuery({ name: 'overwrite', required: false, enum: ['true', 'false'] })
+  async upload(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: UploadQueryDto,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<EntryDto> {
+    const lengthHeader = req.headers['content-length'];
+    const expected = req.headers['x-checksum-sha256'];
+    if (typeof expected === 'string' && !SHA256_HEX.test(expected.toLowerCase())) {
+      throw new DomainError(ErrorCode.ValidationFailed, 'X-Checksum-Sha256 must be 64 hex digits', {
+        'x-checksum-sha256': ['must be 64 hex digits'],
+      });
+    }
+    const contentType = req.headers['content-type'];
+    const entry = await this.data.upload(p, q.path, req, {
+      overwrite: q.overwrite,
+      contentLength: lengthHeader !== undefined ? Number(lengthHeader) : undefined,
+      contentType: contentType && contentType.length <= 255 ? contentType : undefined,
+      expectedSha256: typeof expected === 'string' ? expected.toLowerCase() : undefined,
+    });
+    res.status(entry.version === 1 ? 201 : 200);
+    return entry;
+  }
+
+  /** Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. */
+  @Get()
+  async download(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: DownloadQueryDto,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    await this.send(p, q.path, req, res, true);
+  }
+
+  @Head()
+  async head(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: DownloadQueryDto,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    await this.send(p, q.path, req, res, false);
+  }
+
+  private async send(p: Principal, path: string, req: Request, res: Response, withBody: boolean): Promise<void> {
+    const { object, key } = await this.data.openForRead(p, path);
+    const size = Number(object.size);
+    const etag = `"${object.checksum}"`;
+    res.setHeader('ETag', etag);
+    res.setHeader('Accept-Ranges', 'bytes');
+    res.setHeader('Last-Modified', object.updatedAt.toUTCString());
+    res.setHeader('Digest', `sha-256=${Buffer.from(object.checksum, 'hex').toString('base64')}`);
+    res.setHeader('Content-Disposition', contentDisposition(object.name));
+    res.setHeader('Cache-Control', 'private, no-cache');
+    const ifNoneMatch = req.headers['if-none-match'];
+    if (ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
+      res.status(304).end();
+      return;
+    }
+    let range: { start: number; end: number } | undefined;
+    const rangeHeader = req.headers.range;
+    const ifRange = req.headers['if-range'];
+    if (rangeHeader && (!ifRange || ifRange === etag)) {
+      const parsed = parseRange(size, rangeHeader, { combine: true });
+      if (parsed === -1) {
+        res.setHeader('Content-Range', `bytes */${size}`);
+        throw new DomainError(
+          ErrorCode.RangeNotSatisfiable,
+          `the range "${rangeHeader}" is outside the object's ${size} bytes`,
+          undefined,
+          { 'Content-Range': `bytes */${size}` },
+        );
+      }
+      // Malformed headers (-2) are ignored, as HTTP says; several ranges are served as the whole object.
+      if (Array.isArray(parsed) && parsed.length === 1 && parsed[0]) range = parsed[0];
+    }
+    res.setHeader('Content-Type', object.contentType);
+    if (range) {
+      res.status(206);
+      res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
+      res.setHeader('Content-Length', String(range.end - range.start + 1));
+    } else {
+      res.status(200);
+      res.setHeader('Content-Length', String(size));
+    }
+    if (!withBody || size === 0) {
+      res.end();
+      return;
+    }
+    const stream = this.data.read(key, range);
+    let sent = 0;
+    stream.on('data', (chunk: Buffer) => (sent += chunk.length));
+    try {
+      await pipeline(stream, res);
+    } catch {
+      // The client went away mid-download; nothing to answer.
+    } finally {
+      this.data.countSent(sent);
+    }
+  }
+}

@@ -1,0 +1,167 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ErrorCode, splitPath, type EntryDto } from '@tributary/shared';
+import type { Readable } from 'node:stream';
+import { AccessService } from '../access/access.service';
+import { DomainError, notFound } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
+import { MetricsRegistry } from '../health/metrics';
+import { toEntryDto } from '../namespace/namespace.mapper';
+import { NamespaceRepository, type ObjectRecord } from '../namespace/namespace.repository';
+import { NamespaceService } from '../namespace/namespace.service';
+import { SiteContext } from '../sites/site-context';
+import { DataRepository } from './data.repository';
+import { StagingError, type StagedFile } from './storage-driver';
+import { StorageService } from './storage.service';
+
+export interface UploadOptions {
+  overwrite: boolean;
+  contentLength?: number;
+  contentType?: string;
+  /** Hex SHA-256 the client expects; a mismatch rejects the upload. */
+  expectedSha256?: string;
+}
+
+/** Storage key of one version of an object's bytes at this site. */
+const storageKey = (objectId: bigint, version: number): string => `${objectId}.v${version}`;
+
+@Injectable()
+export class DataService {
+  constructor(
+    private readonly namespace: NamespaceService,
+    private readonly namespaceRepo: NamespaceRepository,
+    private readonly repo: DataRepository,
+    private readonly storage: StorageService,
+    private readonly access: AccessService,
+    private readonly site: SiteContext,
+    private readonly metrics: MetricsRegistry,
+    @Inject(SITE_CONFIG) private readonly config: SiteConfig,
+  ) {}
+
+  /**
+   * Streams the body to staging (hashing as it goes), then in one transaction records the object
+   * and renames the bytes into place. Any failure before the commit leaves no object and no file.
+   */
+  async upload(principal: Principal, path: string, body: Readable, options: UploadOptions): Promise<EntryDto> {
+    this.access.assertWithinToken(principal, path);
+    if (path === '/') throw new DomainError(ErrorCode.NameTaken, 'the root is a collection; upload into it, e.g. /home/<you>/file');
+    const { parent, name } = splitPath(path);
+    const collection = await this.namespace.requireCollection(parent).catch((err: unknown) => {
+      if (err instanceof DomainError && err.code === ErrorCode.NotFound) {
+        throw notFound(`collection ${parent} (create it first: POST /api/v1/namespace/collections)`);
+      }
+      throw err;
+    });
+    const existing = await this.namespace.resolve(path);
+    if (existing?.kind === 'collection') throw new DomainError(ErrorCode.NameTaken, `${path} is a collection`);
+    if (existing && !options.overwrite) {
+      throw new DomainError(ErrorCode.NameTaken, `${path} exists; add overwrite=true to replace its bytes`);
+    }
+    await this.access.require(
+      principal,
+      existing ? { path, kind: 'object', objectId: existing.id } : { path: collection.path, kind: 'collection' },
+      'write',
+    );
+    if (options.contentLength !== undefined && options.contentLength > this.config.maxUploadBytes) {
+      throw new DomainError(ErrorCode.PayloadTooLarge, `the upload exceeds the limit of ${this.config.maxUploadBytes} bytes`);
+    }
+
+    let staged: StagedFile;
+    try {
+      staged = await this.storage.stage(body, { maxBytes: this.config.maxUploadBytes, expectedBytes: options.contentLength });
+    } catch (err) {
+      if (err instanceof StagingError) {
+        throw new DomainError(err.reason === 'too-large' ? ErrorCode.PayloadTooLarge : ErrorCode.UploadIncomplete, err.message);
+      }
+      throw err;
+    }
+    let committedKey: string | null = null;
+    let replacedKey: string | null = null;
+    try {
+      if (options.expectedSha256 && options.expectedSha256 !== staged.sha256) {
+        throw new DomainError(
+          ErrorCode.ChecksumMismatch,
+          `the bytes received hash to sha256:${staged.sha256}, not the sha256:${options.expectedSha256} you sent; retry the upload`,
+        );
+      }
+      const bytes = {
+        size: BigInt(staged.size),
+        checksum: staged.sha256,
+        contentType: options.contentType ?? 'application/octet-stream',
+      };
+      await this.namespaceRepo.transaction(async (tx) => {
+        await this.namespaceRepo.lockCollection(tx, collection.id);
+        const current = await this.namespaceRepo.findObject(collection, name, tx);
+        if (!current) {
+          if (await this.namespaceRepo.nameTaken(tx, collection.id, name)) {
+            throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
+          }
+          const objectId = await this.repo.createObject(tx, {
+            ...bytes,
+            collectionId: collection.id,
+            name,
+            ownerId: principal.userId,
+            groupId: principal.activeGroupId,
+          });
+          const key = storageKey(objectId, 1);
+          await staged.commit(key);
+          committedKey = key;
+          await this.repo.addReplica(tx, {
+            objectId,
+            siteId: this.site.siteId,
+            resourceId: this.site.resourceId,
+            physicalPath: key,
+            size: bytes.size,
+            checksum: bytes.checksum,
+            by: principal.userId,
+          });
+        } else {
+          if (!options.overwrite) throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
+          const key = storageKey(current.id, current.version + 1);
+          await staged.commit(key);
+          committedKey = key;
+          replacedKey = await this.repo.replaceBytes(
+            tx,
+            current.id,
+            bytes,
+            { siteId: this.site.siteId, resourceId: this.site.resourceId, physicalPath: key },
+            principal.userId,
+          );
+        }
+      });
+    } catch (err) {
+      await staged.discard();
+      if (committedKey) await this.storage.remove(committedKey);
+      throw err;
+    }
+    if (replacedKey && replacedKey !== committedKey) await this.storage.remove(replacedKey);
+    this.metrics.bytesIn.inc(staged.size);
+    const entry = (await this.namespace.resolve(path)) as ObjectRecord;
+    return toEntryDto(entry, existing ? await this.access.levelOf(principal, { path, kind: 'object', objectId: entry.id }) : 'own');
+  }
+
+  /** Checks read access and finds this site's copy of the object's bytes. */
+  async openForRead(principal: Principal, path: string): Promise<{ object: ObjectRecord; key: string }> {
+    this.access.assertWithinToken(principal, path);
+    const entry = await this.namespace.resolve(path);
+    if (!entry) throw notFound(path);
+    if (entry.kind !== 'object') throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; list it instead`);
+    await this.access.require(principal, { path, kind: 'object', objectId: entry.id }, 'read');
+    const replica = entry.replicas.find((r) => r.siteId === this.site.siteId && r.status === 'good');
+    if (!replica) {
+      throw new DomainError(
+        ErrorCode.ReplicaUnavailable,
+        `the bytes of ${path} are held at ${entry.site ?? 'no site'}; fetching from other sites comes with replication`,
+      );
+    }
+    return { object: entry, key: replica.physicalPath };
+  }
+
+  read(key: string, range?: { start: number; end: number }): Readable {
+    return this.storage.open(key, range);
+  }
+
+  countSent(bytes: number): void {
+    this.metrics.bytesOut.inc(bytes);
+  }
+}

@@ -1,0 +1,33 @@
+import type { Readable } from 'node:stream';
+
+/** Bytes written to a resource's staging area, hashed on the way in, not yet visible under a key. */
+export interface StagedFile {
+  size: number;
+  /** Lower-case hex SHA-256 of the bytes. */
+  sha256: string;
+  /** Moves the bytes under `key` atomically (a rename). */
+  commit(key: string): Promise<void>;
+  /** Removes the staged bytes; safe to call after a failed or successful commit. */
+  discard(): Promise<void>;
+}
+
+export class StagingError extends Error {
+  constructor(
+    readonly reason: 'too-large' | 'incomplete',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Where a storage resource keeps object bytes. Keys are chosen by the catalog (never by users);
+ * drivers still confine every key to their own root.
+ */
+export interface StorageDriver {
+  /** Streams `source` into staging, never holding it whole in memory. */
+  stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile>;
+  /** Reads `[start, end]` (inclusive) or the whole object. */
+  open(key: string, range?: { start: number; end: number }): Readable;
+  remove(key: string): Promise<void>;
+}

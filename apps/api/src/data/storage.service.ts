@@ -1,0 +1,35 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import type { Readable } from 'node:stream';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
+import { LocalFsDriver } from './local-fs.driver';
+import type { StagedFile, StorageDriver } from './storage-driver';
+
+/** This site's storage resource. One local-file-system resource for now; the driver interface allows more. */
+@Injectable()
+export class StorageService implements OnModuleInit {
+  private readonly driver: LocalFsDriver;
+
+  constructor(@Inject(SITE_CONFIG) config: SiteConfig) {
+    this.driver = new LocalFsDriver(config.storageRoot);
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.driver.init();
+  }
+
+  get resource(): StorageDriver {
+    return this.driver;
+  }
+
+  stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile> {
+    return this.driver.stage(source, limits);
+  }
+
+  open(key: string, range?: { start: number; end: number }): Readable {
+    return this.driver.open(key, range);
+  }
+
+  remove(key: string): Promise<void> {
+    return this.driver.remove(key);
+  }
+}

@@ -1,0 +1,473 @@
+import { Injectable } from '@nestjs/common';
+import { Prisma } from '@prisma/client';
+import type { PermissionLevel } from '@tributary/shared';
+import { PrismaService } from '../database/prisma.service';
+
+export type Tx = Prisma.TransactionClient;
+
+export interface CollectionRecord {
+  kind: 'collection';
+  id: bigint;
+  parentId: bigint | null;
+  name: string;
+  path: string;
+  ownerId: bigint;
+  owner: string;
+  group: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface ReplicaRecord {
+  siteId: string;
+  resourceId: bigint;
+  resource: string;
+  physicalPath: string;
+  size: bigint;
+  checksum: string;
+  status: 'good' | 'stale';
+}
+
+export interface ObjectRecord {
+  kind: 'object';
+  id: bigint;
+  collectionId: bigint;
+  name: string;
+  path: string;
+  ownerId: bigint;
+  owner: string;
+  group: string | null;
+  size: bigint;
+  checksum: string;
+  contentType: string;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+  replicaCount: number;
+  /** Site of the first good replica: where the bytes are read from. */
+  site: string | null;
+  /** Filled by `findObject`; listings carry only the count and site. */
+  replicas: ReplicaRecord[];
+}
+
+export type EntryRecord = CollectionRecord | ObjectRecord;
+
+export type SortKey = 'name' | 'size' | 'modified';
+
+/** Position in a listing: kind rank (collections first), sort value, name, id. */
+export interface ListCursor {
+  k: 0 | 1;
+  v: string;
+  n: string;
+  id: string;
+}
+
+export interface TrashRecord {
+  id: bigint;
+  kind: 'collection' | 'object';
+  collectionId: bigint | null;
+  objectId: bigint | null;
+  originalPath: string;
+  deletedById: bigint;
+  deletedBy: string;
+  deletedAtSite: string;
+  createdAt: Date;
+}
+
+export interface GrantRecord {
+  collectionId: bigint | null;
+  objectId: bigint | null;
+  path: string;
+  user: string | null;
+  group: string | null;
+  level: PermissionLevel;
+  recursive: boolean;
+}
+
+@Injectable()
+export class NamespaceRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.prisma.$transaction(fn, { timeout: 60_000, maxWait: 30_000 });
+  }
+
+  async findCollection(path: string, tx: Tx = this.prisma): Promise<CollectionRecord | null> {
+    const rows = await tx.$queryRaw<
+      {
+        id: bigint;
+        parent_id: bigint | null;
+        name: string;
+        path: string;
+        owner_id: bigint;
+        owner: string;
+        group_name: string | null;
+        created_at: Date;
+        updated_at: Date;
+      }[]
+    >(Prisma.sql`
+      SELECT c.id, c.parent_id, c.name, c.path, c.owner_id, u.username AS owner, g.name AS group_name,
+             c.created_at, c.updated_at
+        FROM collections c JOIN users u ON u.id = c.owner_id LEFT JOIN project_groups g ON g.id = c.group_id
+       WHERE c.path = ${path} AND c.trash_id = 0`);
+    const r = rows[0];
+    return r
+      ? {
+          kind: 'collection',
+          id: r.id,
+          parentId: r.parent_id,
+          name: r.name,
+          path: r.path,
+          ownerId: r.owner_id,
+          owner: r.owner,
+          group: r.group_name,
+          createdAt: r.created_at,
+          updatedAt: r.updated_at,
+        }
+      : null;
+  }
+
+  async findObject(collection: { id: bigint; path: string }, name: string, tx: Tx = this.prisma): Promise<ObjectRecord | null> {
+    const row = await tx.dataObject.findFirst({
+      where: { collectionId: collection.id, name, trashId: 0 },
+      include: {
+        replicas: { include: { resource: { select: { name: true } } }, orderBy: { createdAt: 'asc' } },
+      },
+    });
+    if (!row) return null;
+    const [owner, group] = await Promise.all([
+      tx.user.findUnique({ where: { id: row.ownerId }, select: { username: true } }),
+      row.groupId ? tx.projectGroup.findUnique({ where: { id: row.groupId }, select: { name: true } }) : null,
+    ]);
+    return {
+      kind: 'object',
+      id: row.id,
+      collectionId: row.collectionId,
+      name: row.name,
+      path: collection.path === '/' ? `/${row.name}` : `${collection.path}/${row.name}`,
+      ownerId: row.ownerId,
+      owner: owner?.username ?? '?',
+      group: group?.name ?? null,
+      size: row.size,
+      checksum: row.checksum,
+      contentType: row.contentType,
+      version: row.version,
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+      replicaCount: row.replicas.length,
+      site: row.replicas.find((r) => r.status === 'good')?.siteId ?? null,
+      replicas: row.replicas.map((r) => ({
+        siteId: r.siteId,
+        resourceId: r.resourceId,
+        resource: r.resource.name,
+        physicalPath: r.physicalPath,
+        size: r.size,
+        checksum: r.checksum,
+        status: r.status,
+      })),
+    };
+  }
+
+  /** Serialises changes to one collection's children (create, rename into, restore into). */
+  async lockCollection(tx: Tx, id: bigint): Promise<void> {
+    await tx.$queryRaw`SELECT id FROM collections WHERE id = ${id} FOR UPDATE`;
+  }
+
+  /** Whether a live collection or object named `name` sits in the collection. */
+  async nameTaken(tx: Tx, collectionId: bigint, name: string): Promise<'collection' | 'object' | null> {
+    const c = await tx.collection.findFirst({ where: { parentId: collectionId, name, trashId: 0 }, select: { id: true } });
+    if (c) return 'collection';
+    const o = await tx.dataObject.findFirst({ where: { collectionId, name, trashId: 0 }, select: { id: true } });
+    return o ? 'object' : null;
+  }
+
+  async createCollection(
+    tx: Tx,
+    data: { parentId: bigint; name: string; path: string; ownerId: bigint; groupId: bigint | null },
+  ): Promise<void> {
+    await tx.collection.create({ data: { ...data, createdBy: data.ownerId } });
+  }
+
+  async counts(collectionId: bigint): Promise<number> {
+    const [c, o] = await Promise.all([
+      this.prisma.collection.count({ where: { parentId: collectionId, trashId: 0 } }),
+      this.prisma.dataObject.count({ where: { collectionId, trashId: 0 } }),
+    ]);
+    return c + o;
+  }
+
+  /**
+   * One page of a collection's children: collections first, then objects, each ordered by the sort
+   * key, then name, then id. Keyset pagination on indexes (parent, trash_id, key), so the first page
+   * of a collection with 100,000 children costs one short index scan per table.
+   */
+  async listChildren(
+    parent: { id: bigint; path: string },
+    sort: SortKey,
+    order: 'asc' | 'desc',
+    limit: number,
+    cursor: ListCursor | null,
+  ): Promise<EntryRecord[]> {
+    const out: EntryRecord[] = [];
+    if (!cursor || cursor.k === 0) {
+      out.push(...(await this.pageOf('collections', parent, sort, order, limit, cursor)));
+    }
+    if (out.length < limit) {
+      const objectCursor = cursor && cursor.k === 1 ? cursor : null;
+      out.push(...(await this.pageOf('data_objects', parent, sort, order, limit - out.length, objectCursor)));
+    }
+    return out;
+  }
+
+  private async pageOf(
+    table: 'collections' | 'data_objects',
+    parent: { id: bigint; path: string },
+    sort: SortKey,
+    order: 'asc' | 'desc',
+    limit: number,
+    cursor: ListCursor | null,
+  ): Promise<EntryRecord[]> {
+    const isObjects = table === 'data_objects';
+    const parentColumn = Prisma.raw(isObjects ? 'e.collection_id' : 'e.parent_id');
+    const keyExpr = Prisma.raw(
+      sort === 'size' ? (isObjects ? 'e.size' : '0::bigint') : sort === 'modified' ? 'e.updated_at' : 'e.name',
+    );
+    const dir = Prisma.raw(order === 'asc' ? 'ASC' : 'DESC');
+    const cmp = Prisma.raw(order === 'asc' ? '>' : '<');
+    let after = Prisma.empty;
+    if (cursor) {
+      const value =
+        sort === 'size'
+          ? Prisma.sql`${BigInt(cursor.v)}::bigint`
+          : sort === 'modified'
+            ? Prisma.sql`${cursor.v}::timestamptz`
+            : Prisma.sql`${cursor.v}::text`;
+      after = Prisma.sql`AND (${keyExpr}, e.name, e.id) ${cmp} (${value}, ${cursor.n}::text, ${BigInt(cursor.id)}::bigint)`;
+    }
+    const objectColumns = isObjects
+      ? Prisma.sql`e.size, e.checksum, e.content_type, e.version,
+          (SELECT count(*) FROM replicas r WHERE r.object_id = e.id)::int AS replica_count,
+          (SELECT r.site_id FROM replicas r WHERE r.object_id = e.id AND r.status = 'good'
+            ORDER BY r.created_at LIMIT 1) AS site`
+      : Prisma.sql`0::bigint AS size, NULL AS checksum, NULL AS content_type, NULL::int AS version,
+          0 AS replica_count, NULL AS site`;
+    const rows = await this.prisma.$queryRaw<
+      {
+        id: bigint;
+        name: string;
+        owner_id: bigint;
+        owner: string;
+        group_name: string | null;
+        created_at: Date;
+        updated_at: Date;
+        size: bigint;
+        checksum: string | null;
+        content_type: string | null;
+        version: number | null;
+        replica_count: number;
+        site: string | null;
+      }[]
+    >(Prisma.sql`
+      SELECT e.id, e.name, e.owner_id, u.username AS owner, g.name AS group_name, e.created_at, e.updated_at,
+             ${objectColumns}
+        FROM ${Prisma.raw(table)} e
+        JOIN users u ON u.id = e.owner_id
+        LEFT JOIN project_groups g ON g.id = e.group_id
+       WHERE ${parentColumn} = ${parent.id} AND e.trash_id = 0 ${after}
+       ORDER BY ${keyExpr} ${dir}, e.name ${dir}, e.id ${dir}
+       LIMIT ${limit}`);
+    const childPath = (name: string): string => (parent.path === '/' ? `/${name}` : `${parent.path}/${name}`);
+    return rows.map((r): EntryRecord =>
+      isObjects
+        ? {
+            kind: 'object',
+            id: r.id,
+            collectionId: parent.id,
+            name: r.name,
+            path: childPath(r.name),
+            ownerId: r.owner_id,
+            owner: r.owner,
+            group: r.group_name,
+            size: r.size,
+            checksum: r.checksum ?? '',
+            contentType: r.content_type ?? 'application/octet-stream',
+            version: r.version ?? 1,
+            createdAt: r.created_at,
+            updatedAt: r.updated_at,
+            replicaCount: r.replica_count,
+            site: r.site,
+            replicas: [],
+          }
+        : {
+            kind: 'collection',
+            id: r.id,
+            parentId: parent.id,
+            name: r.name,
+            path: childPath(r.name),
+            ownerId: r.owner_id,
+            owner: r.owner,
+            group: r.group_name,
+            createdAt: r.created_at,
+            updatedAt: r.updated_at,
+          },
+    );
+  }
+
+  /** Direct grants to the user or their groups on the given entries, highest level per entry. */
+  async directLevels(
+    collectionIds: bigint[],
+    objectIds: bigint[],
+    userId: bigint,
+    groupIds: bigint[],
+  ): Promise<Map<string, PermissionLevel>> {
+    if (collectionIds.length + objectIds.length === 0) return new Map();
+    const rows = await this.prisma.$queryRaw<{ cid: bigint | null; oid: bigint | null; level: PermissionLevel }[]>(Prisma.sql`
+      SELECT collection_id AS cid, object_id AS oid, max(level)::text AS level FROM permissions
+       WHERE (collection_id = ANY(${collectionIds}::bigint[]) OR object_id = ANY(${objectIds}::bigint[]))
+         AND (user_id = ${userId} OR group_id = ANY(${groupIds.length ? groupIds : [0n]}::bigint[]))
+       GROUP BY collection_id, object_id`);
+    return new Map(rows.map((r) => [r.cid !== null ? `c${r.cid}` : `o${r.oid}`, r.level]));
+  }
+
+  /** Renames/moves a collection and rewrites the paths of everything below it. */
+  async moveCollection(tx: Tx, c: CollectionRecord, newParentId: bigint, newName: string, newPath: string, by: bigint): Promise<void> {
+    await tx.$executeRaw`
+      UPDATE collections SET path = ${newPath} || substr(path, ${c.path.length + 1}), updated_at = now(), updated_by = ${by}
+       WHERE trash_id = 0 AND left(path, ${c.path.length + 1}) = ${c.path + '/'}`;
+    await tx.collection.update({
+      where: { id: c.id },
+      data: { parentId: newParentId, name: newName, path: newPath, updatedBy: by },
+    });
+  }
+
+  async moveObject(tx: Tx, id: bigint, newCollectionId: bigint, newName: string, by: bigint): Promise<void> {
+    await tx.dataObject.update({ where: { id }, data: { collectionId: newCollectionId, name: newName, updatedBy: by } });
+  }
+
+  /** Moves an entry (with its whole subtree for a collection) into the trash. */
+  async trash(tx: Tx, entry: EntryRecord, by: bigint, siteId: string): Promise<bigint> {
+    const t = await tx.trashEntry.create({
+      data: {
+        kind: entry.kind,
+        collectionId: entry.kind === 'collection' ? entry.id : null,
+        objectId: entry.kind === 'object' ? entry.id : null,
+        originalPath: entry.path,
+        deletedById: by,
+        deletedAtSite: siteId,
+        createdBy: by,
+      },
+      select: { id: true },
+    });
+    if (entry.kind === 'object') {
+      await tx.dataObject.update({ where: { id: entry.id }, data: { trashId: t.id, updatedBy: by } });
+    } else {
+      await tx.$executeRaw`
+        UPDATE data_objects SET trash_id = ${t.id}, updated_by = ${by}
+         WHERE trash_id = 0 AND collection_id IN (
+           SELECT id FROM collections WHERE trash_id = 0 AND (path = ${entry.path} OR left(path, ${entry.path.length + 1}) = ${entry.path + '/'}))`;
+      await tx.$executeRaw`
+        UPDATE collections SET trash_id = ${t.id}, updated_by = ${by}
+         WHERE trash_id = 0 AND (path = ${entry.path} OR left(path, ${entry.path.length + 1}) = ${entry.path + '/'})`;
+    }
+    return t.id;
+  }
+
+  async findTrash(id: bigint, tx: Tx = this.prisma): Promise<TrashRecord | null> {
+    const row = await tx.trashEntry.findUnique({ where: { id } });
+    if (!row) return null;
+    const user = await tx.user.findUnique({ where: { id: row.deletedById }, select: { username: true } });
+    return { ...row, deletedBy: user?.username ?? '?' };
+  }
+
+  async listTrash(deletedById: bigint | null, limit: number, beforeId: bigint | null): Promise<{ items: TrashRecord[]; total: number }> {
+    const where = deletedById === null ? {} : { deletedById };
+    const [rows, total] = await Promise.all([
+      this.prisma.trashEntry.findMany({
+        where: { ...where, ...(beforeId ? { id: { lt: beforeId } } : {}) },
+        orderBy: { id: 'desc' },
+        take: limit,
+      }),
+      this.prisma.trashEntry.count({ where }),
+    ]);
+    const users = await this.prisma.user.findMany({
+      where: { id: { in: [...new Set(rows.map((r) => r.deletedById))] } },
+      select: { id: true, username: true },
+    });
+    const names = new Map(users.map((u) => [u.id, u.username]));
+    return { items: rows.map((r) => ({ ...r, deletedBy: names.get(r.deletedById) ?? '?' })), total };
+  }
+
+  /** Brings a trash entry's rows back (the caller has checked the original place is free). */
+  async restore(tx: Tx, trash: TrashRecord, by: bigint): Promise<void> {
+    await tx.dataObject.updateMany({ where: { trashId: trash.id }, data: { trashId: 0, updatedBy: by } });
+    await tx.collection.updateMany({ where: { trashId: trash.id }, data: { trashId: 0, updatedBy: by } });
+    await tx.trashEntry.delete({ where: { id: trash.id } });
+  }
+
+  /** Deletes a trash entry's rows for good; returns the replicas whose bytes the caller removes. */
+  async purge(tx: Tx, trash: TrashRecord): Promise<ReplicaRecord[]> {
+    const replicas = await tx.replica.findMany({
+      where: { object: { trashId: trash.id } },
+      include: { resource: { select: { name: true } } },
+    });
+    await tx.dataObject.deleteMany({ where: { trashId: trash.id } });
+    // Children before parents: deepest paths first.
+    await tx.$executeRaw`
+      DELETE FROM collections WHERE id IN (SELECT id FROM collections WHERE trash_id = ${trash.id} ORDER BY length(path) DESC)`;
+    await tx.trashEntry.delete({ where: { id: trash.id } });
+    return replicas.map((r) => ({
+      siteId: r.siteId,
+      resourceId: r.resourceId,
+      resource: r.resource.name,
+      physicalPath: r.physicalPath,
+      size: r.size,
+      checksum: r.checksum,
+      status: r.status,
+    }));
+  }
+
+  async findCollectionById(id: bigint, tx: Tx = this.prisma): Promise<{ id: bigint; path: string; trashId: bigint } | null> {
+    return tx.collection.findUnique({ where: { id }, select: { id: true, path: true, trashId: true } });
+  }
+
+  async grantsOn(collectionIds: bigint[], objectId: bigint | null): Promise<GrantRecord[]> {
+    const rows = await this.prisma.permission.findMany({
+      where: { OR: [{ collectionId: { in: collectionIds } }, ...(objectId ? [{ objectId }] : [])] },
+      include: {
+        collection: { select: { path: true } },
+        user: { select: { username: true } },
+        group: { select: { name: true } },
+      },
+      orderBy: { id: 'asc' },
+    });
+    return rows.map((r) => ({
+      collectionId: r.collectionId,
+      objectId: r.objectId,
+      path: r.collection?.path ?? '',
+      user: r.user?.username ?? null,
+      group: r.group?.name ?? null,
+      level: r.level,
+      recursive: r.recursive,
+    }));
+  }
+
+  async setGrant(
+    target: { collectionId: bigint | null; objectId: bigint | null },
+    who: { userId: bigint | null; groupId: bigint | null },
+    level: PermissionLevel | null,
+    by: bigint,
+  ): Promise<void> {
+    await this.prisma.$transaction(async (tx) => {
+      await tx.permission.deleteMany({ where: { ...target, ...who } });
+      if (level) await tx.permission.create({ data: { ...target, ...who, level, createdBy: by } });
+    });
+  }
+
+  async userId(username: string): Promise<bigint | null> {
+    return (await this.prisma.user.findUnique({ where: { username }, select: { id: true } }))?.id ?? null;
+  }
+
+  async groupId(name: string): Promise<bigint | null> {
+    return (await this.prisma.projectGroup.findUnique({ where: { name }, select: { id: true } }))?.id ?? null;
+  }
+}

@@ -1,0 +1,335 @@
+import { Injectable } from '@nestjs/common';
+import {
+  ErrorCode,
+  isWithin,
+  splitPath,
+  type EntryDetailDto,
+  type EntryDto,
+  type Page,
+  type PermissionDto,
+  type PermissionLevel,
+  type TrashEntryDto,
+} from '@tributary/shared';
+import { AccessService, levelAtLeast } from '../access/access.service';
+import { DomainError, notFound } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { SiteContext } from '../sites/site-context';
+import { StorageService } from '../data/storage.service';
+import { toEntryDetailDto, toEntryDto, toTrashDto } from './namespace.mapper';
+import {
+  CollectionRecord,
+  EntryRecord,
+  ListCursor,
+  NamespaceRepository,
+  SortKey,
+  type Tx,
+} from './namespace.repository';
+
+const RANK: Record<PermissionLevel, number> = { read: 0, write: 1, own: 2 };
+const maxLevel = (a: PermissionLevel | null, b: PermissionLevel | null): PermissionLevel | null =>
+  a === null ? b : b === null ? a : RANK[a] >= RANK[b] ? a : b;
+
+/** Collections that hold the namespace together: never renamed, moved or deleted. */
+const PROTECTED = new Set(['/', '/home', '/projects']);
+
+@Injectable()
+export class NamespaceService {
+  constructor(
+    private readonly repo: NamespaceRepository,
+    private readonly access: AccessService,
+    private readonly site: SiteContext,
+    private readonly storage: StorageService,
+  ) {}
+
+  /** The live collection or object at a normalised path, or null. */
+  async resolve(path: string, tx?: Tx): Promise<EntryRecord | null> {
+    const collection = await this.repo.findCollection(path, tx);
+    if (collection || path === '/') return collection;
+    const { parent, name } = splitPath(path);
+    const parentCollection = await this.repo.findCollection(parent, tx);
+    return parentCollection ? this.repo.findObject(parentCollection, name, tx) : null;
+  }
+
+  async requireCollection(path: string, tx?: Tx): Promise<CollectionRecord> {
+    const entry = await this.resolve(path, tx);
+    if (!entry) throw notFound(`collection ${path}`);
+    if (entry.kind !== 'collection') throw new DomainError(ErrorCode.NotACollection, `${path} is a data object, not a collection`);
+    return entry;
+  }
+
+  async stat(principal: Principal, path: string): Promise<EntryDetailDto> {
+    this.access.assertWithinToken(principal, path);
+    const entry = await this.resolve(path);
+    if (!entry) throw notFound(path);
+    const level = await this.access.require(principal, target(entry), 'read');
+    return toEntryDetailDto(entry, level);
+  }
+
+  async list(
+    principal: Principal,
+    path: string,
+    sort: SortKey,
+    order: 'asc' | 'desc',
+    limit: number,
+    cursorText: string | undefined,
+  ): Promise<Page<EntryDto>> {
+    this.access.assertWithinToken(principal, path);
+    const collection = await this.requireCollection(path);
+    await this.access.require(principal, target(collection), 'read');
+    const cursor = cursorText ? decodeCursor(cursorText, sort) : null;
+    const [items, total] = await Promise.all([
+      this.repo.listChildren(collection, sort, order, limit + 1, cursor),
+      this.repo.counts(collection.id),
+    ]);
+    const page = items.slice(0, limit);
+    const last = page.at(-1);
+    const levels = await this.childLevels(principal, collection, page);
+    return {
+      items: page.map((e) => toEntryDto(e, levels.get(e) ?? null)),
+      total,
+      nextCursor: items.length > limit && last ? encodeCursor(last, sort) : undefined,
+    };
+  }
+
+  /**
+   * What the caller may do with each listed child: what they inherit from above (recursive grants
+   * and ownership, not the browse-only grants of the listed collection), raised by ownership of the
+   * child and grants on it.
+   */
+  private async childLevels(
+    principal: Principal,
+    parent: CollectionRecord,
+    children: EntryRecord[],
+  ): Promise<Map<EntryRecord, PermissionLevel | null>> {
+    const result = new Map<EntryRecord, PermissionLevel | null>();
+    if (principal.isAdmin && !principal.token?.collectionPath) {
+      for (const c of children) result.set(c, 'own');
+      return result;
+    }
+    const inherited = await this.access.inheritedBelow(principal, parent.path);
+    const direct = await this.repo.directLevels(
+      children.filter((c) => c.kind === 'collection').map((c) => c.id),
+      children.filter((c) => c.kind === 'object').map((c) => c.id),
+      principal.userId,
+      principal.groupIds,
+    );
+    for (const c of children) {
+      let level = maxLevel(inherited, direct.get(`${c.kind === 'collection' ? 'c' : 'o'}${c.id}`) ?? null);
+      if (c.ownerId === principal.userId) level = 'own';
+      const confined = principal.token?.collectionPath;
+      result.set(c, confined && !isWithin(c.path, confined) ? null : level);
+    }
+    return result;
+  }
+
+  async createCollection(principal: Principal, path: string, parents: boolean): Promise<EntryDto> {
+    this.access.assertWithinToken(principal, path);
+    if (path === '/') throw new DomainError(ErrorCode.NameTaken, 'the root collection exists');
+    const missing: string[] = [];
+    let existing: EntryRecord | null = null;
+    for (let p = path; ; p = splitPath(p).parent) {
+      existing = await this.resolve(p);
+      if (existing) break;
+      missing.unshift(p);
+      if (!parents && missing.length > 1) {
+        throw notFound(`collection ${splitPath(path).parent} (pass "parents": true to create missing parents)`);
+      }
+    }
+    if (missing.length === 0) {
+      throw new DomainError(ErrorCode.NameTaken, `${path} exists already`);
+    }
+    if (existing.kind !== 'collection') {
+      throw new DomainError(ErrorCode.NotACollection, `${existing.path} is a data object, not a collection`);
+    }
+    await this.access.require(principal, target(existing), 'write');
+    const groupId = principal.activeGroupId;
+    await this.repo.transaction(async (tx) => {
+      let parentId = existing.id;
+      await this.repo.lockCollection(tx, parentId);
+      for (const p of missing) {
+        const { name } = splitPath(p);
+        const clash = await this.repo.nameTaken(tx, parentId, name);
+        if (clash) throw new DomainError(ErrorCode.NameTaken, `${p} exists already (a ${clash === 'object' ? 'data object' : 'collection'})`);
+        await this.repo.createCollection(tx, { parentId, name, path: p, ownerId: principal.userId, groupId });
+        const created = await this.repo.findCollection(p, tx);
+        parentId = created!.id;
+      }
+    });
+    const created = await this.repo.findCollection(path);
+    return toEntryDto(created!, 'own');
+  }
+
+  async move(principal: Principal, from: string, to: string): Promise<EntryDto> {
+    this.access.assertWithinToken(principal, from);
+    this.access.assertWithinToken(principal, to);
+    if (PROTECTED.has(from)) throw new DomainError(ErrorCode.RootImmutable, `${from} cannot be moved or renamed`);
+    if (from === to) throw new DomainError(ErrorCode.NameTaken, `${to} is where it is already`);
+    if (isWithin(to, from)) throw new DomainError(ErrorCode.MoveIntoItself, `cannot move ${from} into itself (${to})`);
+    const entry = await this.resolve(from);
+    if (!entry) throw notFound(from);
+    const { parent: toParentPath, name: toName } = splitPath(to);
+    const toParent = await this.requireCollection(toParentPath);
+    await this.access.require(principal, target(entry), 'write');
+    await this.access.require(principal, { path: splitPath(from).parent, kind: 'collection' }, 'write');
+    await this.access.require(principal, target(toParent), 'write');
+    await this.repo.transaction(async (tx) => {
+      await this.repo.lockCollection(tx, toParent.id);
+      const clash = await this.repo.nameTaken(tx, toParent.id, toName);
+      if (clash) throw new DomainError(ErrorCode.NameTaken, `${to} exists already; choose another name or move it first`);
+      if (entry.kind === 'collection') {
+        await this.repo.moveCollection(tx, entry, toParent.id, toName, to, principal.userId);
+      } else {
+        await this.repo.moveObject(tx, entry.id, toParent.id, toName, principal.userId);
+      }
+    });
+    const moved = await this.resolve(to);
+    return toEntryDto(moved!, await this.access.levelOf(principal, target(moved!)));
+  }
+
+  async delete(principal: Principal, path: string): Promise<TrashEntryDto> {
+    this.access.assertWithinToken(principal, path);
+    if (PROTECTED.has(path)) throw new DomainError(ErrorCode.RootImmutable, `${path} cannot be deleted`);
+    const entry = await this.resolve(path);
+    if (!entry) throw notFound(path);
+    await this.access.require(principal, target(entry), 'write');
+    await this.access.require(principal, { path: splitPath(path).parent, kind: 'collection' }, 'write');
+    const trashId = await this.repo.transaction((tx) => this.repo.trash(tx, entry, principal.userId, this.site.siteId));
+    return toTrashDto((await this.repo.findTrash(trashId))!);
+  }
+
+  /** Administrators see everything in the trash; others what they deleted. */
+  async listTrash(principal: Principal, limit: number, cursor: string | undefined): Promise<Page<TrashEntryDto>> {
+    const before = cursor ? parseId(cursor) : null;
+    const { items, total } = await this.repo.listTrash(principal.isAdmin ? null : principal.userId, limit, before);
+    const last = items.at(-1);
+    return {
+      items: items.map(toTrashDto),
+      total,
+      nextCursor: items.length === limit && last ? last.id.toString() : undefined,
+    };
+  }
+
+  async restore(principal: Principal, trashId: bigint): Promise<EntryDto> {
+    const trash = await this.loadTrash(principal, trashId);
+    this.access.assertWithinToken(principal, trash.originalPath);
+    const { parent, name } = splitPath(trash.originalPath);
+    await this.repo.transaction(async (tx) => {
+      const parentCollection = await this.repo.findCollection(parent, tx);
+      if (!parentCollection) {
+        throw notFound(`collection ${parent} (restore or recreate it first, then restore ${trash.originalPath})`);
+      }
+      await this.access.require(principal, target(parentCollection), 'write');
+      await this.repo.lockCollection(tx, parentCollection.id);
+      if (await this.repo.nameTaken(tx, parentCollection.id, name)) {
+        throw new DomainError(
+          ErrorCode.NameTaken,
+          `${trash.originalPath} exists again; rename or move that one first, then restore`,
+        );
+      }
+      await this.repo.restore(tx, trash, principal.userId);
+    });
+    const restored = await this.resolve(trash.originalPath);
+    return toEntryDto(restored!, await this.access.levelOf(principal, target(restored!)));
+  }
+
+  async purge(principal: Principal, trashId: bigint): Promise<void> {
+    const trash = await this.loadTrash(principal, trashId);
+    const replicas = await this.repo.transaction((tx) => this.repo.purge(tx, trash));
+    // The catalog no longer refers to these bytes; remove them after the commit.
+    await Promise.all(
+      replicas.filter((r) => r.siteId === this.site.siteId).map((r) => this.storage.remove(r.physicalPath)),
+    );
+  }
+
+  private async loadTrash(principal: Principal, id: bigint) {
+    const trash = await this.repo.findTrash(id);
+    if (!trash || (!principal.isAdmin && trash.deletedById !== principal.userId)) throw notFound(`trash entry ${id}`);
+    return trash;
+  }
+
+  async permissions(principal: Principal, path: string): Promise<PermissionDto[]> {
+    this.access.assertWithinToken(principal, path);
+    const entry = await this.resolve(path);
+    if (!entry) throw notFound(path);
+    await this.access.require(principal, target(entry), 'read');
+    const chain = [...ancestorsOf(entry), ...(entry.kind === 'collection' ? [entry.path] : [])];
+    const ids = await Promise.all(chain.map((p) => this.repo.findCollection(p)));
+    const grants = await this.repo.grantsOn(
+      ids.filter((c): c is CollectionRecord => c !== null).map((c) => c.id),
+      entry.kind === 'object' ? entry.id : null,
+    );
+    return grants
+      .filter((g) => g.objectId !== null || g.path === entry.path || g.recursive)
+      .map((g) => {
+        const on = g.objectId !== null ? entry.path : g.path;
+        return { path: entry.path, user: g.user, group: g.group, level: g.level, inheritedFrom: on === entry.path ? null : on };
+      });
+  }
+
+  async setPermission(
+    principal: Principal,
+    path: string,
+    who: { user?: string; group?: string },
+    level: PermissionLevel | null,
+  ): Promise<PermissionDto[]> {
+    this.access.assertWithinToken(principal, path);
+    const entry = await this.resolve(path);
+    if (!entry) throw notFound(path);
+    const held = await this.access.require(principal, target(entry), 'own');
+    if (!levelAtLeast(held, 'own')) throw new DomainError(ErrorCode.PermissionDenied, `you need own access to ${path}`);
+    const userId = who.user ? await this.repo.userId(who.user) : null;
+    const groupId = who.group ? await this.repo.groupId(who.group) : null;
+    if (who.user && userId === null) throw notFound(`user "${who.user}"`);
+    if (who.group && groupId === null) throw notFound(`group "${who.group}"`);
+    await this.repo.setGrant(
+      entry.kind === 'collection' ? { collectionId: entry.id, objectId: null } : { collectionId: null, objectId: entry.id },
+      { userId, groupId },
+      level,
+      principal.userId,
+    );
+    return this.permissions(principal, path);
+  }
+}
+
+function target(entry: EntryRecord): { path: string; kind: 'collection' | 'object'; objectId?: bigint } {
+  return entry.kind === 'object' ? { path: entry.path, kind: 'object', objectId: entry.id } : { path: entry.path, kind: 'collection' };
+}
+
+function ancestorsOf(entry: EntryRecord): string[] {
+  const out: string[] = [];
+  for (let p = entry.path; p !== '/'; ) {
+    p = splitPath(p).parent;
+    out.unshift(p);
+  }
+  return out;
+}
+
+function encodeCursor(e: EntryRecord, sort: SortKey): string {
+  const v =
+    sort === 'size' ? (e.kind === 'object' ? e.size.toString() : '0') : sort === 'modified' ? e.updatedAt.toISOString() : e.name;
+  const c: ListCursor = { k: e.kind === 'collection' ? 0 : 1, v, n: e.name, id: e.id.toString() };
+  return Buffer.from(JSON.stringify(c)).toString('base64url');
+}
+
+function decodeCursor(text: string, sort: SortKey): ListCursor {
+  let c: Partial<ListCursor> = {};
+  try {
+    c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<ListCursor>;
+  } catch {
+    // reported below
+  }
+  const valueOk =
+    typeof c.v === 'string' &&
+    (sort === 'size' ? /^\d{1,19}$/.test(c.v) : sort === 'modified' ? !Number.isNaN(Date.parse(c.v)) : true);
+  if ((c.k === 0 || c.k === 1) && valueOk && typeof c.n === 'string' && typeof c.id === 'string' && /^\d{1,19}$/.test(c.id)) {
+    return c as ListCursor;
+  }
+  throw new DomainError(ErrorCode.InvalidCursor, 'the cursor is not one this listing returned; start again without it');
+}
+
+function parseId(text: string): bigint {
+  if (!/^\d{1,19}$/.test(text)) {
+    throw new DomainError(ErrorCode.InvalidCursor, 'the cursor is not one this listing returned; start again without it');
+  }
+  return BigInt(text);
+}

@@ -4,3 +4,4 @@ export * from './dto/common';
 export * from './dto/accounts';
 export * from './dto/tokens';
 export * from './dto/namespace';
+export * from './client';

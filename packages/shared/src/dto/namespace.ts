@@ -9,7 +9,13 @@ export const ListChildrenQuerySchema = PageQuerySchema.extend({
   sort: z.enum(LIST_SORTS).default('name'),
   order: z.enum(['asc', 'desc']).default('asc'),
 });
-export type ListChildrenQuery = z.input<typeof ListChildrenQuerySchema>;
+export interface ListChildrenQuery {
+  path: string;
+  limit?: number;
+  cursor?: string;
+  sort?: (typeof LIST_SORTS)[number];
+  order?: 'asc' | 'desc';
+}
 
 export const CreateCollectionSchema = z.object({
   path: PathSchema,

@@ -1,0 +1,144 @@
+import createClient, { type Client } from 'openapi-fetch';
+import type { paths } from './api-types';
+import type { CreatedTokenDto, CreateTokenRequest, TokenDto } from './dto/tokens';
+import type { CreateGroupRequest, CreateUserRequest, GroupDto, SessionDto, UpdateUserRequest, UserDto } from './dto/accounts';
+import type { Page } from './dto/common';
+import type {
+  EntryDetailDto,
+  EntryDto,
+  GrantRequest,
+  ListChildrenQuery,
+  PermissionDto,
+  TrashEntryDto,
+} from './dto/namespace';
+import { ErrorCode, type ErrorBody } from './errors';
+
+/** A failed API call, carrying the stable error code the API answered with. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, string[]>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export interface ClientOptions {
+  /** The site's base URL, e.g. `http://127.0.0.1:8080`; empty for the same origin (the portal). */
+  baseUrl: string;
+  /** An API token (`trib_...`), sent as `Authorization: Bearer`. */
+  token?: string;
+  /** For portal sessions: the CSRF token to send on state-changing requests. */
+  csrfToken?: () => string | undefined;
+  fetch?: typeof fetch;
+}
+
+type Result = { data?: unknown; error?: unknown; response: Response };
+
+/**
+ * The typed client used by the portal, the agent and scripts. Request paths, parameters and bodies
+ * are checked at compile time against `api-types.ts`, generated from the API's OpenAPI document
+ * (`openapi.json`, which a test keeps equal to what the API serves).
+ */
+export function createTributaryClient(options: ClientOptions) {
+  const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const headers = (unsafe: boolean): Record<string, string> => {
+    const h: Record<string, string> = {};
+    if (options.token) h.authorization = `Bearer ${options.token}`;
+    const csrf = unsafe ? options.csrfToken?.() : undefined;
+    if (csrf) h['x-csrf-token'] = csrf;
+    return h;
+  };
+  const http: Client<paths> = createClient<paths>({ baseUrl: options.baseUrl, fetch: fetchImpl, credentials: 'same-origin' });
+
+  async function unwrap<T>(call: Promise<Result>): Promise<T> {
+    const { data, error, response } = await call;
+    if (!response.ok) throw toApiError(response.status, error);
+    return data as T;
+  }
+
+  const safe = { headers: headers(false) };
+  const unsafe = (): { headers: Record<string, string> } => ({ headers: headers(true) });
+  const dataUrl = (path: string, extra = ''): string =>
+    `${options.baseUrl}/api/v1/data?path=${encodeURIComponent(path)}${extra}`;
+
+  return {
+    login: (username: string, password: string) =>
+      unwrap<SessionDto>(http.POST('/api/v1/auth/login', { body: { username, password }, ...unsafe() })),
+    logout: () => unwrap<void>(http.POST('/api/v1/auth/logout', unsafe())),
+    session: () => unwrap<SessionDto>(http.GET('/api/v1/auth/session', safe)),
+    me: () => unwrap<UserDto>(http.GET('/api/v1/me', safe)),
+    switchGroup: (group: string) => unwrap<UserDto>(http.PUT('/api/v1/me/active-group', { body: { group }, ...unsafe() })),
+
+    listUsers: (limit?: number, cursor?: string) =>
+      unwrap<Page<UserDto>>(http.GET('/api/v1/users', { params: { query: { limit, cursor } }, ...safe })),
+    createUser: (body: CreateUserRequest) => unwrap<UserDto>(http.POST('/api/v1/users', { body: { isAdmin: false, ...body }, ...unsafe() })),
+    updateUser: (username: string, body: UpdateUserRequest) =>
+      unwrap<UserDto>(http.PATCH('/api/v1/users/{username}', { params: { path: { username } }, body, ...unsafe() })),
+    listGroups: () => unwrap<GroupDto[]>(http.GET('/api/v1/groups', safe)),
+    createGroup: (body: CreateGroupRequest) => unwrap<GroupDto>(http.POST('/api/v1/groups', { body: { description: '', ...body }, ...unsafe() })),
+
+    listTokens: () => unwrap<TokenDto[]>(http.GET('/api/v1/tokens', safe)),
+    createToken: (body: CreateTokenRequest) => unwrap<CreatedTokenDto>(http.POST('/api/v1/tokens', { body, ...unsafe() })),
+    revokeToken: (id: string) => unwrap<void>(http.DELETE('/api/v1/tokens/{id}', { params: { path: { id } }, ...unsafe() })),
+
+    stat: (path: string) =>
+      unwrap<EntryDetailDto>(http.GET('/api/v1/namespace/stat', { params: { query: { path } }, ...safe })),
+    listChildren: (query: ListChildrenQuery) =>
+      unwrap<Page<EntryDto>>(http.GET('/api/v1/namespace/children', { params: { query }, ...safe })),
+    createCollection: (path: string, parents = false) =>
+      unwrap<EntryDto>(http.POST('/api/v1/namespace/collections', { body: { path, parents }, ...unsafe() })),
+    move: (from: string, to: string) =>
+      unwrap<EntryDto>(http.POST('/api/v1/namespace/move', { body: { from, to }, ...unsafe() })),
+    remove: (path: string) =>
+      unwrap<TrashEntryDto>(http.DELETE('/api/v1/namespace', { params: { query: { path } }, ...unsafe() })),
+    listTrash: (limit?: number, cursor?: string) =>
+      unwrap<Page<TrashEntryDto>>(http.GET('/api/v1/trash', { params: { query: { limit, cursor } }, ...safe })),
+    restore: (id: string) =>
+      unwrap<EntryDto>(http.POST('/api/v1/trash/{id}/restore', { params: { path: { id } }, ...unsafe() })),
+    purge: (id: string) => unwrap<void>(http.DELETE('/api/v1/trash/{id}', { params: { path: { id } }, ...unsafe() })),
+    permissions: (path: string) =>
+      unwrap<PermissionDto[]>(http.GET('/api/v1/permissions', { params: { query: { path } }, ...safe })),
+    setPermission: (body: GrantRequest) =>
+      unwrap<PermissionDto[]>(http.PUT('/api/v1/permissions', { body, ...unsafe() })),
+
+    /** Uploads bytes (a Blob, a buffer, or a stream with `duplex: 'half'` support) to a path. */
+    async upload(
+      path: string,
+      body: BodyInit,
+      opts: { overwrite?: boolean; sha256?: string; contentLength?: number; signal?: AbortSignal } = {},
+    ): Promise<EntryDto> {
+      const h: Record<string, string> = { ...headers(true), 'content-type': 'application/octet-stream' };
+      if (opts.sha256) h['x-checksum-sha256'] = opts.sha256;
+      if (opts.contentLength !== undefined) h['content-length'] = String(opts.contentLength);
+      const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers: h, body, signal: opts.signal };
+      if (typeof (body as ReadableStream | undefined)?.getReader === 'function') init.duplex = 'half';
+      const res = await fetchImpl(dataUrl(path, opts.overwrite ? '&overwrite=true' : ''), init);
+      const payload: unknown = await res.json().catch(() => undefined);
+      if (!res.ok) throw toApiError(res.status, payload);
+      return payload as EntryDto;
+    },
+
+    /** Fetches an object's bytes; `range` is inclusive, as in HTTP. */
+    async download(path: string, range?: { start: number; end: number }): Promise<Response> {
+      const h = headers(false);
+      if (range) h.range = `bytes=${range.start}-${range.end}`;
+      const res = await fetchImpl(dataUrl(path), { headers: h });
+      if (!res.ok) throw toApiError(res.status, await res.json().catch(() => undefined));
+      return res;
+    },
+
+    downloadUrl: (path: string) => dataUrl(path),
+  };
+}
+
+export type TributaryClient = ReturnType<typeof createTributaryClient>;
+
+function toApiError(status: number, body: unknown): ApiError {
+  const err = (body as ErrorBody | undefined)?.error;
+  if (err && typeof err.code === 'string') return new ApiError(status, err.code, err.message, err.details);
+  return new ApiError(status, status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed, `HTTP ${status}`);
+}

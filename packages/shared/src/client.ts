@@ -108,7 +108,7 @@ export function createTributaryClient(options: ClientOptions) {
     /** Uploads bytes (a Blob, a buffer, or a stream with `duplex: 'half'` support) to a path. */
     async upload(
       path: string,
-      body: BodyInit,
+      body: NonNullable<RequestInit['body']>,
       opts: { overwrite?: boolean; sha256?: string; contentLength?: number; signal?: AbortSignal } = {},
     ): Promise<EntryDto> {
       const h: Record<string, string> = { ...headers(true), 'content-type': 'application/octet-stream' };

@@ -58,6 +58,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
         body: { error: { code: ErrorCode.RateLimited, message: 'too many attempts; wait a minute and try again' } },
       };
     }
+    const bodyError = bodyParserError(exception);
+    if (bodyError) return bodyError;
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const code = httpCode(status);
@@ -73,6 +75,26 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     return { status: 500, body: { error: { code: ErrorCode.Internal, message: 'internal error; it has been logged' } } };
   }
+}
+
+/** Errors of express's JSON body parser (http-errors with a `type`), which never reach Nest as HttpExceptions. */
+function bodyParserError(exception: unknown): { status: number; body: ErrorBody } | null {
+  if (typeof exception !== 'object' || exception === null) return null;
+  const { type, status } = exception as { type?: unknown; status?: unknown };
+  if (typeof type !== 'string' || typeof status !== 'number') return null;
+  if (type === 'entity.too.large') {
+    return { status: 413, body: { error: { code: ErrorCode.PayloadTooLarge, message: 'the JSON body is larger than 1 MB' } } };
+  }
+  if (type === 'entity.parse.failed') {
+    return {
+      status: 422,
+      body: { error: { code: ErrorCode.ValidationFailed, message: 'the body is not valid JSON', details: { '(body)': ['not valid JSON'] } } },
+    };
+  }
+  if (status >= 400 && status < 500) {
+    return { status, body: { error: { code: ErrorCode.ValidationFailed, message: `malformed request body (${type})` } } };
+  }
+  return null;
 }
 
 function httpCode(status: number): ErrorCode {

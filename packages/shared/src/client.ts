@@ -69,7 +69,7 @@ export function createTributaryClient(options: ClientOptions) {
     login: (username: string, password: string) =>
       unwrap<SessionDto>(http.POST('/api/v1/auth/login', { body: { username, password }, ...unsafe() })),
     logout: () => unwrap<void>(http.POST('/api/v1/auth/logout', unsafe())),
-    session: () => unwrap<SessionDto>(http.GET('/api/v1/auth/session', safe)),
+    session: (signal?: AbortSignal) => unwrap<SessionDto>(http.GET('/api/v1/auth/session', { ...safe, signal })),
     me: () => unwrap<UserDto>(http.GET('/api/v1/me', safe)),
     switchGroup: (group: string) => unwrap<UserDto>(http.PUT('/api/v1/me/active-group', { body: { group }, ...unsafe() })),
 
@@ -87,8 +87,8 @@ export function createTributaryClient(options: ClientOptions) {
 
     stat: (path: string) =>
       unwrap<EntryDetailDto>(http.GET('/api/v1/namespace/stat', { params: { query: { path } }, ...safe })),
-    listChildren: (query: ListChildrenQuery) =>
-      unwrap<Page<EntryDto>>(http.GET('/api/v1/namespace/children', { params: { query }, ...safe })),
+    listChildren: (query: ListChildrenQuery, signal?: AbortSignal) =>
+      unwrap<Page<EntryDto>>(http.GET('/api/v1/namespace/children', { params: { query }, ...safe, signal })),
     createCollection: (path: string, parents = false) =>
       unwrap<EntryDto>(http.POST('/api/v1/namespace/collections', { body: { path, parents }, ...unsafe() })),
     move: (from: string, to: string) =>

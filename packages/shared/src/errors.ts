@@ -73,7 +73,7 @@ export interface ErrorBody {
   error: {
     code: ErrorCode;
     message: string;
-    /** For VALIDATION_FAILED: messages keyed by field path (`body.name`, `query.limit`). */
+    /** For VALIDATION_FAILED: messages keyed by field path (`name`, `limit`, `members.0.role`). */
     details?: Record<string, string[]>;
   };
 }

@@ -49,8 +49,19 @@ describe('normalizeName', () => {
   });
 
   it('refuses NUL, C0/C1 control characters and DEL', () => {
-    for (const bad of ['a\u0000b', 'tab\there', 'line\nbreak', 'cr\r', 'del\u007f', 'c1\u0085', 'esc\u001b[0m']) {
-      expect(pathError(() => normalizeName(bad)), JSON.stringify(bad)).toMatch(/control/);
+    for (const bad of [
+      'a\u0000b',
+      'tab\there',
+      'line\nbreak',
+      'cr\r',
+      'del\u007f',
+      'c1\u0085',
+      'esc\u001b[0m',
+    ]) {
+      expect(
+        pathError(() => normalizeName(bad)),
+        JSON.stringify(bad),
+      ).toMatch(/control/);
     }
   });
 
@@ -142,7 +153,12 @@ describe('ancestorPaths', () => {
   it('lists the root and every collection above, root first, the path itself excluded', () => {
     expect(ancestorPaths('/')).toEqual([]);
     expect(ancestorPaths('/home')).toEqual(['/']);
-    expect(ancestorPaths('/home/alice/data/x.bin')).toEqual(['/', '/home', '/home/alice', '/home/alice/data']);
+    expect(ancestorPaths('/home/alice/data/x.bin')).toEqual([
+      '/',
+      '/home',
+      '/home/alice',
+      '/home/alice/data',
+    ]);
   });
 });
 

@@ -85,12 +85,6 @@ function bodyParserError(exception: unknown): { status: number; body: ErrorBody 
   if (type === 'entity.too.large') {
     return { status: 413, body: { error: { code: ErrorCode.PayloadTooLarge, message: 'the JSON body is larger than 1 MB' } } };
   }
-  if (type === 'entity.parse.failed') {
-    return {
-      status: 422,
-      body: { error: { code: ErrorCode.ValidationFailed, message: 'the body is not valid JSON', details: { '(body)': ['not valid JSON'] } } },
-    };
-  }
   if (status >= 400 && status < 500) {
     return { status, body: { error: { code: ErrorCode.ValidationFailed, message: `malformed request body (${type})` } } };
   }

@@ -102,7 +102,7 @@ export class DataController {
     const ifRange = req.headers['if-range'];
     if (rangeHeader && (!ifRange || ifRange === etag)) {
       const parsed = parseRange(size, rangeHeader, { combine: true });
-      if (parsed === -1) {
+      if (parsed === -1 && /^\s*bytes=/i.test(rangeHeader)) {
         res.setHeader('Content-Range', `bytes */${size}`);
         throw new DomainError(
           ErrorCode.RangeNotSatisfiable,
@@ -112,7 +112,8 @@ export class DataController {
         );
       }
       // Malformed headers (-2) are ignored, as HTTP says; several ranges are served as the whole object.
-      if (Array.isArray(parsed) && parsed.length === 1 && parsed[0]) range = parsed[0];
+      // Units other than bytes are ignored too.
+      if (Array.isArray(parsed) && parsed.type === 'bytes' && parsed.length === 1 && parsed[0]) range = parsed[0];
     }
     res.setHeader('Content-Type', object.contentType);
     if (range) {

@@ -60,17 +60,15 @@ export class GroupsRepository {
       await this.prisma.$transaction(async (tx) => {
         const group = await tx.projectGroup.create({ data: { name, description, createdBy }, select: { id: true } });
         const root = await tx.collection.findFirstOrThrow({ where: { path: PROJECTS_ROOT, trashId: 0 } });
-        const collection = await tx.collection.create({
-          data: {
-            parentId: root.id,
-            name,
-            path: joinPath(PROJECTS_ROOT, name),
-            ownerId: createdBy,
-            groupId: group.id,
-            createdBy,
-          },
-          select: { id: true },
-        });
+        const path = joinPath(PROJECTS_ROOT, name);
+        // A group deleted earlier leaves its collection (and data) behind; a new group of that name takes it over.
+        const kept = await tx.collection.findFirst({ where: { path, trashId: 0 }, select: { id: true } });
+        const collection = kept
+          ? await tx.collection.update({ where: { id: kept.id }, data: { groupId: group.id, updatedBy: createdBy }, select: { id: true } })
+          : await tx.collection.create({
+              data: { parentId: root.id, name, path, ownerId: createdBy, groupId: group.id, createdBy },
+              select: { id: true },
+            });
         await tx.permission.create({
           data: { collectionId: collection.id, groupId: group.id, level: 'write', createdBy },
         });

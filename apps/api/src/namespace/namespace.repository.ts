@@ -397,24 +397,55 @@ export class NamespaceRepository {
     return { items: rows.map((r) => ({ ...r, deletedBy: names.get(r.deletedById) ?? '?' })), total };
   }
 
-  /** Brings a trash entry's rows back (the caller has checked the original place is free). */
-  async restore(tx: Tx, trash: TrashRecord, by: bigint): Promise<void> {
+  /**
+   * Brings a trash entry's rows back under the collection now at the original parent path (which
+   * may be another row than before, if the old parent was moved or replaced since).
+   */
+  async restore(tx: Tx, trash: TrashRecord, parentId: bigint, by: bigint): Promise<void> {
+    if (trash.kind === 'object' && trash.objectId) {
+      await tx.dataObject.update({ where: { id: trash.objectId }, data: { collectionId: parentId } });
+    } else if (trash.collectionId) {
+      await tx.collection.update({ where: { id: trash.collectionId }, data: { parentId } });
+    }
     await tx.dataObject.updateMany({ where: { trashId: trash.id }, data: { trashId: 0, updatedBy: by } });
     await tx.collection.updateMany({ where: { trashId: trash.id }, data: { trashId: 0, updatedBy: by } });
     await tx.trashEntry.delete({ where: { id: trash.id } });
   }
 
-  /** Deletes a trash entry's rows for good; returns the replicas whose bytes the caller removes. */
+  /**
+   * Deletes a trash entry's rows for good, with everything that lived inside a trashed collection
+   * (also what was trashed separately before it, whose trash entries go too). Returns the replicas
+   * whose bytes the caller removes after the commit.
+   */
   async purge(tx: Tx, trash: TrashRecord): Promise<ReplicaRecord[]> {
+    let objectIds: bigint[] = [];
+    let collectionIds: bigint[] = [];
+    if (trash.kind === 'object' && trash.objectId) {
+      objectIds = [trash.objectId];
+    } else if (trash.collectionId) {
+      const subtree = await tx.$queryRaw<{ id: bigint; depth: number }[]>`
+        WITH RECURSIVE subtree AS (
+          SELECT id, 0 AS depth FROM collections WHERE id = ${trash.collectionId}
+          UNION ALL
+          SELECT c.id, s.depth + 1 FROM collections c JOIN subtree s ON c.parent_id = s.id
+        ) SELECT id, depth FROM subtree ORDER BY depth DESC`;
+      collectionIds = subtree.map((r) => r.id);
+      const objects = await tx.dataObject.findMany({
+        where: { collectionId: { in: collectionIds } },
+        select: { id: true },
+      });
+      objectIds = objects.map((o) => o.id);
+    }
     const replicas = await tx.replica.findMany({
-      where: { object: { trashId: trash.id } },
+      where: { objectId: { in: objectIds } },
       include: { resource: { select: { name: true } } },
     });
-    await tx.dataObject.deleteMany({ where: { trashId: trash.id } });
-    // Children before parents: deepest paths first.
-    await tx.$executeRaw`
-      DELETE FROM collections WHERE id IN (SELECT id FROM collections WHERE trash_id = ${trash.id} ORDER BY length(path) DESC)`;
-    await tx.trashEntry.delete({ where: { id: trash.id } });
+    await tx.trashEntry.deleteMany({
+      where: { OR: [{ id: trash.id }, { objectId: { in: objectIds } }, { collectionId: { in: collectionIds } }] },
+    });
+    await tx.dataObject.deleteMany({ where: { id: { in: objectIds } } });
+    // Deepest first, so no collection is deleted while a child still refers to it.
+    for (const id of collectionIds) await tx.collection.delete({ where: { id } });
     return replicas.map((r) => ({
       siteId: r.siteId,
       resourceId: r.resourceId,

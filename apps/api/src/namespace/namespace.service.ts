@@ -226,7 +226,7 @@ export class NamespaceService {
           `${trash.originalPath} exists again; rename or move that one first, then restore`,
         );
       }
-      await this.repo.restore(tx, trash, principal.userId);
+      await this.repo.restore(tx, trash, parentCollection.id, principal.userId);
     });
     const restored = await this.resolve(trash.originalPath);
     return toEntryDto(restored!, await this.access.levelOf(principal, target(restored!)));

@@ -1,0 +1,60 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
+import { migrate } from '../database/migrator';
+import type { TestPostgres } from './provided-context';
+import './provided-context';
+
+export const TEMPLATE_DATABASE = 'tributary_template';
+
+/**
+ * One embedded PostgreSQL for the whole integration run: a template catalog is migrated once and
+ * every test site clones it (`CREATE DATABASE ... TEMPLATE`), which takes milliseconds.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  preserveExitCode();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tributary-itest-pg-'));
+  let server: EmbeddedServer | undefined;
+  try {
+    // mkdtemp makes the directory 0700; as root, PostgreSQL runs as the `postgres` user and must reach it.
+    await chmod(dir, 0o755);
+    server = await startEmbeddedPostgres(path.join(dir, 'pg'), { fast: true, persistent: false });
+    const template = await server.database(TEMPLATE_DATABASE);
+    await migrate(template);
+    const provided: TestPostgres = {
+      host: '127.0.0.1',
+      port: server.port,
+      user: server.user,
+      password: server.password,
+      template: TEMPLATE_DATABASE,
+    };
+    project.provide('postgres', provided);
+  } catch (err) {
+    await server?.stop().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const running = server;
+  return async () => {
+    await running.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+}
+
+/**
+ * `embedded-postgres` registers `async-exit-hook`, which answers the process's `beforeExit` with
+ * `process.exit(0)`, replacing the exit code Vitest set for failed tests (so CI would pass). Keep
+ * the code that was set before that happened.
+ */
+function preserveExitCode(): void {
+  let intended: number | undefined;
+  process.on('beforeExit', () => {
+    const code = Number(process.exitCode ?? 0);
+    if (intended === undefined && code !== 0) intended = code;
+  });
+  process.on('exit', () => {
+    if (intended !== undefined) process.exitCode = intended;
+  });
+}

@@ -9,7 +9,9 @@ export default defineConfig({
   plugins: [react()],
   resolve: {
     // The shared package's runtime entry is CommonJS for Node; the browser bundle uses its sources.
-    alias: { '@tributary/shared': fileURLToPath(new URL('../../packages/shared/src/index.ts', import.meta.url)) },
+    alias: {
+      '@tributary/shared': fileURLToPath(new URL('../../packages/shared/src/index.ts', import.meta.url)),
+    },
   },
   server: {
     proxy: {

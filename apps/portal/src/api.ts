@@ -40,7 +40,11 @@ async function call<T>(run: () => Promise<T>, signal?: AbortSignal): Promise<T> 
   } catch (err) {
     if (err instanceof SharedApiError) throw new ApiError(err.status, err.code, err.message, err.details);
     if (signal?.aborted) throw err;
-    throw new ApiError(0, 'NETWORK_ERROR', 'Could not reach the server. Check your connection and try again.');
+    throw new ApiError(
+      0,
+      'NETWORK_ERROR',
+      'Could not reach the server. Check your connection and try again.',
+    );
   }
 }
 

@@ -1,7 +1,14 @@
 import createClient, { type Client } from 'openapi-fetch';
 import type { paths } from './api-types';
 import type { CreatedTokenDto, CreateTokenRequest, TokenDto } from './dto/tokens';
-import type { CreateGroupRequest, CreateUserRequest, GroupDto, SessionDto, UpdateUserRequest, UserDto } from './dto/accounts';
+import type {
+  CreateGroupRequest,
+  CreateUserRequest,
+  GroupDto,
+  SessionDto,
+  UpdateUserRequest,
+  UserDto,
+} from './dto/accounts';
 import type { Page } from './dto/common';
 import type {
   EntryDetailDto,
@@ -52,7 +59,11 @@ export function createTributaryClient(options: ClientOptions) {
     if (csrf) h['x-csrf-token'] = csrf;
     return h;
   };
-  const http: Client<paths> = createClient<paths>({ baseUrl: options.baseUrl, fetch: fetchImpl, credentials: 'same-origin' });
+  const http: Client<paths> = createClient<paths>({
+    baseUrl: options.baseUrl,
+    fetch: fetchImpl,
+    credentials: 'same-origin',
+  });
 
   async function unwrap<T>(call: Promise<Result>): Promise<T> {
     const { data, error, response } = await call;
@@ -69,21 +80,29 @@ export function createTributaryClient(options: ClientOptions) {
     login: (username: string, password: string) =>
       unwrap<SessionDto>(http.POST('/api/v1/auth/login', { body: { username, password }, ...unsafe() })),
     logout: () => unwrap<void>(http.POST('/api/v1/auth/logout', unsafe())),
-    session: (signal?: AbortSignal) => unwrap<SessionDto>(http.GET('/api/v1/auth/session', { ...safe, signal })),
+    session: (signal?: AbortSignal) =>
+      unwrap<SessionDto>(http.GET('/api/v1/auth/session', { ...safe, signal })),
     me: () => unwrap<UserDto>(http.GET('/api/v1/me', safe)),
-    switchGroup: (group: string) => unwrap<UserDto>(http.PUT('/api/v1/me/active-group', { body: { group }, ...unsafe() })),
+    switchGroup: (group: string) =>
+      unwrap<UserDto>(http.PUT('/api/v1/me/active-group', { body: { group }, ...unsafe() })),
 
     listUsers: (limit?: number, cursor?: string) =>
       unwrap<Page<UserDto>>(http.GET('/api/v1/users', { params: { query: { limit, cursor } }, ...safe })),
-    createUser: (body: CreateUserRequest) => unwrap<UserDto>(http.POST('/api/v1/users', { body: { isAdmin: false, ...body }, ...unsafe() })),
+    createUser: (body: CreateUserRequest) =>
+      unwrap<UserDto>(http.POST('/api/v1/users', { body: { isAdmin: false, ...body }, ...unsafe() })),
     updateUser: (username: string, body: UpdateUserRequest) =>
-      unwrap<UserDto>(http.PATCH('/api/v1/users/{username}', { params: { path: { username } }, body, ...unsafe() })),
+      unwrap<UserDto>(
+        http.PATCH('/api/v1/users/{username}', { params: { path: { username } }, body, ...unsafe() }),
+      ),
     listGroups: () => unwrap<GroupDto[]>(http.GET('/api/v1/groups', safe)),
-    createGroup: (body: CreateGroupRequest) => unwrap<GroupDto>(http.POST('/api/v1/groups', { body: { description: '', ...body }, ...unsafe() })),
+    createGroup: (body: CreateGroupRequest) =>
+      unwrap<GroupDto>(http.POST('/api/v1/groups', { body: { description: '', ...body }, ...unsafe() })),
 
     listTokens: () => unwrap<TokenDto[]>(http.GET('/api/v1/tokens', safe)),
-    createToken: (body: CreateTokenRequest) => unwrap<CreatedTokenDto>(http.POST('/api/v1/tokens', { body, ...unsafe() })),
-    revokeToken: (id: string) => unwrap<void>(http.DELETE('/api/v1/tokens/{id}', { params: { path: { id } }, ...unsafe() })),
+    createToken: (body: CreateTokenRequest) =>
+      unwrap<CreatedTokenDto>(http.POST('/api/v1/tokens', { body, ...unsafe() })),
+    revokeToken: (id: string) =>
+      unwrap<void>(http.DELETE('/api/v1/tokens/{id}', { params: { path: { id } }, ...unsafe() })),
 
     stat: (path: string) =>
       unwrap<EntryDetailDto>(http.GET('/api/v1/namespace/stat', { params: { query: { path } }, ...safe })),
@@ -96,10 +115,13 @@ export function createTributaryClient(options: ClientOptions) {
     remove: (path: string) =>
       unwrap<TrashEntryDto>(http.DELETE('/api/v1/namespace', { params: { query: { path } }, ...unsafe() })),
     listTrash: (limit?: number, cursor?: string) =>
-      unwrap<Page<TrashEntryDto>>(http.GET('/api/v1/trash', { params: { query: { limit, cursor } }, ...safe })),
+      unwrap<Page<TrashEntryDto>>(
+        http.GET('/api/v1/trash', { params: { query: { limit, cursor } }, ...safe }),
+      ),
     restore: (id: string) =>
       unwrap<EntryDto>(http.POST('/api/v1/trash/{id}/restore', { params: { path: { id } }, ...unsafe() })),
-    purge: (id: string) => unwrap<void>(http.DELETE('/api/v1/trash/{id}', { params: { path: { id } }, ...unsafe() })),
+    purge: (id: string) =>
+      unwrap<void>(http.DELETE('/api/v1/trash/{id}', { params: { path: { id } }, ...unsafe() })),
     permissions: (path: string) =>
       unwrap<PermissionDto[]>(http.GET('/api/v1/permissions', { params: { query: { path } }, ...safe })),
     setPermission: (body: GrantRequest) =>
@@ -114,7 +136,12 @@ export function createTributaryClient(options: ClientOptions) {
       const h: Record<string, string> = { ...headers(true), 'content-type': 'application/octet-stream' };
       if (opts.sha256) h['x-checksum-sha256'] = opts.sha256;
       if (opts.contentLength !== undefined) h['content-length'] = String(opts.contentLength);
-      const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers: h, body, signal: opts.signal };
+      const init: RequestInit & { duplex?: 'half' } = {
+        method: 'PUT',
+        headers: h,
+        body,
+        signal: opts.signal,
+      };
       if (typeof (body as ReadableStream | undefined)?.getReader === 'function') init.duplex = 'half';
       const res = await fetchImpl(dataUrl(path, opts.overwrite ? '&overwrite=true' : ''), init);
       const payload: unknown = await res.json().catch(() => undefined);
@@ -140,5 +167,9 @@ export type TributaryClient = ReturnType<typeof createTributaryClient>;
 function toApiError(status: number, body: unknown): ApiError {
   const err = (body as ErrorBody | undefined)?.error;
   if (err && typeof err.code === 'string') return new ApiError(status, err.code, err.message, err.details);
-  return new ApiError(status, status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed, `HTTP ${status}`);
+  return new ApiError(
+    status,
+    status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed,
+    `HTTP ${status}`,
+  );
 }

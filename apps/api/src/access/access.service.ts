@@ -54,7 +54,11 @@ export class AccessService {
   }
 
   /** Throws PERMISSION_DENIED (or TOKEN_OUTSIDE_COLLECTION) unless the caller holds `needed`. */
-  async require(principal: Principal, target: AccessTarget, needed: PermissionLevel): Promise<PermissionLevel> {
+  async require(
+    principal: Principal,
+    target: AccessTarget,
+    needed: PermissionLevel,
+  ): Promise<PermissionLevel> {
     this.assertWithinToken(principal, target.path);
     const level = await this.levelOf(principal, target);
     if (!levelAtLeast(level, needed)) {
@@ -77,7 +81,8 @@ export class AccessService {
   }
 
   assertAdmin(principal: Principal): void {
-    if (!principal.isAdmin) throw new DomainError(ErrorCode.AdminRequired, 'only an administrator can do this');
+    if (!principal.isAdmin)
+      throw new DomainError(ErrorCode.AdminRequired, 'only an administrator can do this');
     if (principal.token?.collectionPath) {
       throw new DomainError(
         ErrorCode.TokenOutsideCollection,

@@ -39,7 +39,10 @@ export class AuthController {
 
   @Post('logout')
   @HttpCode(204)
-  async logout(@CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<void> {
+  async logout(
+    @CurrentPrincipal() principal: Principal,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<void> {
     await this.auth.logout(principal);
     res.clearCookie(SESSION_COOKIE, { path: '/' });
   }

@@ -95,12 +95,16 @@ export class AuthService {
 
   private async fromToken(secret: string): Promise<Principal> {
     if (!secret.startsWith(TOKEN_PREFIX)) {
-      throw new DomainError(ErrorCode.TokenInvalid, `not a Tributary token (they start with "${TOKEN_PREFIX}")`);
+      throw new DomainError(
+        ErrorCode.TokenInvalid,
+        `not a Tributary token (they start with "${TOKEN_PREFIX}")`,
+      );
     }
     const token = await this.repo.findToken(hashSecret(secret));
     if (!token) throw new DomainError(ErrorCode.TokenInvalid, 'unknown token; create a new one');
     const now = new Date();
-    if (token.revokedAt) throw new DomainError(ErrorCode.TokenRevoked, 'this token was revoked; create a new one');
+    if (token.revokedAt)
+      throw new DomainError(ErrorCode.TokenRevoked, 'this token was revoked; create a new one');
     if (token.expiresAt && token.expiresAt <= now) {
       throw new DomainError(
         ErrorCode.TokenExpired,

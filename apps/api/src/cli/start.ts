@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   if (config.databaseUrl) {
     connection = connectionFromUrl(config.databaseUrl);
   } else {
-    embedded = await startEmbeddedPostgres(path.join(config.dataDir, 'postgres'), { port: 0 || undefined });
+    embedded = await startEmbeddedPostgres(path.join(config.dataDir, 'postgres'));
     connection = await embedded.database(`tributary_${config.siteId.replace(/-/g, '_')}`);
   }
   const migrated = await migrate(connection);

@@ -20,4 +20,5 @@ export class DomainError extends Error {
   }
 }
 
-export const notFound = (what: string): DomainError => new DomainError(ErrorCode.NotFound, `${what} does not exist`);
+export const notFound = (what: string): DomainError =>
+  new DomainError(ErrorCode.NotFound, `${what} does not exist`);

@@ -55,7 +55,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (exception instanceof ThrottlerException) {
       return {
         status: 429,
-        body: { error: { code: ErrorCode.RateLimited, message: 'too many attempts; wait a minute and try again' } },
+        body: {
+          error: { code: ErrorCode.RateLimited, message: 'too many attempts; wait a minute and try again' },
+        },
       };
     }
     const bodyError = bodyParserError(exception);
@@ -73,7 +75,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
               : exception.message;
       return { status, body: { error: { code, message } } };
     }
-    return { status: 500, body: { error: { code: ErrorCode.Internal, message: 'internal error; it has been logged' } } };
+    return {
+      status: 500,
+      body: { error: { code: ErrorCode.Internal, message: 'internal error; it has been logged' } },
+    };
   }
 }
 
@@ -83,10 +88,16 @@ function bodyParserError(exception: unknown): { status: number; body: ErrorBody 
   const { type, status } = exception as { type?: unknown; status?: unknown };
   if (typeof type !== 'string' || typeof status !== 'number') return null;
   if (type === 'entity.too.large') {
-    return { status: 413, body: { error: { code: ErrorCode.PayloadTooLarge, message: 'the JSON body is larger than 1 MB' } } };
+    return {
+      status: 413,
+      body: { error: { code: ErrorCode.PayloadTooLarge, message: 'the JSON body is larger than 1 MB' } },
+    };
   }
   if (status >= 400 && status < 500) {
-    return { status, body: { error: { code: ErrorCode.ValidationFailed, message: `malformed request body (${type})` } } };
+    return {
+      status,
+      body: { error: { code: ErrorCode.ValidationFailed, message: `malformed request body (${type})` } },
+    };
   }
   return null;
 }

@@ -22,7 +22,11 @@ const EnvSchema = z.object({
   SESSION_TTL_HOURS: z.coerce.number().positive().default(12),
   LOGIN_RATE_LIMIT: z.coerce.number().int().positive().default(10),
   LOGIN_RATE_WINDOW_SECONDS: z.coerce.number().int().positive().default(60),
-  MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(1024 ** 4),
+  MAX_UPLOAD_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 ** 4),
   COOKIE_SECURE: z
     .enum(['true', 'false'])
     .default('false')

@@ -82,7 +82,13 @@ export class DataController {
     await this.send(p, q.path, req, res, false);
   }
 
-  private async send(p: Principal, path: string, req: Request, res: Response, withBody: boolean): Promise<void> {
+  private async send(
+    p: Principal,
+    path: string,
+    req: Request,
+    res: Response,
+    withBody: boolean,
+  ): Promise<void> {
     const { object, key } = await this.data.openForRead(p, path);
     const size = Number(object.size);
     const etag = `"${object.checksum}"`;
@@ -113,7 +119,8 @@ export class DataController {
       }
       // Malformed headers (-2) are ignored, as HTTP says; several ranges are served as the whole object.
       // Units other than bytes are ignored too.
-      if (Array.isArray(parsed) && parsed.type === 'bytes' && parsed.length === 1 && parsed[0]) range = parsed[0];
+      if (Array.isArray(parsed) && parsed.type === 'bytes' && parsed.length === 1 && parsed[0])
+        range = parsed[0];
     }
     res.setHeader('Content-Type', object.contentType);
     if (range) {

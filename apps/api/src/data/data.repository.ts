@@ -14,13 +14,24 @@ export class DataRepository {
     tx: Tx,
     data: NewObjectBytes & { collectionId: bigint; name: string; ownerId: bigint; groupId: bigint | null },
   ): Promise<bigint> {
-    const row = await tx.dataObject.create({ data: { ...data, createdBy: data.ownerId }, select: { id: true } });
+    const row = await tx.dataObject.create({
+      data: { ...data, createdBy: data.ownerId },
+      select: { id: true },
+    });
     return row.id;
   }
 
   async addReplica(
     tx: Tx,
-    data: { objectId: bigint; siteId: string; resourceId: bigint; physicalPath: string; size: bigint; checksum: string; by: bigint },
+    data: {
+      objectId: bigint;
+      siteId: string;
+      resourceId: bigint;
+      physicalPath: string;
+      size: bigint;
+      checksum: string;
+      by: bigint;
+    },
   ): Promise<void> {
     const { by, ...rest } = data;
     await tx.replica.create({ data: { ...rest, createdBy: by } });
@@ -48,7 +59,13 @@ export class DataRepository {
     if (previous) {
       await tx.replica.update({
         where: { id: previous.id },
-        data: { physicalPath: replica.physicalPath, size: bytes.size, checksum: bytes.checksum, status: 'good', updatedBy: by },
+        data: {
+          physicalPath: replica.physicalPath,
+          size: bytes.size,
+          checksum: bytes.checksum,
+          status: 'good',
+          updatedBy: by,
+        },
       });
     } else {
       await tx.replica.create({

@@ -42,9 +42,18 @@ export class DataService {
    * Streams the body to staging (hashing as it goes), then in one transaction records the object
    * and renames the bytes into place. Any failure before the commit leaves no object and no file.
    */
-  async upload(principal: Principal, path: string, body: Readable, options: UploadOptions): Promise<EntryDto> {
+  async upload(
+    principal: Principal,
+    path: string,
+    body: Readable,
+    options: UploadOptions,
+  ): Promise<EntryDto> {
     this.access.assertWithinToken(principal, path);
-    if (path === '/') throw new DomainError(ErrorCode.NameTaken, 'the root is a collection; upload into it, e.g. /home/<you>/file');
+    if (path === '/')
+      throw new DomainError(
+        ErrorCode.NameTaken,
+        'the root is a collection; upload into it, e.g. /home/<you>/file',
+      );
     const { parent, name } = splitPath(path);
     const collection = await this.namespace.requireCollection(parent).catch((err: unknown) => {
       if (err instanceof DomainError && err.code === ErrorCode.NotFound) {
@@ -53,25 +62,37 @@ export class DataService {
       throw err;
     });
     const existing = await this.namespace.resolve(path);
-    if (existing?.kind === 'collection') throw new DomainError(ErrorCode.NameTaken, `${path} is a collection`);
+    if (existing?.kind === 'collection')
+      throw new DomainError(ErrorCode.NameTaken, `${path} is a collection`);
     if (existing && !options.overwrite) {
       throw new DomainError(ErrorCode.NameTaken, `${path} exists; add overwrite=true to replace its bytes`);
     }
     await this.access.require(
       principal,
-      existing ? { path, kind: 'object', objectId: existing.id } : { path: collection.path, kind: 'collection' },
+      existing
+        ? { path, kind: 'object', objectId: existing.id }
+        : { path: collection.path, kind: 'collection' },
       'write',
     );
     if (options.contentLength !== undefined && options.contentLength > this.config.maxUploadBytes) {
-      throw new DomainError(ErrorCode.PayloadTooLarge, `the upload exceeds the limit of ${this.config.maxUploadBytes} bytes`);
+      throw new DomainError(
+        ErrorCode.PayloadTooLarge,
+        `the upload exceeds the limit of ${this.config.maxUploadBytes} bytes`,
+      );
     }
 
     let staged: StagedFile;
     try {
-      staged = await this.storage.stage(body, { maxBytes: this.config.maxUploadBytes, expectedBytes: options.contentLength });
+      staged = await this.storage.stage(body, {
+        maxBytes: this.config.maxUploadBytes,
+        expectedBytes: options.contentLength,
+      });
     } catch (err) {
       if (err instanceof StagingError) {
-        throw new DomainError(err.reason === 'too-large' ? ErrorCode.PayloadTooLarge : ErrorCode.UploadIncomplete, err.message);
+        throw new DomainError(
+          err.reason === 'too-large' ? ErrorCode.PayloadTooLarge : ErrorCode.UploadIncomplete,
+          err.message,
+        );
       }
       throw err;
     }
@@ -116,7 +137,8 @@ export class DataService {
             by: principal.userId,
           });
         } else {
-          if (!options.overwrite) throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
+          if (!options.overwrite)
+            throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
           const key = storageKey(current.id, current.version + 1);
           await staged.commit(key);
           committedKey = key;
@@ -137,7 +159,10 @@ export class DataService {
     if (replacedKey && replacedKey !== committedKey) await this.storage.remove(replacedKey);
     this.metrics.bytesIn.inc(staged.size);
     const entry = (await this.namespace.resolve(path)) as ObjectRecord;
-    return toEntryDto(entry, existing ? await this.access.levelOf(principal, { path, kind: 'object', objectId: entry.id }) : 'own');
+    return toEntryDto(
+      entry,
+      existing ? await this.access.levelOf(principal, { path, kind: 'object', objectId: entry.id }) : 'own',
+    );
   }
 
   /** Checks read access and finds this site's copy of the object's bytes. */
@@ -145,7 +170,8 @@ export class DataService {
     this.access.assertWithinToken(principal, path);
     const entry = await this.namespace.resolve(path);
     if (!entry) throw notFound(path);
-    if (entry.kind !== 'object') throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; list it instead`);
+    if (entry.kind !== 'object')
+      throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; list it instead`);
     await this.access.require(principal, { path, kind: 'object', objectId: entry.id }, 'read');
     const replica = entry.replicas.find((r) => r.siteId === this.site.siteId && r.status === 'good');
     if (!replica) {

@@ -22,15 +22,18 @@ export class LocalFsDriver implements StorageDriver {
   async init(): Promise<void> {
     await fs.mkdir(this.staging, { recursive: true });
     // Leftovers of a crash mid-upload belong to no object.
-    for (const name of await fs.readdir(this.staging)) await fs.rm(path.join(this.staging, name), { force: true });
+    for (const name of await fs.readdir(this.staging))
+      await fs.rm(path.join(this.staging, name), { force: true });
   }
 
   /** Absolute path of a key, refusing anything that would leave the root. */
   resolve(key: string): string {
-    if (!/^[A-Za-z0-9._-]+$/.test(key) || key.startsWith('.')) throw new Error(`invalid storage key "${key}"`);
+    if (!/^[A-Za-z0-9._-]+$/.test(key) || key.startsWith('.'))
+      throw new Error(`invalid storage key "${key}"`);
     const shard = key.split('.')[0]!.slice(-2).padStart(2, '0');
     const full = path.resolve(this.root, 'objects', shard, key);
-    if (!full.startsWith(this.root + path.sep)) throw new Error(`storage key "${key}" leaves the resource root`);
+    if (!full.startsWith(this.root + path.sep))
+      throw new Error(`storage key "${key}" leaves the resource root`);
     return full;
   }
 
@@ -59,7 +62,10 @@ export class LocalFsDriver implements StorageDriver {
     }
     if (limits.expectedBytes !== undefined && size !== limits.expectedBytes) {
       await fs.rm(tempPath, { force: true });
-      throw new StagingError('incomplete', `received ${size} bytes, but Content-Length said ${limits.expectedBytes}`);
+      throw new StagingError(
+        'incomplete',
+        `received ${size} bytes, but Content-Length said ${limits.expectedBytes}`,
+      );
     }
     let committed = false;
     return {

@@ -10,7 +10,8 @@ export function connectionFromUrl(databaseUrl: string): pg.ClientConfig {
     throw new Error('DATABASE_URL must start with postgresql://');
   }
   const database = decodeURIComponent(url.pathname.slice(1));
-  if (!database) throw new Error('DATABASE_URL must name a database (postgresql://user:pass@host:port/DATABASE)');
+  if (!database)
+    throw new Error('DATABASE_URL must name a database (postgresql://user:pass@host:port/DATABASE)');
   const sslmode = url.searchParams.get('sslmode');
   return {
     host: url.hostname || '127.0.0.1',
@@ -18,7 +19,10 @@ export function connectionFromUrl(databaseUrl: string): pg.ClientConfig {
     user: decodeURIComponent(url.username),
     password: decodeURIComponent(url.password),
     database,
-    ssl: sslmode === 'require' || sslmode === 'verify-full' ? { rejectUnauthorized: sslmode === 'verify-full' } : undefined,
+    ssl:
+      sslmode === 'require' || sslmode === 'verify-full'
+        ? { rejectUnauthorized: sslmode === 'verify-full' }
+        : undefined,
   };
 }
 

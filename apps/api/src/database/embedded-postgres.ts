@@ -64,8 +64,16 @@ export async function startEmbeddedPostgres(
   const user = 'postgres';
   const password = 'postgres';
   await fs.mkdir(path.dirname(dir), { recursive: true });
-  const flags = ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'];
-  if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  const flags = [
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'max_connections=300',
+  ];
+  if (options.fast)
+    flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     user,

@@ -24,7 +24,10 @@ export async function listMigrations(dir = MIGRATIONS_DIR): Promise<{ name: stri
     .map((e) => e.name)
     .sort();
   return Promise.all(
-    names.map(async (name) => ({ name, sql: await fs.readFile(path.join(dir, name, 'migration.sql'), 'utf8') })),
+    names.map(async (name) => ({
+      name,
+      sql: await fs.readFile(path.join(dir, name, 'migration.sql'), 'utf8'),
+    })),
   );
 }
 
@@ -52,7 +55,9 @@ export async function migrate(connection: pg.ClientConfig, dir = MIGRATIONS_DIR)
       const previous = applied.get(migration.name);
       if (previous !== undefined) {
         if (previous !== checksum) {
-          throw new Error(`migration ${migration.name} was changed after it was applied; add a new migration instead`);
+          throw new Error(
+            `migration ${migration.name} was changed after it was applied; add a new migration instead`,
+          );
         }
         continue;
       }

@@ -43,7 +43,11 @@ export class GroupsController {
 
   @Patch(':name')
   @RequireScope('admin')
-  update(@CurrentPrincipal() p: Principal, @Param() params: GroupParamDto, @Body() body: UpdateGroupDto): Promise<GroupDto> {
+  update(
+    @CurrentPrincipal() p: Principal,
+    @Param() params: GroupParamDto,
+    @Body() body: UpdateGroupDto,
+  ): Promise<GroupDto> {
     return this.groups.update(p, params.name, body.description);
   }
 
@@ -56,7 +60,11 @@ export class GroupsController {
 
   @Put(':name/members')
   @RequireScope('admin')
-  setMember(@CurrentPrincipal() p: Principal, @Param() params: GroupParamDto, @Body() body: AddMemberDto): Promise<GroupDto> {
+  setMember(
+    @CurrentPrincipal() p: Principal,
+    @Param() params: GroupParamDto,
+    @Body() body: AddMemberDto,
+  ): Promise<GroupDto> {
     return this.groups.setMember(p, params.name, body.username, body.role);
   }
 

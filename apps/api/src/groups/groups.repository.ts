@@ -58,13 +58,20 @@ export class GroupsRepository {
   async create(name: string, description: string, createdBy: bigint): Promise<GroupRecord | 'taken'> {
     try {
       await this.prisma.$transaction(async (tx) => {
-        const group = await tx.projectGroup.create({ data: { name, description, createdBy }, select: { id: true } });
+        const group = await tx.projectGroup.create({
+          data: { name, description, createdBy },
+          select: { id: true },
+        });
         const root = await tx.collection.findFirstOrThrow({ where: { path: PROJECTS_ROOT, trashId: 0 } });
         const path = joinPath(PROJECTS_ROOT, name);
         // A group deleted earlier leaves its collection (and data) behind; a new group of that name takes it over.
         const kept = await tx.collection.findFirst({ where: { path, trashId: 0 }, select: { id: true } });
         const collection = kept
-          ? await tx.collection.update({ where: { id: kept.id }, data: { groupId: group.id, updatedBy: createdBy }, select: { id: true } })
+          ? await tx.collection.update({
+              where: { id: kept.id },
+              data: { groupId: group.id, updatedBy: createdBy },
+              select: { id: true },
+            })
           : await tx.collection.create({
               data: { parentId: root.id, name, path, ownerId: createdBy, groupId: group.id, createdBy },
               select: { id: true },
@@ -100,7 +107,10 @@ export class GroupsRepository {
   async removeMember(groupId: bigint, userId: bigint): Promise<boolean> {
     return this.prisma.$transaction(async (tx) => {
       const removed = await tx.membership.deleteMany({ where: { groupId, userId } });
-      await tx.user.updateMany({ where: { id: userId, activeGroupId: groupId }, data: { activeGroupId: null } });
+      await tx.user.updateMany({
+        where: { id: userId, activeGroupId: groupId },
+        data: { activeGroupId: null },
+      });
       return removed.count > 0;
     });
   }

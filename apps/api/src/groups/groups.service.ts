@@ -41,7 +41,8 @@ export class GroupsService {
   async create(principal: Principal, name: string, description: string): Promise<GroupDto> {
     this.access.assertAdmin(principal);
     const created = await this.repo.create(name, description, principal.userId);
-    if (created === 'taken') throw new DomainError(ErrorCode.NameTaken, `a group "${name}" exists; choose another name`);
+    if (created === 'taken')
+      throw new DomainError(ErrorCode.NameTaken, `a group "${name}" exists; choose another name`);
     return toDto(created);
   }
 
@@ -56,12 +57,20 @@ export class GroupsService {
     this.access.assertAdmin(principal);
     const group = await this.load(name);
     if (group.name === PUBLIC_GROUP) {
-      throw new DomainError(ErrorCode.ValidationFailed, `the built-in group "${PUBLIC_GROUP}" cannot be deleted`);
+      throw new DomainError(
+        ErrorCode.ValidationFailed,
+        `the built-in group "${PUBLIC_GROUP}" cannot be deleted`,
+      );
     }
     await this.repo.delete(group.id);
   }
 
-  async setMember(principal: Principal, name: string, username: string, role: 'member' | 'manager'): Promise<GroupDto> {
+  async setMember(
+    principal: Principal,
+    name: string,
+    username: string,
+    role: 'member' | 'manager',
+  ): Promise<GroupDto> {
     const group = await this.load(name);
     this.assertManager(principal, group);
     this.assertNotPublic(group);
@@ -97,7 +106,10 @@ export class GroupsService {
     if (principal.isAdmin && !principal.token?.collectionPath) return;
     const me = group.members.find((m) => m.userId === principal.userId);
     if (me?.role !== 'manager') {
-      throw new DomainError(ErrorCode.PermissionDenied, `only an administrator or a manager of "${group.name}" can do this`);
+      throw new DomainError(
+        ErrorCode.PermissionDenied,
+        `only an administrator or a manager of "${group.name}" can do this`,
+      );
     }
   }
 }

@@ -18,7 +18,9 @@ export class HealthController {
   /** Liveness and catalog reachability; 503 when the catalog database does not answer. */
   @Public()
   @Get('api/health')
-  async health(@Res({ passthrough: true }) res: Response): Promise<{ status: string; site: string; catalog: string }> {
+  async health(
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<{ status: string; site: string; catalog: string }> {
     const catalog = await this.prisma.$queryRaw`SELECT 1`.then(
       () => 'ok',
       () => 'unreachable',

@@ -127,7 +127,11 @@ export class NamespaceRepository {
       : null;
   }
 
-  async findObject(collection: { id: bigint; path: string }, name: string, tx: Tx = this.prisma): Promise<ObjectRecord | null> {
+  async findObject(
+    collection: { id: bigint; path: string },
+    name: string,
+    tx: Tx = this.prisma,
+  ): Promise<ObjectRecord | null> {
     const row = await tx.dataObject.findFirst({
       where: { collectionId: collection.id, name, trashId: 0 },
       include: {
@@ -175,9 +179,15 @@ export class NamespaceRepository {
 
   /** Whether a live collection or object named `name` sits in the collection. */
   async nameTaken(tx: Tx, collectionId: bigint, name: string): Promise<'collection' | 'object' | null> {
-    const c = await tx.collection.findFirst({ where: { parentId: collectionId, name, trashId: 0 }, select: { id: true } });
+    const c = await tx.collection.findFirst({
+      where: { parentId: collectionId, name, trashId: 0 },
+      select: { id: true },
+    });
     if (c) return 'collection';
-    const o = await tx.dataObject.findFirst({ where: { collectionId, name, trashId: 0 }, select: { id: true } });
+    const o = await tx.dataObject.findFirst({
+      where: { collectionId, name, trashId: 0 },
+      select: { id: true },
+    });
     return o ? 'object' : null;
   }
 
@@ -230,7 +240,13 @@ export class NamespaceRepository {
     const isObjects = table === 'data_objects';
     const parentColumn = Prisma.raw(isObjects ? 'e.collection_id' : 'e.parent_id');
     const keyExpr = Prisma.raw(
-      sort === 'size' ? (isObjects ? 'e.size' : '0::bigint') : sort === 'modified' ? 'e.updated_at' : 'e.name',
+      sort === 'size'
+        ? isObjects
+          ? 'e.size'
+          : '0::bigint'
+        : sort === 'modified'
+          ? 'e.updated_at'
+          : 'e.name',
     );
     const dir = Prisma.raw(order === 'asc' ? 'ASC' : 'DESC');
     const cmp = Prisma.raw(order === 'asc' ? '>' : '<');
@@ -321,7 +337,9 @@ export class NamespaceRepository {
     groupIds: bigint[],
   ): Promise<Map<string, PermissionLevel>> {
     if (collectionIds.length + objectIds.length === 0) return new Map();
-    const rows = await this.prisma.$queryRaw<{ cid: bigint | null; oid: bigint | null; level: PermissionLevel }[]>(Prisma.sql`
+    const rows = await this.prisma.$queryRaw<
+      { cid: bigint | null; oid: bigint | null; level: PermissionLevel }[]
+    >(Prisma.sql`
       SELECT collection_id AS cid, object_id AS oid, max(level)::text AS level FROM permissions
        WHERE (collection_id = ANY(${collectionIds}::bigint[]) OR object_id = ANY(${objectIds}::bigint[]))
          AND (user_id = ${userId} OR group_id = ANY(${groupIds.length ? groupIds : [0n]}::bigint[]))
@@ -330,7 +348,14 @@ export class NamespaceRepository {
   }
 
   /** Renames/moves a collection and rewrites the paths of everything below it. */
-  async moveCollection(tx: Tx, c: CollectionRecord, newParentId: bigint, newName: string, newPath: string, by: bigint): Promise<void> {
+  async moveCollection(
+    tx: Tx,
+    c: CollectionRecord,
+    newParentId: bigint,
+    newName: string,
+    newPath: string,
+    by: bigint,
+  ): Promise<void> {
     await tx.$executeRaw`
       UPDATE collections SET path = ${newPath} || substr(path, ${c.path.length + 1}), updated_at = now(), updated_by = ${by}
        WHERE trash_id = 0 AND left(path, ${c.path.length + 1}) = ${c.path + '/'}`;
@@ -341,7 +366,10 @@ export class NamespaceRepository {
   }
 
   async moveObject(tx: Tx, id: bigint, newCollectionId: bigint, newName: string, by: bigint): Promise<void> {
-    await tx.dataObject.update({ where: { id }, data: { collectionId: newCollectionId, name: newName, updatedBy: by } });
+    await tx.dataObject.update({
+      where: { id },
+      data: { collectionId: newCollectionId, name: newName, updatedBy: by },
+    });
   }
 
   /** Moves an entry (with its whole subtree for a collection) into the trash. */
@@ -379,7 +407,11 @@ export class NamespaceRepository {
     return { ...row, deletedBy: user?.username ?? '?' };
   }
 
-  async listTrash(deletedById: bigint | null, limit: number, beforeId: bigint | null): Promise<{ items: TrashRecord[]; total: number }> {
+  async listTrash(
+    deletedById: bigint | null,
+    limit: number,
+    beforeId: bigint | null,
+  ): Promise<{ items: TrashRecord[]; total: number }> {
     const where = deletedById === null ? {} : { deletedById };
     const [rows, total] = await Promise.all([
       this.prisma.trashEntry.findMany({
@@ -441,7 +473,9 @@ export class NamespaceRepository {
       include: { resource: { select: { name: true } } },
     });
     await tx.trashEntry.deleteMany({
-      where: { OR: [{ id: trash.id }, { objectId: { in: objectIds } }, { collectionId: { in: collectionIds } }] },
+      where: {
+        OR: [{ id: trash.id }, { objectId: { in: objectIds } }, { collectionId: { in: collectionIds } }],
+      },
     });
     await tx.dataObject.deleteMany({ where: { id: { in: objectIds } } });
     // Deepest first, so no collection is deleted while a child still refers to it.
@@ -457,7 +491,10 @@ export class NamespaceRepository {
     }));
   }
 
-  async findCollectionById(id: bigint, tx: Tx = this.prisma): Promise<{ id: bigint; path: string; trashId: bigint } | null> {
+  async findCollectionById(
+    id: bigint,
+    tx: Tx = this.prisma,
+  ): Promise<{ id: bigint; path: string; trashId: bigint } | null> {
     return tx.collection.findUnique({ where: { id }, select: { id: true, path: true, trashId: true } });
   }
 

@@ -53,7 +53,8 @@ export class NamespaceService {
   async requireCollection(path: string, tx?: Tx): Promise<CollectionRecord> {
     const entry = await this.resolve(path, tx);
     if (!entry) throw notFound(`collection ${path}`);
-    if (entry.kind !== 'collection') throw new DomainError(ErrorCode.NotACollection, `${path} is a data object, not a collection`);
+    if (entry.kind !== 'collection')
+      throw new DomainError(ErrorCode.NotACollection, `${path} is a data object, not a collection`);
     return entry;
   }
 
@@ -132,7 +133,9 @@ export class NamespaceService {
       if (existing) break;
       missing.unshift(p);
       if (!parents && missing.length > 1) {
-        throw notFound(`collection ${splitPath(path).parent} (pass "parents": true to create missing parents)`);
+        throw notFound(
+          `collection ${splitPath(path).parent} (pass "parents": true to create missing parents)`,
+        );
       }
     }
     if (missing.length === 0) {
@@ -149,7 +152,11 @@ export class NamespaceService {
       for (const p of missing) {
         const { name } = splitPath(p);
         const clash = await this.repo.nameTaken(tx, parentId, name);
-        if (clash) throw new DomainError(ErrorCode.NameTaken, `${p} exists already (a ${clash === 'object' ? 'data object' : 'collection'})`);
+        if (clash)
+          throw new DomainError(
+            ErrorCode.NameTaken,
+            `${p} exists already (a ${clash === 'object' ? 'data object' : 'collection'})`,
+          );
         await this.repo.createCollection(tx, { parentId, name, path: p, ownerId: principal.userId, groupId });
         const created = await this.repo.findCollection(p, tx);
         parentId = created!.id;
@@ -162,9 +169,11 @@ export class NamespaceService {
   async move(principal: Principal, from: string, to: string): Promise<EntryDto> {
     this.access.assertWithinToken(principal, from);
     this.access.assertWithinToken(principal, to);
-    if (PROTECTED.has(from)) throw new DomainError(ErrorCode.RootImmutable, `${from} cannot be moved or renamed`);
+    if (PROTECTED.has(from))
+      throw new DomainError(ErrorCode.RootImmutable, `${from} cannot be moved or renamed`);
     if (from === to) throw new DomainError(ErrorCode.NameTaken, `${to} is where it is already`);
-    if (isWithin(to, from)) throw new DomainError(ErrorCode.MoveIntoItself, `cannot move ${from} into itself (${to})`);
+    if (isWithin(to, from))
+      throw new DomainError(ErrorCode.MoveIntoItself, `cannot move ${from} into itself (${to})`);
     const entry = await this.resolve(from);
     if (!entry) throw notFound(from);
     const { parent: toParentPath, name: toName } = splitPath(to);
@@ -175,7 +184,11 @@ export class NamespaceService {
     await this.repo.transaction(async (tx) => {
       await this.repo.lockCollection(tx, toParent.id);
       const clash = await this.repo.nameTaken(tx, toParent.id, toName);
-      if (clash) throw new DomainError(ErrorCode.NameTaken, `${to} exists already; choose another name or move it first`);
+      if (clash)
+        throw new DomainError(
+          ErrorCode.NameTaken,
+          `${to} exists already; choose another name or move it first`,
+        );
       if (entry.kind === 'collection') {
         await this.repo.moveCollection(tx, entry, toParent.id, toName, to, principal.userId);
       } else {
@@ -193,14 +206,24 @@ export class NamespaceService {
     if (!entry) throw notFound(path);
     await this.access.require(principal, target(entry), 'write');
     await this.access.require(principal, { path: splitPath(path).parent, kind: 'collection' }, 'write');
-    const trashId = await this.repo.transaction((tx) => this.repo.trash(tx, entry, principal.userId, this.site.siteId));
+    const trashId = await this.repo.transaction((tx) =>
+      this.repo.trash(tx, entry, principal.userId, this.site.siteId),
+    );
     return toTrashDto((await this.repo.findTrash(trashId))!);
   }
 
   /** Administrators see everything in the trash; others what they deleted. */
-  async listTrash(principal: Principal, limit: number, cursor: string | undefined): Promise<Page<TrashEntryDto>> {
+  async listTrash(
+    principal: Principal,
+    limit: number,
+    cursor: string | undefined,
+  ): Promise<Page<TrashEntryDto>> {
     const before = cursor ? parseId(cursor) : null;
-    const { items, total } = await this.repo.listTrash(principal.isAdmin ? null : principal.userId, limit, before);
+    const { items, total } = await this.repo.listTrash(
+      principal.isAdmin ? null : principal.userId,
+      limit,
+      before,
+    );
     const last = items.at(-1);
     return {
       items: items.map(toTrashDto),
@@ -216,7 +239,9 @@ export class NamespaceService {
     await this.repo.transaction(async (tx) => {
       const parentCollection = await this.repo.findCollection(parent, tx);
       if (!parentCollection) {
-        throw notFound(`collection ${parent} (restore or recreate it first, then restore ${trash.originalPath})`);
+        throw notFound(
+          `collection ${parent} (restore or recreate it first, then restore ${trash.originalPath})`,
+        );
       }
       await this.access.require(principal, target(parentCollection), 'write');
       await this.repo.lockCollection(tx, parentCollection.id);
@@ -243,7 +268,8 @@ export class NamespaceService {
 
   private async loadTrash(principal: Principal, id: bigint) {
     const trash = await this.repo.findTrash(id);
-    if (!trash || (!principal.isAdmin && trash.deletedById !== principal.userId)) throw notFound(`trash entry ${id}`);
+    if (!trash || (!principal.isAdmin && trash.deletedById !== principal.userId))
+      throw notFound(`trash entry ${id}`);
     return trash;
   }
 
@@ -262,7 +288,13 @@ export class NamespaceService {
       .filter((g) => g.objectId !== null || g.path === entry.path || g.recursive)
       .map((g) => {
         const on = g.objectId !== null ? entry.path : g.path;
-        return { path: entry.path, user: g.user, group: g.group, level: g.level, inheritedFrom: on === entry.path ? null : on };
+        return {
+          path: entry.path,
+          user: g.user,
+          group: g.group,
+          level: g.level,
+          inheritedFrom: on === entry.path ? null : on,
+        };
       });
   }
 
@@ -276,13 +308,16 @@ export class NamespaceService {
     const entry = await this.resolve(path);
     if (!entry) throw notFound(path);
     const held = await this.access.require(principal, target(entry), 'own');
-    if (!levelAtLeast(held, 'own')) throw new DomainError(ErrorCode.PermissionDenied, `you need own access to ${path}`);
+    if (!levelAtLeast(held, 'own'))
+      throw new DomainError(ErrorCode.PermissionDenied, `you need own access to ${path}`);
     const userId = who.user ? await this.repo.userId(who.user) : null;
     const groupId = who.group ? await this.repo.groupId(who.group) : null;
     if (who.user && userId === null) throw notFound(`user "${who.user}"`);
     if (who.group && groupId === null) throw notFound(`group "${who.group}"`);
     await this.repo.setGrant(
-      entry.kind === 'collection' ? { collectionId: entry.id, objectId: null } : { collectionId: null, objectId: entry.id },
+      entry.kind === 'collection'
+        ? { collectionId: entry.id, objectId: null }
+        : { collectionId: null, objectId: entry.id },
       { userId, groupId },
       level,
       principal.userId,
@@ -292,12 +327,14 @@ export class NamespaceService {
 }
 
 function target(entry: EntryRecord): { path: string; kind: 'collection' | 'object'; objectId?: bigint } {
-  return entry.kind === 'object' ? { path: entry.path, kind: 'object', objectId: entry.id } : { path: entry.path, kind: 'collection' };
+  return entry.kind === 'object'
+    ? { path: entry.path, kind: 'object', objectId: entry.id }
+    : { path: entry.path, kind: 'collection' };
 }
 
 function ancestorsOf(entry: EntryRecord): string[] {
   const out: string[] = [];
-  for (let p = entry.path; p !== '/'; ) {
+  for (let p = entry.path; p !== '/';) {
     p = splitPath(p).parent;
     out.unshift(p);
   }
@@ -306,7 +343,13 @@ function ancestorsOf(entry: EntryRecord): string[] {
 
 function encodeCursor(e: EntryRecord, sort: SortKey): string {
   const v =
-    sort === 'size' ? (e.kind === 'object' ? e.size.toString() : '0') : sort === 'modified' ? e.updatedAt.toISOString() : e.name;
+    sort === 'size'
+      ? e.kind === 'object'
+        ? e.size.toString()
+        : '0'
+      : sort === 'modified'
+        ? e.updatedAt.toISOString()
+        : e.name;
   const c: ListCursor = { k: e.kind === 'collection' ? 0 : 1, v, n: e.name, id: e.id.toString() };
   return Buffer.from(JSON.stringify(c)).toString('base64url');
 }
@@ -321,15 +364,27 @@ function decodeCursor(text: string, sort: SortKey): ListCursor {
   const valueOk =
     typeof c.v === 'string' &&
     (sort === 'size' ? /^\d{1,19}$/.test(c.v) : sort === 'modified' ? !Number.isNaN(Date.parse(c.v)) : true);
-  if ((c.k === 0 || c.k === 1) && valueOk && typeof c.n === 'string' && typeof c.id === 'string' && /^\d{1,19}$/.test(c.id)) {
+  if (
+    (c.k === 0 || c.k === 1) &&
+    valueOk &&
+    typeof c.n === 'string' &&
+    typeof c.id === 'string' &&
+    /^\d{1,19}$/.test(c.id)
+  ) {
     return c as ListCursor;
   }
-  throw new DomainError(ErrorCode.InvalidCursor, 'the cursor is not one this listing returned; start again without it');
+  throw new DomainError(
+    ErrorCode.InvalidCursor,
+    'the cursor is not one this listing returned; start again without it',
+  );
 }
 
 function parseId(text: string): bigint {
   if (!/^\d{1,19}$/.test(text)) {
-    throw new DomainError(ErrorCode.InvalidCursor, 'the cursor is not one this listing returned; start again without it');
+    throw new DomainError(
+      ErrorCode.InvalidCursor,
+      'the cursor is not one this listing returned; start again without it',
+    );
   }
   return BigInt(text);
 }

@@ -29,7 +29,12 @@ export class SiteBootstrapService {
 
   async bootstrap(): Promise<BootstrapResult> {
     const range = idRangeFor(this.config.siteIndex);
-    const site = await this.repo.registerLocalSite(this.config.siteId, this.config.siteName, range, this.config.publicUrl);
+    const site = await this.repo.registerLocalSite(
+      this.config.siteId,
+      this.config.siteName,
+      range,
+      this.config.publicUrl,
+    );
     if (site.idRangeStart !== range.start) {
       this.logger.warn(
         `site ${site.id} keeps the id range it was registered with (from ${site.idRangeStart}); SITE_INDEX is ignored`,
@@ -40,7 +45,8 @@ export class SiteBootstrapService {
     this.context.resourceId = await this.repo.ensureResource(site.id, 'default', this.config.storageRoot);
 
     let generatedAdminPassword: string | undefined;
-    const password = this.config.adminPassword ?? (generatedAdminPassword = randomBytes(12).toString('base64url'));
+    const password =
+      this.config.adminPassword ?? (generatedAdminPassword = randomBytes(12).toString('base64url'));
     const admin = await this.repo.ensureAdmin(this.config.adminUsername, () => hashPassword(password));
     const roots = await this.repo.ensureRoots(admin.id, [HOME_ROOT, PROJECTS_ROOT]);
     this.context.rootCollectionId = roots.rootId;
@@ -48,7 +54,11 @@ export class SiteBootstrapService {
       roots.rootId,
       ...roots.childIds,
     ]);
-    if (admin.created) await this.repo.ensureHome(admin.id, this.config.adminUsername, roots.childIds[0] as bigint);
-    return { adminCreated: admin.created, generatedAdminPassword: admin.created ? generatedAdminPassword : undefined };
+    if (admin.created)
+      await this.repo.ensureHome(admin.id, this.config.adminUsername, roots.childIds[0] as bigint);
+    return {
+      adminCreated: admin.created,
+      generatedAdminPassword: admin.created ? generatedAdminPassword : undefined,
+    };
   }
 }

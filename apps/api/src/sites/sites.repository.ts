@@ -40,7 +40,10 @@ export class SitesRepository {
     return row.id;
   }
 
-  async ensureAdmin(username: string, hash: () => Promise<string>): Promise<{ id: bigint; created: boolean }> {
+  async ensureAdmin(
+    username: string,
+    hash: () => Promise<string>,
+  ): Promise<{ id: bigint; created: boolean }> {
     const existing = await this.prisma.user.findUnique({ where: { username }, select: { id: true } });
     if (existing) return { id: existing.id, created: false };
     const created = await this.prisma.user.create({

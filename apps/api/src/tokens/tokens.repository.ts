@@ -48,7 +48,11 @@ export class TokensRepository {
   }
 
   async listForUser(userId: bigint): Promise<TokenRow[]> {
-    const rows = await this.prisma.apiToken.findMany({ where: { userId }, orderBy: { createdAt: 'desc' }, select });
+    const rows = await this.prisma.apiToken.findMany({
+      where: { userId },
+      orderBy: { createdAt: 'desc' },
+      select,
+    });
     return rows.map((row) => ({ ...row, collectionPath: row.collection?.path ?? null }));
   }
 

@@ -1,5 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { ErrorCode, isWithin, type CreatedTokenDto, type CreateTokenSchema, type TokenDto } from '@tributary/shared';
+import {
+  ErrorCode,
+  isWithin,
+  type CreatedTokenDto,
+  type CreateTokenSchema,
+  type TokenDto,
+} from '@tributary/shared';
 import type { z } from 'zod';
 import { AccessService } from '../access/access.service';
 import { scopeAllows } from '../auth/auth.guard';
@@ -32,16 +38,25 @@ export class TokensService {
 
   async create(principal: Principal, input: z.output<typeof CreateTokenSchema>): Promise<CreatedTokenDto> {
     if (input.scope === 'admin' && !principal.isAdmin) {
-      throw new DomainError(ErrorCode.AdminRequired, 'only administrators can create tokens with scope "admin"');
+      throw new DomainError(
+        ErrorCode.AdminRequired,
+        'only administrators can create tokens with scope "admin"',
+      );
     }
     // A token can only make tokens no stronger and no wider than itself.
     const parent = principal.token;
     if (parent && !scopeAllows(parent.scope, input.scope)) {
-      throw new DomainError(ErrorCode.TokenScopeInsufficient, `a "${parent.scope}" token cannot create a "${input.scope}" token`);
+      throw new DomainError(
+        ErrorCode.TokenScopeInsufficient,
+        `a "${parent.scope}" token cannot create a "${input.scope}" token`,
+      );
     }
     const collection = input.collection ?? parent?.collectionPath ?? undefined;
     if (parent?.collectionPath && collection && !isWithin(collection, parent.collectionPath)) {
-      throw new DomainError(ErrorCode.TokenOutsideCollection, `this token is confined to ${parent.collectionPath}`);
+      throw new DomainError(
+        ErrorCode.TokenOutsideCollection,
+        `this token is confined to ${parent.collectionPath}`,
+      );
     }
     let collectionId: bigint | null = null;
     if (collection) {
@@ -52,7 +67,9 @@ export class TokensService {
     const now = Date.now();
     const expiresAt = input.expiresAt ? new Date(input.expiresAt) : new Date(now + DEFAULT_LIFETIME_MS);
     if (expiresAt.getTime() <= now) {
-      throw new DomainError(ErrorCode.ValidationFailed, 'expiresAt must be in the future', { expiresAt: ['must be in the future'] });
+      throw new DomainError(ErrorCode.ValidationFailed, 'expiresAt must be in the future', {
+        expiresAt: ['must be in the future'],
+      });
     }
     if (expiresAt.getTime() > now + MAX_LIFETIME_MS) {
       throw new DomainError(ErrorCode.ValidationFailed, 'expiresAt must be at most one year ahead', {

@@ -81,7 +81,11 @@ export class UsersService {
     return toUserDto(created);
   }
 
-  async update(principal: Principal, username: string, input: z.output<typeof UpdateUserSchema>): Promise<UserDto> {
+  async update(
+    principal: Principal,
+    username: string,
+    input: z.output<typeof UpdateUserSchema>,
+  ): Promise<UserDto> {
     this.access.assertAdmin(principal);
     const user = await this.repo.findByUsername(username);
     if (!user) throw notFound(`user "${username}"`);
@@ -111,7 +115,11 @@ export class UsersService {
     if (!hash || !(await verifyPassword(currentPassword, hash))) {
       throw new DomainError(ErrorCode.InvalidCredentials, 'the current password is wrong');
     }
-    await this.repo.update(principal.userId, { passwordHash: await hashPassword(newPassword) }, principal.userId);
+    await this.repo.update(
+      principal.userId,
+      { passwordHash: await hashPassword(newPassword) },
+      principal.userId,
+    );
     await this.repo.endSessions(principal.userId, principal.sessionId);
   }
 

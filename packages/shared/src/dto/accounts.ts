@@ -5,7 +5,10 @@ export const USERNAME_PATTERN = /^[a-z][a-z0-9._-]{1,62}$/;
 
 export const UsernameSchema = z
   .string()
-  .regex(USERNAME_PATTERN, 'must be 2-63 characters: lower-case letters, digits, ".", "_" or "-", starting with a letter');
+  .regex(
+    USERNAME_PATTERN,
+    'must be 2-63 characters: lower-case letters, digits, ".", "_" or "-", starting with a letter',
+  );
 
 export const PasswordSchema = z
   .string()
@@ -14,7 +17,10 @@ export const PasswordSchema = z
 
 export const GroupNameSchema = z
   .string()
-  .regex(/^[a-z][a-z0-9._-]{1,62}$/, 'must be 2-63 characters: lower-case letters, digits, ".", "_" or "-", starting with a letter');
+  .regex(
+    /^[a-z][a-z0-9._-]{1,62}$/,
+    'must be 2-63 characters: lower-case letters, digits, ".", "_" or "-", starting with a letter',
+  );
 
 export const LoginSchema = z.object({
   username: z.string().min(1, 'is required').max(63),

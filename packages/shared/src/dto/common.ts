@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { normalizeName, normalizePath, PathError } from '../paths';
 
 /** Catalog ids are bigints; on the wire they are decimal strings. */
-export const IdSchema = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a positive integer id (decimal string)');
+export const IdSchema = z
+  .string()
+  .regex(/^[1-9][0-9]{0,18}$/, 'must be a positive integer id (decimal string)');
 
 /** An absolute logical path, normalised (NFC, no `..`, no empty segments, no control characters). */
 export const PathSchema = z.string().transform((value, ctx) => {

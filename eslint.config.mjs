@@ -1,0 +1,135 @@
+// ESLint flat config: type-aware typescript-eslint rules for the TypeScript sources, plain
+// JavaScript rules for the .mjs/.js tooling files. Run with `npm run lint` (`--max-warnings 0`).
+import { createRequire } from 'node:module';
+import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+const require = createRequire(import.meta.url);
+
+/** eslint-plugin-react-hooks is used when installed; the config does not depend on it. */
+function optionalReactHooks() {
+  try {
+    const plugin = require('eslint-plugin-react-hooks');
+    return [
+      {
+        files: ['apps/portal/src/**/*.{ts,tsx}'],
+        plugins: { 'react-hooks': plugin },
+        rules: {
+          'react-hooks/rules-of-hooks': 'error',
+          'react-hooks/exhaustive-deps': 'error',
+        },
+      },
+    ];
+  } catch {
+    return [];
+  }
+}
+
+/** Globals of Node.js scripts and config files (the `globals` package is not a direct dependency). */
+const nodeGlobals = Object.fromEntries(
+  [
+    'process',
+    'console',
+    'Buffer',
+    'URL',
+    'URLSearchParams',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'clearInterval',
+    'setImmediate',
+    'queueMicrotask',
+    'structuredClone',
+    'fetch',
+    'AbortController',
+    'TextEncoder',
+    'TextDecoder',
+    '__dirname',
+    '__filename',
+    'require',
+    'module',
+  ].map((name) => [name, 'readonly']),
+);
+
+// One-way imports (STYLE.md): shared packages never reach into the apps.
+const noAppImports = {
+  'no-restricted-imports': [
+    'error',
+    {
+      patterns: [
+        {
+          group: ['@tributary/api', '@tributary/api/*', '@tributary/portal', '@tributary/portal/*'],
+          message: 'packages/* must not import apps/*: move the shared code into packages/shared.',
+        },
+        {
+          group: ['**/apps/*', '**/apps/**'],
+          message: 'packages/* must not import apps/*: move the shared code into packages/shared.',
+        },
+      ],
+    },
+  ],
+};
+
+export default defineConfig(
+  {
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      '**/.data/**',
+      '**/coverage/**',
+      'apps/portal/dist/**',
+      'packages/shared/src/api-types.ts',
+      'test-results/**',
+      'playwright-report/**',
+    ],
+  },
+  {
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+  },
+
+  // TypeScript: type-aware rules. The project service finds each file's nearest tsconfig.json.
+  {
+    files: ['**/*.{ts,tsx,mts,cts}'],
+    extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],
+    languageOptions: {
+      parserOptions: {
+        projectService: true,
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' },
+      ],
+    },
+  },
+  {
+    files: ['packages/*/src/**/*.{ts,tsx}'],
+    rules: noAppImports,
+  },
+
+  // Plain JavaScript: config files and scripts, no type information.
+  {
+    files: ['**/*.{js,mjs,cjs}'],
+    extends: [js.configs.recommended],
+    languageOptions: { ecmaVersion: 'latest', sourceType: 'module', globals: nodeGlobals },
+    rules: {
+      'no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' },
+      ],
+    },
+  },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs' },
+  },
+  {
+    files: ['packages/*/**/*.{js,mjs,cjs}'],
+    rules: noAppImports,
+  },
+
+  ...optionalReactHooks(),
+);

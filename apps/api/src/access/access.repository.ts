@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { PermissionLevel } from '@tributary/shared';
-import { Prisma } from '@prisma/client';
-import { PrismaService } from '../database/prisma.service';
+import { SqlPool } from '../database/sql-pool';
 
 export interface AccessQuery {
   userId: bigint;
@@ -16,7 +15,7 @@ export interface AccessQuery {
 
 @Injectable()
 export class AccessRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly sql: SqlPool) {}
 
   /**
    * The highest level the user holds on a target: ownership of it or of any collection above it
@@ -25,24 +24,24 @@ export class AccessRepository {
    */
   async effectiveLevel(q: AccessQuery): Promise<PermissionLevel | null> {
     const paths = q.collectionPath ? [...q.ancestorPaths, q.collectionPath] : q.ancestorPaths;
-    const groups = q.groupIds.length ? q.groupIds : [0n];
-    const rows = await this.prisma.$queryRaw<{ level: PermissionLevel | null }[]>(Prisma.sql`
-      WITH chain AS (
-        SELECT id, path, owner_id FROM collections WHERE trash_id = 0 AND path = ANY(${paths}::text[])
-      )
-      SELECT max(level)::text AS level FROM (
-        SELECT 'own'::"PermissionLevel" AS level FROM chain WHERE owner_id = ${q.userId}
-        UNION ALL
-        SELECT p.level FROM permissions p JOIN chain ON p.collection_id = chain.id
-         WHERE (p.user_id = ${q.userId} OR p.group_id = ANY(${groups}::bigint[]))
-           AND (p.recursive OR chain.path = ${q.collectionPath ?? ''})
-        UNION ALL
-        SELECT 'own'::"PermissionLevel" FROM data_objects WHERE id = ${q.objectId ?? 0n} AND owner_id = ${q.userId}
-        UNION ALL
-        SELECT p.level FROM permissions p
-         WHERE p.object_id = ${q.objectId ?? 0n}
-           AND (p.user_id = ${q.userId} OR p.group_id = ANY(${groups}::bigint[]))
-      ) AS grants`);
+    const groups = (q.groupIds.length ? q.groupIds : [0n]).map(String);
+    const { rows } = await this.sql.query<{ level: PermissionLevel | null }>(
+      `WITH chain AS (
+         SELECT id, path, owner_id FROM collections WHERE trash_id = 0 AND path = ANY($1::text[])
+       )
+       SELECT max(level)::text AS level FROM (
+         SELECT 'own'::"PermissionLevel" AS level FROM chain WHERE owner_id = $2
+         UNION ALL
+         SELECT p.level FROM permissions p JOIN chain ON p.collection_id = chain.id
+          WHERE (p.user_id = $2 OR p.group_id = ANY($3::bigint[])) AND (p.recursive OR chain.path = $4)
+         UNION ALL
+         SELECT 'own'::"PermissionLevel" FROM data_objects WHERE id = $5 AND owner_id = $2
+         UNION ALL
+         SELECT p.level FROM permissions p
+          WHERE p.object_id = $5 AND (p.user_id = $2 OR p.group_id = ANY($3::bigint[]))
+       ) AS grants`,
+      [paths, q.userId.toString(), groups, q.collectionPath ?? '', (q.objectId ?? 0n).toString()],
+    );
     return rows[0]?.level ?? null;
   }
 }

@@ -16,6 +16,8 @@ import {
   verifyPassword,
 } from './secrets';
 
+const TOKEN_TOUCH_INTERVAL_MS = 60_000;
+
 export interface LoginResult {
   cookieValue: string;
   session: SessionDto;
@@ -88,7 +90,7 @@ export class AuthService {
     }
     this.assertEnabled(session.user);
     return {
-      principal: { ...(await this.principalFor(session.user)), via: 'session', sessionId: session.id },
+      principal: { ...this.principalFor(session.user), via: 'session', sessionId: session.id },
       csrfToken: session.csrfToken,
     };
   }
@@ -112,9 +114,13 @@ export class AuthService {
       );
     }
     this.assertEnabled(token.user);
-    await this.repo.touchToken(token.id, now);
+    // `lastUsedAt` is shown in the token list to the minute; writing it on every request would
+    // put a durable commit on every scripted call.
+    if (!token.lastUsedAt || now.getTime() - token.lastUsedAt.getTime() > TOKEN_TOUCH_INTERVAL_MS) {
+      await this.repo.touchToken(token.id, now);
+    }
     return {
-      ...(await this.principalFor(token.user)),
+      ...this.principalFor(token.user),
       via: 'token',
       token: { id: token.id, scope: token.scope, collectionPath: token.collectionPath },
     };
@@ -124,14 +130,14 @@ export class AuthService {
     if (account.disabledAt) throw new DomainError(ErrorCode.AccountDisabled, 'this account is disabled');
   }
 
-  private async principalFor(account: AccountRecord): Promise<Omit<Principal, 'via'>> {
-    const groups = await this.repo.groupIds(account.id);
+  private principalFor(account: AccountRecord): Omit<Principal, 'via'> {
     return {
       userId: account.id,
       username: account.username,
       isAdmin: account.isAdmin,
       activeGroupId: account.activeGroupId,
-      groupIds: [...groups, this.site.publicGroupId],
+      activeGroupName: account.activeGroupName,
+      groupIds: [...account.groupIds, this.site.publicGroupId],
     };
   }
 }

@@ -6,6 +6,7 @@ export interface Principal {
   username: string;
   isAdmin: boolean;
   activeGroupId: bigint | null;
+  activeGroupName: string | null;
   groupIds: bigint[];
   via: 'session' | 'token';
   /** Set for token requests: what the token allows. */

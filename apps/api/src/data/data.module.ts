@@ -3,11 +3,12 @@ import { NamespaceModule } from '../namespace/namespace.module';
 import { DataController } from './data.controller';
 import { DataRepository } from './data.repository';
 import { DataService } from './data.service';
+import { IngestRepository } from './ingest.repository';
 import { StorageModule } from './storage.module';
 
 @Module({
   imports: [NamespaceModule, StorageModule],
   controllers: [DataController],
-  providers: [DataRepository, DataService],
+  providers: [DataRepository, IngestRepository, DataService],
 })
 export class DataModule {}

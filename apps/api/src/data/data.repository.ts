@@ -9,34 +9,6 @@ export interface NewObjectBytes {
 
 @Injectable()
 export class DataRepository {
-  /** Inserts the object row; the replica follows once the bytes have a key. */
-  async createObject(
-    tx: Tx,
-    data: NewObjectBytes & { collectionId: bigint; name: string; ownerId: bigint; groupId: bigint | null },
-  ): Promise<bigint> {
-    const row = await tx.dataObject.create({
-      data: { ...data, createdBy: data.ownerId },
-      select: { id: true },
-    });
-    return row.id;
-  }
-
-  async addReplica(
-    tx: Tx,
-    data: {
-      objectId: bigint;
-      siteId: string;
-      resourceId: bigint;
-      physicalPath: string;
-      size: bigint;
-      checksum: string;
-      by: bigint;
-    },
-  ): Promise<void> {
-    const { by, ...rest } = data;
-    await tx.replica.create({ data: { ...rest, createdBy: by } });
-  }
-
   /**
    * Replaces an object's bytes: bumps the version, points this site's replica at the new key and
    * marks other sites' copies stale. Returns this site's previous key, for removal after commit.
@@ -77,10 +49,5 @@ export class DataRepository {
       data: { status: 'stale', updatedBy: by },
     });
     return previous?.physicalPath ?? null;
-  }
-
-  async currentVersion(tx: Tx, objectId: bigint): Promise<number> {
-    const row = await tx.dataObject.findUniqueOrThrow({ where: { id: objectId }, select: { version: true } });
-    return row.version;
   }
 }

@@ -11,6 +11,7 @@ import { NamespaceRepository, type ObjectRecord } from '../namespace/namespace.r
 import { NamespaceService } from '../namespace/namespace.service';
 import { SiteContext } from '../sites/site-context';
 import { DataRepository } from './data.repository';
+import { IngestRepository, type InsertedObject } from './ingest.repository';
 import { StagingError, type StagedFile } from './storage-driver';
 import { StorageService } from './storage.service';
 
@@ -31,6 +32,7 @@ export class DataService {
     private readonly namespace: NamespaceService,
     private readonly namespaceRepo: NamespaceRepository,
     private readonly repo: DataRepository,
+    private readonly ingest: IngestRepository,
     private readonly storage: StorageService,
     private readonly access: AccessService,
     private readonly site: SiteContext,
@@ -49,38 +51,141 @@ export class DataService {
     options: UploadOptions,
   ): Promise<EntryDto> {
     this.access.assertWithinToken(principal, path);
-    if (path === '/')
+    if (path === '/') {
       throw new DomainError(
         ErrorCode.NameTaken,
         'the root is a collection; upload into it, e.g. /home/<you>/file',
       );
-    const { parent, name } = splitPath(path);
-    const collection = await this.namespace.requireCollection(parent).catch((err: unknown) => {
-      if (err instanceof DomainError && err.code === ErrorCode.NotFound) {
-        throw notFound(`collection ${parent} (create it first: POST /api/v1/namespace/collections)`);
-      }
-      throw err;
-    });
-    const existing = await this.namespace.resolve(path);
-    if (existing?.kind === 'collection')
-      throw new DomainError(ErrorCode.NameTaken, `${path} is a collection`);
-    if (existing && !options.overwrite) {
-      throw new DomainError(ErrorCode.NameTaken, `${path} exists; add overwrite=true to replace its bytes`);
     }
-    await this.access.require(
-      principal,
-      existing
-        ? { path, kind: 'object', objectId: existing.id }
-        : { path: collection.path, kind: 'collection' },
-      'write',
+    const { parent, name } = splitPath(path);
+    const target = await this.ingest.target(parent, name);
+    if (!target) {
+      const entry = await this.namespace.resolve(parent);
+      if (entry?.kind === 'object')
+        throw new DomainError(ErrorCode.NotACollection, `${parent} is a data object`);
+      throw notFound(`collection ${parent} (create it first: POST /api/v1/namespace/collections)`);
+    }
+    if (target.existing === 'collection')
+      throw new DomainError(ErrorCode.NameTaken, `${path} is a collection`);
+    if (target.existing === 'object') {
+      if (!options.overwrite) {
+        throw new DomainError(ErrorCode.NameTaken, `${path} exists; add overwrite=true to replace its bytes`);
+      }
+      return this.overwrite(principal, path, body, options);
+    }
+    await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
+    const staged = await this.stage(body, options);
+    let committedKey: string | null = null;
+    const bytes = {
+      size: BigInt(staged.size),
+      checksum: staged.sha256,
+      contentType: options.contentType ?? 'application/octet-stream',
+    };
+    let inserted: InsertedObject | null;
+    try {
+      inserted = await this.ingest.insert(
+        {
+          ...bytes,
+          collectionId: target.collectionId,
+          name,
+          ownerId: principal.userId,
+          groupId: principal.activeGroupId,
+        },
+        async (id) => {
+          const key = storageKey(id, 1);
+          await staged.commit(key);
+          committedKey = key;
+          return { siteId: this.site.siteId, resourceId: this.site.resourceId, key };
+        },
+      );
+    } catch (err) {
+      await this.abandon(staged, committedKey);
+      throw err;
+    }
+    if (!inserted) {
+      await this.abandon(staged, committedKey);
+      throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
+    }
+    this.metrics.bytesIn.inc(staged.size);
+    const object: ObjectRecord = {
+      kind: 'object',
+      id: inserted.id,
+      collectionId: target.collectionId,
+      name,
+      path,
+      ownerId: principal.userId,
+      owner: principal.username,
+      group: principal.activeGroupName,
+      ...bytes,
+      version: 1,
+      createdAt: inserted.createdAt,
+      updatedAt: inserted.updatedAt,
+      replicaCount: 1,
+      site: this.site.siteId,
+      replicas: [],
+    };
+    return toEntryDto(object, 'own');
+  }
+
+  /** Replaces an existing object's bytes: a new version, this site's replica moved to the new key. */
+  private async overwrite(
+    principal: Principal,
+    path: string,
+    body: Readable,
+    options: UploadOptions,
+  ): Promise<EntryDto> {
+    const existing = await this.namespace.resolve(path);
+    if (existing?.kind !== 'object') throw notFound(path);
+    await this.access.require(principal, { path, kind: 'object', objectId: existing.id }, 'write');
+    const staged = await this.stage(body, options);
+    const { name } = splitPath(path);
+    let committedKey: string | null = null;
+    let replacedKey: string | null = null;
+    try {
+      await this.namespaceRepo.transaction(async (tx) => {
+        await this.namespaceRepo.lockName(tx, existing.collectionId, name);
+        const current = await this.namespaceRepo.findObject(
+          { id: existing.collectionId, path: splitPath(path).parent },
+          name,
+          tx,
+        );
+        if (!current) throw notFound(`${path} (it was moved or deleted meanwhile)`);
+        const key = storageKey(current.id, current.version + 1);
+        await staged.commit(key);
+        committedKey = key;
+        replacedKey = await this.repo.replaceBytes(
+          tx,
+          current.id,
+          {
+            size: BigInt(staged.size),
+            checksum: staged.sha256,
+            contentType: options.contentType ?? current.contentType,
+          },
+          { siteId: this.site.siteId, resourceId: this.site.resourceId, physicalPath: key },
+          principal.userId,
+        );
+      });
+    } catch (err) {
+      await this.abandon(staged, committedKey);
+      throw err;
+    }
+    if (replacedKey && replacedKey !== committedKey) await this.storage.remove(replacedKey);
+    this.metrics.bytesIn.inc(staged.size);
+    const entry = (await this.namespace.resolve(path)) as ObjectRecord;
+    return toEntryDto(
+      entry,
+      await this.access.levelOf(principal, { path, kind: 'object', objectId: entry.id }),
     );
+  }
+
+  /** Streams the body into staging and checks its length and the client's checksum. */
+  private async stage(body: Readable, options: UploadOptions): Promise<StagedFile> {
     if (options.contentLength !== undefined && options.contentLength > this.config.maxUploadBytes) {
       throw new DomainError(
         ErrorCode.PayloadTooLarge,
         `the upload exceeds the limit of ${this.config.maxUploadBytes} bytes`,
       );
     }
-
     let staged: StagedFile;
     try {
       staged = await this.storage.stage(body, {
@@ -96,73 +201,20 @@ export class DataService {
       }
       throw err;
     }
-    let committedKey: string | null = null;
-    let replacedKey: string | null = null;
-    try {
-      if (options.expectedSha256 && options.expectedSha256 !== staged.sha256) {
-        throw new DomainError(
-          ErrorCode.ChecksumMismatch,
-          `the bytes received hash to sha256:${staged.sha256}, not the sha256:${options.expectedSha256} you sent; retry the upload`,
-        );
-      }
-      const bytes = {
-        size: BigInt(staged.size),
-        checksum: staged.sha256,
-        contentType: options.contentType ?? 'application/octet-stream',
-      };
-      await this.namespaceRepo.transaction(async (tx) => {
-        await this.namespaceRepo.lockCollection(tx, collection.id);
-        const current = await this.namespaceRepo.findObject(collection, name, tx);
-        if (!current) {
-          if (await this.namespaceRepo.nameTaken(tx, collection.id, name)) {
-            throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
-          }
-          const objectId = await this.repo.createObject(tx, {
-            ...bytes,
-            collectionId: collection.id,
-            name,
-            ownerId: principal.userId,
-            groupId: principal.activeGroupId,
-          });
-          const key = storageKey(objectId, 1);
-          await staged.commit(key);
-          committedKey = key;
-          await this.repo.addReplica(tx, {
-            objectId,
-            siteId: this.site.siteId,
-            resourceId: this.site.resourceId,
-            physicalPath: key,
-            size: bytes.size,
-            checksum: bytes.checksum,
-            by: principal.userId,
-          });
-        } else {
-          if (!options.overwrite)
-            throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
-          const key = storageKey(current.id, current.version + 1);
-          await staged.commit(key);
-          committedKey = key;
-          replacedKey = await this.repo.replaceBytes(
-            tx,
-            current.id,
-            bytes,
-            { siteId: this.site.siteId, resourceId: this.site.resourceId, physicalPath: key },
-            principal.userId,
-          );
-        }
-      });
-    } catch (err) {
+    if (options.expectedSha256 && options.expectedSha256 !== staged.sha256) {
       await staged.discard();
-      if (committedKey) await this.storage.remove(committedKey);
-      throw err;
+      throw new DomainError(
+        ErrorCode.ChecksumMismatch,
+        `the bytes received hash to sha256:${staged.sha256}, not the sha256:${options.expectedSha256} you sent; retry the upload`,
+      );
     }
-    if (replacedKey && replacedKey !== committedKey) await this.storage.remove(replacedKey);
-    this.metrics.bytesIn.inc(staged.size);
-    const entry = (await this.namespace.resolve(path)) as ObjectRecord;
-    return toEntryDto(
-      entry,
-      existing ? await this.access.levelOf(principal, { path, kind: 'object', objectId: entry.id }) : 'own',
-    );
+    return staged;
+  }
+
+  /** Removes the bytes of an upload whose catalog transaction did not commit. */
+  private async abandon(staged: StagedFile, committedKey: string | null): Promise<void> {
+    await staged.discard();
+    if (committedKey) await this.storage.remove(committedKey);
   }
 
   /** Checks read access and finds this site's copy of the object's bytes. */

@@ -1,15 +1,13 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
-import type pg from 'pg';
+import { SqlPool } from './sql-pool';
 
-export const DATABASE_CONNECTION = Symbol('DATABASE_CONNECTION');
-
-/** The site's catalog client: Prisma with the `pg` driver adapter (no native engine). */
+/** The site's catalog client: Prisma with the `pg` driver adapter (no native engine) on the shared pool. */
 @Injectable()
 export class PrismaService extends PrismaClient implements OnModuleDestroy {
-  constructor(@Inject(DATABASE_CONNECTION) connection: pg.ClientConfig) {
-    super({ adapter: new PrismaPg({ ...connection, max: 20 }) });
+  constructor(sql: SqlPool) {
+    super({ adapter: new PrismaPg(sql.pool) });
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma } from '@prisma/client';
 import type { PermissionLevel } from '@tributary/shared';
+import { LOCK_NAME_SQL } from '../data/ingest.repository';
 import { PrismaService } from '../database/prisma.service';
 
 export type Tx = Prisma.TransactionClient;
@@ -172,9 +173,12 @@ export class NamespaceRepository {
     };
   }
 
-  /** Serialises changes to one collection's children (create, rename into, restore into). */
-  async lockCollection(tx: Tx, id: bigint): Promise<void> {
-    await tx.$queryRaw`SELECT id FROM collections WHERE id = ${id} FOR UPDATE`;
+  /**
+   * Holds the name `name` in collection `id` until the transaction ends: the same advisory lock the
+   * ingest path takes (see ingest.repository.ts), so names are unique across collections and objects.
+   */
+  async lockName(tx: Tx, id: bigint, name: string): Promise<void> {
+    await tx.$executeRawUnsafe(LOCK_NAME_SQL, id.toString(), name);
   }
 
   /** Whether a live collection or object named `name` sits in the collection. */

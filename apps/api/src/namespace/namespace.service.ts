@@ -148,9 +148,9 @@ export class NamespaceService {
     const groupId = principal.activeGroupId;
     await this.repo.transaction(async (tx) => {
       let parentId = existing.id;
-      await this.repo.lockCollection(tx, parentId);
       for (const p of missing) {
         const { name } = splitPath(p);
+        await this.repo.lockName(tx, parentId, name);
         const clash = await this.repo.nameTaken(tx, parentId, name);
         if (clash)
           throw new DomainError(
@@ -182,7 +182,7 @@ export class NamespaceService {
     await this.access.require(principal, { path: splitPath(from).parent, kind: 'collection' }, 'write');
     await this.access.require(principal, target(toParent), 'write');
     await this.repo.transaction(async (tx) => {
-      await this.repo.lockCollection(tx, toParent.id);
+      await this.repo.lockName(tx, toParent.id, toName);
       const clash = await this.repo.nameTaken(tx, toParent.id, toName);
       if (clash)
         throw new DomainError(
@@ -244,7 +244,7 @@ export class NamespaceService {
         );
       }
       await this.access.require(principal, target(parentCollection), 'write');
-      await this.repo.lockCollection(tx, parentCollection.id);
+      await this.repo.lockName(tx, parentCollection.id, name);
       if (await this.repo.nameTaken(tx, parentCollection.id, name)) {
         throw new DomainError(
           ErrorCode.NameTaken,

@@ -1,0 +1,44 @@
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import pg from 'pg';
+
+export const DATABASE_CONNECTION = Symbol('DATABASE_CONNECTION');
+
+/**
+ * The site's one connection pool to its catalog. Prisma runs on it through the driver adapter;
+ * the few hot paths (token authentication, object ingest) use it directly with plain SQL, where
+ * Prisma's per-query overhead would dominate a request.
+ */
+@Injectable()
+export class SqlPool implements OnModuleDestroy {
+  readonly pool: pg.Pool;
+
+  constructor(@Inject(DATABASE_CONNECTION) connection: pg.ClientConfig) {
+    this.pool = new pg.Pool({ ...connection, max: 20 });
+    // An idle client losing its connection must not crash the site; the next query reconnects.
+    this.pool.on('error', () => undefined);
+  }
+
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.pool.query<R>(text, values);
+  }
+
+  /** Runs `fn` in one transaction on one client; rolls back when it throws. */
+  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.pool.end();
+  }
+}

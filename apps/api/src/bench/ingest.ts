@@ -26,6 +26,9 @@ import {
   type ShapeKey,
 } from './workload';
 
+// As for `npm start` (cli/start.ts): concurrent uploads' file I/O runs on libuv's pool, 4 threads by default.
+process.env.UV_THREADPOOL_SIZE ??= '16';
+
 const USAGE = `npm run bench:ingest -- [options]
 
 Uploads the seed's Table 2 shapes through the API with a write token and, as a baseline, writes the

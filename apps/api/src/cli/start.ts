@@ -6,6 +6,9 @@ import { connectionFromUrl, describeConnection } from '../database/connection';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
 import { migrate } from '../database/migrator';
 
+// File writes, fsyncs and renames of concurrent uploads run on libuv's pool (4 threads by default).
+process.env.UV_THREADPOOL_SIZE ??= '16';
+
 /**
  * `npm start`: one site on the embedded PostgreSQL (or DATABASE_URL), migrated, bootstrapped,
  * listening, with the URLs and the first administrator's login printed once.

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { ErrorCode, splitPath, type EntryDto } from '@tributary/shared';
 import type { Readable } from 'node:stream';
 import { AccessService } from '../access/access.service';
@@ -75,14 +76,16 @@ export class DataService {
     }
     await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
     const staged = await this.stage(body, options);
-    let committedKey: string | null = null;
     const bytes = {
       size: BigInt(staged.size),
       checksum: staged.sha256,
       contentType: options.contentType ?? 'application/octet-stream',
     };
-    let inserted: InsertedObject | null;
+    // The bytes go under a fresh key first; they are unreachable until the catalog row commits.
+    const key = randomUUID();
+    let inserted: InsertedObject | null = null;
     try {
+      await staged.commit(key);
       inserted = await this.ingest.insert(
         {
           ...bytes,
@@ -91,21 +94,12 @@ export class DataService {
           ownerId: principal.userId,
           groupId: principal.activeGroupId,
         },
-        async (id) => {
-          const key = storageKey(id, 1);
-          await staged.commit(key);
-          committedKey = key;
-          return { siteId: this.site.siteId, resourceId: this.site.resourceId, key };
-        },
+        { siteId: this.site.siteId, resourceId: this.site.resourceId, key },
       );
-    } catch (err) {
-      await this.abandon(staged, committedKey);
-      throw err;
+    } finally {
+      if (!inserted) await this.abandon(staged, key);
     }
-    if (!inserted) {
-      await this.abandon(staged, committedKey);
-      throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
-    }
+    if (!inserted) throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
     this.metrics.bytesIn.inc(staged.size);
     const object: ObjectRecord = {
       kind: 'object',

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type pg from 'pg';
 import { SqlPool } from '../database/sql-pool';
 
 export interface UploadTarget {
@@ -25,8 +24,7 @@ export interface InsertedObject {
 }
 
 /**
- * The ingest hot path in plain SQL on the shared pool: a new object costs one lookup and one short
- * transaction. Everything else (overwrites, listings) goes through Prisma.
+ * The ingest hot path in plain SQL on the shared pool: a new object costs one lookup and one call. Everything else (overwrites, listings) goes through Prisma.
  */
 @Injectable()
 export class IngestRepository {
@@ -47,68 +45,38 @@ export class IngestRepository {
   }
 
   /**
-   * Inserts the object and, through `placeBytes` (which receives the new id and moves the bytes
-   * into place), its replica, in one transaction. Returns null when the name was taken meanwhile.
+   * Records the object and its replica (bytes already in place under `replica.key`) in one round
+   * trip: the `catalog_ingest_object` function of the migrations. Returns null when the name was
+   * taken meanwhile.
    */
   async insert(
     object: NewObject,
-    placeBytes: (id: bigint) => Promise<{ siteId: string; resourceId: bigint; key: string }>,
+    replica: { siteId: string; resourceId: bigint; key: string },
   ): Promise<InsertedObject | null> {
-    return this.sql.transaction(async (client) => {
-      await lockName(client, object.collectionId, object.name);
-      const clash = await client.query(
-        'SELECT 1 FROM collections WHERE parent_id = $1 AND trash_id = 0 AND name = $2',
-        [object.collectionId.toString(), object.name],
-      );
-      if (clash.rowCount) return null;
-      const inserted = await client.query<{ id: string; created_at: Date; updated_at: Date }>(
-        `INSERT INTO data_objects (collection_id, name, size, checksum, content_type, owner_id, group_id, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $6)
-         ON CONFLICT (collection_id, trash_id, name) DO NOTHING
-         RETURNING id, created_at, updated_at`,
-        [
-          object.collectionId.toString(),
-          object.name,
-          object.size.toString(),
-          object.checksum,
-          object.contentType,
-          object.ownerId.toString(),
-          object.groupId?.toString() ?? null,
-        ],
-      );
-      const row = inserted.rows[0];
-      if (!row) return null;
-      const id = BigInt(row.id);
-      const replica = await placeBytes(id);
-      await client.query(
-        `INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [
-          row.id,
-          replica.siteId,
-          replica.resourceId.toString(),
-          replica.key,
-          object.size.toString(),
-          object.checksum,
-          object.ownerId.toString(),
-        ],
-      );
-      return { id, createdAt: row.created_at, updatedAt: row.updated_at };
-    });
+    const { rows } = await this.sql.query<{ id: string; created_at: Date; updated_at: Date }>(
+      'SELECT id, created_at, updated_at FROM catalog_ingest_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      [
+        object.collectionId.toString(),
+        object.name,
+        object.size.toString(),
+        object.checksum,
+        object.contentType,
+        object.ownerId.toString(),
+        object.groupId?.toString() ?? null,
+        replica.siteId,
+        replica.resourceId.toString(),
+        replica.key,
+      ],
+    );
+    const row = rows[0];
+    return row ? { id: BigInt(row.id), createdAt: row.created_at, updatedAt: row.updated_at } : null;
   }
 }
 
 /**
  * Serialises everything that gives a name to an entry of one collection (uploads, new collections,
  * moves and restores into it), so a collection and an object can never end up with the same name.
- * Only entries with the same parent and name wait for each other.
+ * Only entries with the same parent and name wait for each other. `catalog_ingest_object` takes the
+ * same lock.
  */
-export async function lockName(client: pg.ClientBase, collectionId: bigint, name: string): Promise<void> {
-  await client.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [
-    collectionId.toString(),
-    name,
-  ]);
-}
-
-/** The same lock, as one SQL statement for callers inside a Prisma transaction. */
 export const LOCK_NAME_SQL = 'SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))';

@@ -13,6 +13,8 @@ import { StagedFile, StagingError, StorageDriver } from './storage-driver';
 export class LocalFsDriver implements StorageDriver {
   private readonly root: string;
   private readonly staging: string;
+  /** Shard directories known to exist, so a commit is one rename. */
+  private readonly shards = new Set<string>();
 
   constructor(root: string) {
     this.root = path.resolve(root);
@@ -73,7 +75,11 @@ export class LocalFsDriver implements StorageDriver {
       sha256: hash.digest('hex'),
       commit: async (key) => {
         const target = this.resolve(key);
-        await fs.mkdir(path.dirname(target), { recursive: true });
+        const dir = path.dirname(target);
+        if (!this.shards.has(dir)) {
+          await fs.mkdir(dir, { recursive: true });
+          this.shards.add(dir);
+        }
         await fs.rename(tempPath, target);
         committed = true;
       },

@@ -22,22 +22,6 @@ export class SqlPool implements OnModuleDestroy {
     return this.pool.query<R>(text, values);
   }
 
-  /** Runs `fn` in one transaction on one client; rolls back when it throws. */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
-  }
-
   async onModuleDestroy(): Promise<void> {
     await this.pool.end();
   }

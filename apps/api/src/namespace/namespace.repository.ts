@@ -85,6 +85,18 @@ export interface GrantRecord {
   recursive: boolean;
 }
 
+type ReplicaRow = Prisma.ReplicaGetPayload<{ include: { resource: { select: { name: true } } } }>;
+
+const toReplicaRecord = (r: ReplicaRow): ReplicaRecord => ({
+  siteId: r.siteId,
+  resourceId: r.resourceId,
+  resource: r.resource.name,
+  physicalPath: r.physicalPath,
+  size: r.size,
+  checksum: r.checksum,
+  status: r.status,
+});
+
 @Injectable()
 export class NamespaceRepository {
   constructor(private readonly prisma: PrismaService) {}
@@ -161,15 +173,7 @@ export class NamespaceRepository {
       updatedAt: row.updatedAt,
       replicaCount: row.replicas.length,
       site: row.replicas.find((r) => r.status === 'good')?.siteId ?? null,
-      replicas: row.replicas.map((r) => ({
-        siteId: r.siteId,
-        resourceId: r.resourceId,
-        resource: r.resource.name,
-        physicalPath: r.physicalPath,
-        size: r.size,
-        checksum: r.checksum,
-        status: r.status,
-      })),
+      replicas: row.replicas.map(toReplicaRecord),
     };
   }
 
@@ -484,15 +488,7 @@ export class NamespaceRepository {
     await tx.dataObject.deleteMany({ where: { id: { in: objectIds } } });
     // Deepest first, so no collection is deleted while a child still refers to it.
     for (const id of collectionIds) await tx.collection.delete({ where: { id } });
-    return replicas.map((r) => ({
-      siteId: r.siteId,
-      resourceId: r.resourceId,
-      resource: r.resource.name,
-      physicalPath: r.physicalPath,
-      size: r.size,
-      checksum: r.checksum,
-      status: r.status,
-    }));
+    return replicas.map(toReplicaRecord);
   }
 
   async findCollectionById(

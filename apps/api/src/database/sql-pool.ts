@@ -1,4 +1,5 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 
 export const DATABASE_CONNECTION = Symbol('DATABASE_CONNECTION');
@@ -11,6 +12,7 @@ export const DATABASE_CONNECTION = Symbol('DATABASE_CONNECTION');
 @Injectable()
 export class SqlPool implements OnModuleDestroy {
   readonly pool: pg.Pool;
+  private readonly statementNames = new Map<string, string>();
 
   constructor(@Inject(DATABASE_CONNECTION) connection: pg.ClientConfig) {
     this.pool = new pg.Pool({ ...connection, max: 20 });
@@ -18,8 +20,17 @@ export class SqlPool implements OnModuleDestroy {
     this.pool.on('error', () => undefined);
   }
 
+  /**
+   * Runs a hot query as a named prepared statement: each connection parses and plans it once,
+   * instead of on every request.
+   */
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.pool.query<R>(text, values);
+    let name = this.statementNames.get(text);
+    if (!name) {
+      name = 'tq_' + createHash('sha1').update(text).digest('hex').slice(0, 16);
+      this.statementNames.set(text, name);
+    }
+    return this.pool.query<R>({ name, text, values });
   }
 
   async onModuleDestroy(): Promise<void> {

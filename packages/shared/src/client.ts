@@ -149,6 +149,22 @@ export function createTributaryClient(options: ClientOptions) {
       return payload as EntryDto;
     },
 
+    /**
+     * Creates many objects in one collection in one request, all or nothing (409 NAME_TAKEN with
+     * `details.names` when any name exists). Each file's `name` becomes the object's name.
+     */
+    async uploadMany(collection: string, files: { name: string; body: Blob }[]): Promise<EntryDto[]> {
+      const form = new FormData();
+      for (const f of files) form.append('file', f.body, f.name);
+      const res = await fetchImpl(
+        `${options.baseUrl}/api/v1/data/batch?path=${encodeURIComponent(collection)}`,
+        { method: 'POST', headers: headers(true), body: form },
+      );
+      const payload: unknown = await res.json().catch(() => undefined);
+      if (!res.ok) throw toApiError(res.status, payload);
+      return payload as EntryDto[];
+    },
+
     /** Fetches an object's bytes; `range` is inclusive, as in HTTP. */
     async download(path: string, range?: { start: number; end: number }): Promise<Response> {
       const h = headers(false);

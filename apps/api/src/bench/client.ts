@@ -181,6 +181,35 @@ export class BenchClient {
     );
   }
 
+  /**
+   * Uploads many files into one collection in one `POST /api/v1/data/batch` request
+   * (multipart/form-data, one file part per object, built in memory).
+   */
+  async putBatch(dir: string, files: { name: string; data: Buffer }[]): Promise<void> {
+    const boundary = `----tributary-bench-${Date.now().toString(36)}`;
+    const chunks: Buffer[] = [];
+    for (const f of files) {
+      chunks.push(
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${f.name}"\r\n` +
+            'Content-Type: application/octet-stream\r\n\r\n',
+        ),
+        f.data,
+        Buffer.from('\r\n'),
+      );
+    }
+    chunks.push(Buffer.from(`--${boundary}--\r\n`));
+    expectOk(
+      await this.transport.request(
+        'POST',
+        `/api/v1/data/batch?path=${encodeURIComponent(dir)}`,
+        this.auth({ 'content-type': `multipart/form-data; boundary=${boundary}` }),
+        { kind: 'bytes', data: Buffer.concat(chunks) },
+      ),
+      `POST batch into ${dir}`,
+    );
+  }
+
   /** Moves `path` to the trash and then purges it; best effort, for runs against a shared site. */
   async remove(path: string): Promise<void> {
     expectOk(

@@ -29,6 +29,11 @@ import {
 // As for `npm start` (cli/start.ts): concurrent uploads' file I/O runs on libuv's pool, 4 threads by default.
 process.env.UV_THREADPOOL_SIZE ??= '16';
 
+/** Batch uploads: at most this many bytes per request, this many requests in flight. */
+const BATCH_FILES = 500;
+const BATCH_BYTES = 64 * 1024 * 1024;
+const BATCHES_IN_FLIGHT = 2;
+
 const USAGE = `npm run bench:ingest -- [options]
 
 Uploads the seed's Table 2 shapes through the API with a write token and, as a baseline, writes the
@@ -38,7 +43,10 @@ PostgreSQL in a temp directory, removed at the end).
   --json               print one JSON object keyed by shape, nothing else on stdout
   --shapes LIST        comma-separated subset of ${SHAPE_KEYS.join(',')}
   --quick              smaller counts for a smoke check (100 files per shape, single files <= 16 MiB)
-  --concurrency N      uploads in flight for the many-file shapes (default 8)
+  --concurrency N      single-file PUTs in flight for the many-file shapes (default 8)
+  --mode both|put|batch  many-file shapes: one PUT per file, batch uploads (POST /api/v1/data/batch,
+                       up to 500 files or 64 MiB per request, 2 in flight), or both (default);
+                       the single-file shapes always use PUT
   --client http|fetch  node:http with a keep-alive agent (default) or the global fetch
   --site thread|inline own site's API in a worker thread (default) or on the bench's event loop
   --warmup N           untimed 10 KB uploads before the first shape (default 50)
@@ -46,7 +54,10 @@ PostgreSQL in a temp directory, removed at the end).
 
 Environment: TRIBUTARY_URL and TRIBUTARY_TOKEN (a write-scope token) to measure an existing site.`;
 
+type Mode = 'both' | 'put' | 'batch';
+
 interface Options {
+  mode: Mode;
   json: boolean;
   shapes: Shape[];
   concurrency: number;
@@ -58,8 +69,12 @@ interface Options {
 
 interface Result {
   shape: Shape;
+  /** The batch upload's time where it ran, else the per-file PUTs'. */
   seconds: number;
   baselineSeconds: number;
+  /** Per-file PUTs, where they ran alongside batch uploads. */
+  putSeconds?: number;
+  via: 'put' | 'batch';
 }
 
 function parseOptions(argv: string[]): Options | null {
@@ -67,6 +82,7 @@ function parseOptions(argv: string[]): Options | null {
     args: argv,
     options: {
       json: { type: 'boolean', default: false },
+      mode: { type: 'string', default: 'both' },
       shapes: { type: 'string' },
       quick: { type: 'boolean', default: false },
       concurrency: { type: 'string', default: '8' },
@@ -86,9 +102,13 @@ function parseOptions(argv: string[]): Options | null {
   }
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error('--warmup takes a whole number >= 0');
   if (values.client !== 'http' && values.client !== 'fetch') throw new Error('--client is http or fetch');
+  if (values.mode !== 'both' && values.mode !== 'put' && values.mode !== 'batch') {
+    throw new Error('--mode is both, put or batch');
+  }
   if (values.site !== 'thread' && values.site !== 'inline') throw new Error('--site is thread or inline');
   const keys: ShapeKey[] = values.shapes ? parseShapeList(values.shapes) : [...SHAPE_KEYS];
   return {
+    mode: values.mode,
     json: values.json,
     shapes: shapesFor(keys, values.quick),
     concurrency,
@@ -211,23 +231,49 @@ async function runShape(
         const body: Body = { kind: 'file', path: source, size: shape.size };
         const seconds = await timed(() => client.put(`${dir}/f0`, body));
         const baselineSeconds = await timed(() => baselineWrite(baselineDir, 'f0', body));
-        return { shape, seconds, baselineSeconds };
+        return { shape, seconds, baselineSeconds, via: 'put' };
       } finally {
         await fs.rm(source, { force: true });
       }
     }
     const pool = new PayloadPool(shape.size, options.concurrency);
-    const seconds = await timed(() =>
-      runPool(shape.files, options.concurrency, (i, slot) =>
-        client.put(`${dir}/f${i}`, { kind: 'bytes', data: pool.stamp(slot, i) }),
-      ),
-    );
+    let putSeconds: number | undefined;
+    if (options.mode !== 'batch') {
+      const putDir = `${dir}/put`;
+      await client.makeCollection(putDir);
+      putSeconds = await timed(() =>
+        runPool(shape.files, options.concurrency, (i, slot) =>
+          client.put(`${putDir}/f${i}`, { kind: 'bytes', data: pool.stamp(slot, i) }),
+        ),
+      );
+    }
+    let batchSeconds: number | undefined;
+    if (options.mode !== 'put') {
+      const batchDir = `${dir}/batch`;
+      await client.makeCollection(batchDir);
+      const perRequest = Math.max(1, Math.min(BATCH_FILES, Math.floor(BATCH_BYTES / shape.size)));
+      const requests = Math.ceil(shape.files / perRequest);
+      const batchPool = new PayloadPool(shape.size, perRequest * BATCHES_IN_FLIGHT);
+      batchSeconds = await timed(() =>
+        runPool(requests, BATCHES_IN_FLIGHT, (r, slot) => {
+          const first = r * perRequest;
+          const count = Math.min(perRequest, shape.files - first);
+          const files = Array.from({ length: count }, (_, j) => ({
+            name: `f${first + j}`,
+            data: batchPool.stamp(slot * perRequest + j, first + j),
+          }));
+          return client.putBatch(batchDir, files);
+        }),
+      );
+    }
     const baselineSeconds = await timed(() =>
       runPool(shape.files, options.concurrency, (i, slot) =>
         baselineWrite(baselineDir, `f${i}`, { kind: 'bytes', data: pool.stamp(slot, i) }),
       ),
     );
-    return { shape, seconds, baselineSeconds };
+    if (batchSeconds !== undefined)
+      return { shape, seconds: batchSeconds, baselineSeconds, putSeconds, via: 'batch' };
+    return { shape, seconds: putSeconds ?? 0, baselineSeconds, via: 'put' };
   } finally {
     await fs.rm(baselineDir, { recursive: true, force: true });
   }
@@ -248,6 +294,10 @@ function toJson(results: Result[]): Partial<Record<ShapeKey, object>> {
       seconds: round(r.seconds, 4),
       files_per_s: round(r.shape.files / r.seconds, 2),
       baseline_seconds: round(r.baselineSeconds, 4),
+      via: r.via,
+      ...(r.putSeconds === undefined
+        ? {}
+        : { put_seconds: round(r.putSeconds, 4), put_files_per_s: round(r.shape.files / r.putSeconds, 2) }),
     };
   }
   return out;
@@ -260,11 +310,24 @@ function humanBytes(n: number): string {
 }
 
 function table(results: Result[]): string {
-  const header = ['shape', 'files', 'bytes', 'seconds', 'files/s', 'MiB/s', 'baseline s', 'ratio'];
+  const header = [
+    'shape',
+    'via',
+    'files',
+    'bytes',
+    'seconds',
+    'files/s',
+    'MiB/s',
+    'baseline s',
+    'ratio',
+    'PUT s',
+    'PUT files/s',
+  ];
   const rows = results.map((r) => {
     const bytes = r.shape.files * r.shape.size;
     return [
       r.shape.key,
+      r.via,
       String(r.shape.files),
       humanBytes(bytes),
       r.seconds.toFixed(3),
@@ -272,13 +335,20 @@ function table(results: Result[]): string {
       (bytes / MiB / r.seconds).toFixed(1),
       r.baselineSeconds.toFixed(3),
       (r.seconds / r.baselineSeconds).toFixed(2) + 'x',
+      r.putSeconds === undefined ? '' : r.putSeconds.toFixed(3),
+      r.putSeconds === undefined ? '' : (r.shape.files / r.putSeconds).toFixed(1),
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: string[]): string =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
   const out = [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
-  out.push('', 'ratio = API seconds / baseline seconds; KB, MB, GB are binary (KiB, MiB, GiB).');
+  out.push(
+    '',
+    `via: how "seconds" was measured: batch = POST /api/v1/data/batch (up to ${BATCH_FILES} files or 64 MiB per request,`,
+    `${BATCHES_IN_FLIGHT} in flight), put = one PUT /api/v1/data per file; "PUT s" = the same files, one PUT each.`,
+    'ratio = API seconds / baseline seconds; KB, MB, GB are binary (KiB, MiB, GiB).',
+  );
   const small = results.find((r) => r.shape.key === '10KBx1000' && r.shape.files === 1000);
   if (small) {
     out.push(

@@ -1,5 +1,5 @@
-import { Controller, Get, Head, Put, Query, Req, Res } from '@nestjs/common';
-import { ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Head, Post, Put, Query, Req, Res } from '@nestjs/common';
+import { ApiConsumes, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { ErrorCode, PathSchema, type EntryDto } from '@tributary/shared';
 import { create as contentDisposition } from 'content-disposition';
 import type { Request, Response } from 'express';
@@ -21,7 +21,7 @@ class UploadQueryDto extends createZodDto(
       .transform((v) => v === 'true'),
   }),
 ) {}
-class DownloadQueryDto extends createZodDto(z.object({ path: PathSchema })) {}
+class PathQueryDto extends createZodDto(z.object({ path: PathSchema })) {}
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -61,11 +61,26 @@ export class DataController {
     return entry;
   }
 
+  /**
+   * Uploads many new objects into the collection `path` in one request: `multipart/form-data`, one
+   * file part per object, the part's filename its name. All or nothing: if any name exists, nothing
+   * is created (409 NAME_TAKEN, `details.names` lists them). At most 10,000 files per request.
+   */
+  @Post('batch')
+  @ApiConsumes('multipart/form-data')
+  uploadBatch(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: PathQueryDto,
+    @Req() req: Request,
+  ): Promise<EntryDto[]> {
+    return this.data.uploadBatch(p, q.path, req);
+  }
+
   /** Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. */
   @Get()
   async download(
     @CurrentPrincipal() p: Principal,
-    @Query() q: DownloadQueryDto,
+    @Query() q: PathQueryDto,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
@@ -75,7 +90,7 @@ export class DataController {
   @Head()
   async head(
     @CurrentPrincipal() p: Principal,
-    @Query() q: DownloadQueryDto,
+    @Query() q: PathQueryDto,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, splitPath, type EntryDto } from '@tributary/shared';
+import { ErrorCode, joinPath, normalizeName, splitPath, type EntryDto } from '@tributary/shared';
+import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { AccessService } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
@@ -13,6 +14,7 @@ import { NamespaceService } from '../namespace/namespace.service';
 import { SiteContext } from '../sites/site-context';
 import { DataRepository } from './data.repository';
 import { IngestRepository, type InsertedObject } from './ingest.repository';
+import { forEachFilePart, MultipartError } from './multipart';
 import { StagingError, type StagedFile } from './storage-driver';
 import { StorageService } from './storage.service';
 
@@ -23,6 +25,9 @@ export interface UploadOptions {
   /** Hex SHA-256 the client expects; a mismatch rejects the upload. */
   expectedSha256?: string;
 }
+
+/** Most objects one batch upload may create. */
+export const MAX_BATCH_FILES = 10_000;
 
 /** Storage key of one version of an object's bytes at this site. */
 const storageKey = (objectId: bigint, version: number): string => `${objectId}.v${version}`;
@@ -119,6 +124,130 @@ export class DataService {
       replicas: [],
     };
     return toEntryDto(object, 'own');
+  }
+
+  /**
+   * Uploads many new objects into one collection in one request (multipart/form-data, one file part
+   * per object, the part's filename its name), all or nothing: each part is streamed to staging and
+   * hashed, then one catalog call records them all. If any name is taken, nothing is created and
+   * the answer names every clash.
+   */
+  async uploadBatch(principal: Principal, collectionPath: string, req: IncomingMessage): Promise<EntryDto[]> {
+    this.access.assertWithinToken(principal, collectionPath);
+    const collection = await this.namespace.requireCollection(collectionPath);
+    await this.access.require(principal, { path: collection.path, kind: 'collection' }, 'write');
+    type Part = { name: string; staged: StagedFile; contentType: string; key?: string };
+    const parts: Part[] = [];
+    // Each part is read in order; its fsync and close finish in the background while the next
+    // part arrives, and all of them are awaited before anything is committed.
+    const staging: Promise<Part>[] = [];
+    const names = new Set<string>();
+    let total = 0;
+    try {
+      const read = forEachFilePart(
+        req,
+        MAX_BATCH_FILES,
+        async (filename: string | undefined, stream, mimeType) => {
+          if (filename === undefined) {
+            throw new MultipartError('every part must be a file part whose filename is the object name');
+          }
+          let name: string;
+          try {
+            name = normalizeName(filename);
+          } catch (err) {
+            throw new DomainError(
+              ErrorCode.InvalidPath,
+              `file part "${filename}": ${(err as Error).message}`,
+            );
+          }
+          if (names.has(name))
+            throw new DomainError(ErrorCode.NameTaken, `"${name}" appears twice in this upload`);
+          names.add(name);
+          const ended = new Promise<void>((resolve) => stream.once('end', resolve));
+          stream.on('data', (chunk: Buffer) => (total += chunk.length));
+          const part = this.storage
+            .stage(stream, { maxBytes: this.config.maxUploadBytes - total })
+            .then((staged) => ({ name, staged, contentType: mimeType || 'application/octet-stream' }));
+          staging.push(part);
+          await Promise.race([ended, part]);
+        },
+      );
+      // `staging` fills while the body is read; wait for the reading before collecting it.
+      const [reading] = await Promise.allSettled([read]);
+      const staged = await Promise.allSettled(staging);
+      for (const result of staged) if (result.status === 'fulfilled') parts.push(result.value);
+      const failure = [reading, ...staged].find((r) => r.status === 'rejected');
+      if (failure) {
+        const err: unknown = failure.reason;
+        if (err instanceof MultipartError) throw new DomainError(ErrorCode.ValidationFailed, err.message);
+        if (err instanceof StagingError) {
+          throw new DomainError(
+            err.reason === 'too-large' ? ErrorCode.PayloadTooLarge : ErrorCode.UploadIncomplete,
+            err.message,
+          );
+        }
+        throw err;
+      }
+      if (parts.length === 0) {
+        throw new DomainError(ErrorCode.ValidationFailed, 'the upload holds no file parts');
+      }
+      await Promise.all(
+        parts.map((part) => {
+          part.key = randomUUID();
+          return part.staged.commit(part.key);
+        }),
+      );
+      const result = await this.ingest.insertMany(
+        collection.id,
+        parts.map((p) => ({
+          name: p.name,
+          size: BigInt(p.staged.size),
+          checksum: p.staged.sha256,
+          contentType: p.contentType,
+          key: p.key!,
+        })),
+        { ownerId: principal.userId, groupId: principal.activeGroupId },
+        { siteId: this.site.siteId, resourceId: this.site.resourceId },
+      );
+      if (!result.inserted) {
+        const taken = result.taken ?? [];
+        throw new DomainError(
+          ErrorCode.NameTaken,
+          `${taken.length} name(s) exist already in ${collection.path}, so nothing was uploaded: ${taken.slice(0, 10).join(', ')}${taken.length > 10 ? ', ...' : ''}`,
+          { names: taken },
+        );
+      }
+      this.metrics.bytesIn.inc(total);
+      const inserted = result.inserted;
+      return parts.map((p) => {
+        const row = inserted.get(p.name)!;
+        return toEntryDto(
+          {
+            kind: 'object',
+            id: row.id,
+            collectionId: collection.id,
+            name: p.name,
+            path: joinPath(collection.path, p.name),
+            ownerId: principal.userId,
+            owner: principal.username,
+            group: principal.activeGroupName,
+            size: BigInt(p.staged.size),
+            checksum: p.staged.sha256,
+            contentType: p.contentType,
+            version: 1,
+            createdAt: row.createdAt,
+            updatedAt: row.updatedAt,
+            replicaCount: 1,
+            site: this.site.siteId,
+            replicas: [],
+          },
+          'own',
+        );
+      });
+    } catch (err) {
+      await Promise.all(parts.map((p) => this.abandon(p.staged, p.key ?? null)));
+      throw err;
+    }
   }
 
   /** Replaces an existing object's bytes: a new version, this site's replica moved to the new key. */

@@ -71,6 +71,46 @@ export class IngestRepository {
     const row = rows[0];
     return row ? { id: BigInt(row.id), createdAt: row.created_at, updatedAt: row.updated_at } : null;
   }
+
+  /**
+   * Records many new objects of one collection and their replicas, all or nothing, in one round
+   * trip (`catalog_ingest_objects` of the migrations).
+   */
+  async insertMany(
+    collectionId: bigint,
+    objects: { name: string; size: bigint; checksum: string; contentType: string; key: string }[],
+    owner: { ownerId: bigint; groupId: bigint | null },
+    replica: { siteId: string; resourceId: bigint },
+  ): Promise<BatchResult> {
+    const { rows } = await this.sql.query<{ name: string; id: string | null; created_at: Date | null }>(
+      'SELECT name, id, created_at FROM catalog_ingest_objects($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      [
+        collectionId.toString(),
+        objects.map((o) => o.name),
+        objects.map((o) => o.size.toString()),
+        objects.map((o) => o.checksum),
+        objects.map((o) => o.contentType),
+        owner.ownerId.toString(),
+        owner.groupId?.toString() ?? null,
+        replica.siteId,
+        replica.resourceId.toString(),
+        objects.map((o) => o.key),
+      ],
+    );
+    if (rows.some((r) => r.id === null)) return { taken: rows.map((r) => r.name) };
+    return {
+      inserted: new Map(
+        rows.map((r) => [r.name, { id: BigInt(r.id!), createdAt: r.created_at!, updatedAt: r.created_at! }]),
+      ),
+    };
+  }
+}
+
+export interface BatchResult {
+  /** Set when every name was free: the new objects by name. */
+  inserted?: Map<string, InsertedObject>;
+  /** Set when some names were taken: those names; nothing was inserted. */
+  taken?: string[];
 }
 
 /**

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import { ErrorCode, type EntryDto, type Page } from '@tributary/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '../test/factories';
+import { expectStorageMatchesCatalog } from '../test/storage';
 import {
   expectError,
   expectStatus,
@@ -44,11 +43,6 @@ function multipart(parts: Part[]): { body: Buffer; contentType: string } {
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-async function filesBelow(dir: string): Promise<string[]> {
-  const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
-}
-
 describe('batch upload (POST /api/v1/data/batch)', () => {
   let site: TestSite;
   let alice: TestUser;
@@ -63,16 +57,7 @@ describe('batch upload (POST /api/v1/data/batch)', () => {
   });
 
   // Whatever a test did, storage holds exactly the bytes the catalog refers to.
-  afterEach(async () => {
-    const storage = site.config.storageRoot;
-    for (let i = 0; i < 50 && (await filesBelow(path.join(storage, '.staging'))).length > 0; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(await filesBelow(path.join(storage, '.staging'))).toEqual([]);
-    const replicas = await site.query<{ physical_path: string }>('SELECT physical_path FROM replicas');
-    const onDisk = (await filesBelow(path.join(storage, 'objects'))).map((f) => path.basename(f)).sort();
-    expect(onDisk).toEqual(replicas.rows.map((r) => r.physical_path).sort());
-  });
+  afterEach(() => expectStorageMatchesCatalog(site));
 
   function batch(client: TestClient, collection: string, parts: Part[]) {
     const { body, contentType } = multipart(parts);

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { ErrorCode, type EntryDetailDto, type EntryDto, type TrashEntryDto } from '@tributary/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '../test/factories';
+import { expectStorageMatchesCatalog, filesBelow, waitFor } from '../test/storage';
 import {
   expectError,
   expectStatus,
@@ -17,24 +17,6 @@ import {
 
 const MAX_UPLOAD = 2 * 1024 * 1024;
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
-
-/** Every file below `dir`, as paths relative to it. */
-async function filesBelow(dir: string): Promise<string[]> {
-  const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
-    .sort();
-}
-
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await condition()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return condition();
-}
 
 describe('object data', () => {
   let site: TestSite;
@@ -55,20 +37,7 @@ describe('object data', () => {
    * After every test the storage directory holds exactly the bytes the catalog refers to: no
    * stray staging files, no orphaned versions.
    */
-  afterEach(async () => {
-    const storage = site.config.storageRoot;
-    const settled = await waitFor(
-      async () => (await filesBelow(path.join(storage, '.staging'))).length === 0,
-    );
-    expect(
-      settled,
-      `staging files left: ${(await filesBelow(path.join(storage, '.staging'))).join(', ')}`,
-    ).toBe(true);
-    const replicas = await site.query<{ physical_path: string }>('SELECT physical_path FROM replicas');
-    const expected = replicas.rows.map((r) => r.physical_path).sort();
-    const actual = (await filesBelow(path.join(storage, 'objects'))).map((f) => path.basename(f)).sort();
-    expect(actual).toEqual(expected);
-  });
+  afterEach(() => expectStorageMatchesCatalog(site));
 
   function put(
     client: TestClient,

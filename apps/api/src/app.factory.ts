@@ -36,7 +36,7 @@ export function buildOpenApi(app: INestApplication): OpenAPIObject {
 
 /** Builds one site's API (not yet listening): middleware, docs, portal, and the catalog bootstrap. */
 export async function createSiteApp(config: SiteConfig, connection: pg.ClientConfig): Promise<SiteApp> {
-  const logger = new ConsoleLogger({
+  const logger = new SiteLogger({
     json: config.logFormat === 'json',
     logLevels: levelsFrom(config.logLevel),
     prefix: `tributary:${config.siteId}`,
@@ -66,6 +66,23 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   await app.init();
   const bootstrap = await app.get(SiteBootstrapService).bootstrap();
   return { app, bootstrap, openApi };
+}
+
+/** Nest's start-up chatter (every module and route it wires) is shown at `debug` and below only. */
+const STARTUP_CONTEXTS = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestFactory',
+  'NestApplication',
+]);
+
+class SiteLogger extends ConsoleLogger {
+  override log(message: unknown, ...rest: unknown[]): void {
+    const context = rest.at(-1);
+    if (typeof context === 'string' && STARTUP_CONTEXTS.has(context) && !this.isLevelEnabled('debug')) return;
+    super.log(message, ...rest);
+  }
 }
 
 function levelsFrom(level: SiteConfig['logLevel']): ('error' | 'warn' | 'log' | 'debug' | 'verbose')[] {

@@ -28,6 +28,8 @@ export interface TokenRecord {
   revokedAt: Date | null;
   lastUsedAt: Date | null;
   collectionPath: string | null;
+  /** Confined to a collection that is no longer live (trashed or purged). */
+  confinedToDeleted: boolean;
   user: AccountRecord;
 }
 
@@ -104,10 +106,12 @@ export class AuthRepository {
         revoked_at: Date | null;
         last_used_at: Date | null;
         collection_path: string | null;
+        collection_id: string | null;
       }
     >(
-      `SELECT x.id, x.scope, x.expires_at, x.revoked_at, x.last_used_at, c.path AS collection_path, ${ACCOUNT_COLUMNS}
-         FROM api_tokens x ${ACCOUNT_JOINS} LEFT JOIN collections c ON c.id = x.collection_id
+      `SELECT x.id, x.scope, x.expires_at, x.revoked_at, x.last_used_at, x.collection_id,
+              c.path AS collection_path, ${ACCOUNT_COLUMNS}
+         FROM api_tokens x ${ACCOUNT_JOINS} LEFT JOIN collections c ON c.id = x.collection_id AND c.trash_id = 0
         WHERE x.secret_hash = $1`,
       [secretHash],
     );
@@ -120,6 +124,7 @@ export class AuthRepository {
       revokedAt: r.revoked_at,
       lastUsedAt: r.last_used_at,
       collectionPath: r.collection_path,
+      confinedToDeleted: r.collection_id !== null && r.collection_path === null,
       user: toAccount(r),
     };
   }

@@ -114,6 +114,12 @@ export class AuthService {
       );
     }
     this.assertEnabled(token.user);
+    if (token.confinedToDeleted) {
+      throw new DomainError(
+        ErrorCode.TokenOutsideCollection,
+        'the collection this token is confined to was deleted; create a new token',
+      );
+    }
     // `lastUsedAt` is shown in the token list to the minute; writing it on every request would
     // put a durable commit on every scripted call.
     if (!token.lastUsedAt || now.getTime() - token.lastUsedAt.getTime() > TOKEN_TOUCH_INTERVAL_MS) {
@@ -122,7 +128,12 @@ export class AuthService {
     return {
       ...this.principalFor(token.user),
       via: 'token',
-      token: { id: token.id, scope: token.scope, collectionPath: token.collectionPath },
+      token: {
+        id: token.id,
+        scope: token.scope,
+        collectionPath: token.collectionPath,
+        expiresAt: token.expiresAt,
+      },
     };
   }
 

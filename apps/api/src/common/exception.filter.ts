@@ -82,24 +82,34 @@ export class AllExceptionsFilter implements ExceptionFilter {
   }
 }
 
-/** Errors of express's JSON body parser (http-errors with a `type`), which never reach Nest as HttpExceptions. */
+/**
+ * Errors of express's body parser and its decompression (http-errors with a 4xx `status`), which
+ * never reach Nest as HttpExceptions: they are the client's, never a 500.
+ */
 function bodyParserError(exception: unknown): { status: number; body: ErrorBody } | null {
-  if (typeof exception !== 'object' || exception === null) return null;
-  const { type, status } = exception as { type?: unknown; status?: unknown };
-  if (typeof type !== 'string' || typeof status !== 'number') return null;
+  if (typeof exception !== 'object' || exception === null || exception instanceof HttpException) return null;
+  const { type, status, statusCode } = exception as {
+    type?: unknown;
+    status?: unknown;
+    statusCode?: unknown;
+  };
+  const code = typeof status === 'number' ? status : typeof statusCode === 'number' ? statusCode : undefined;
+  if (code === undefined || code < 400 || code >= 500) return null;
   if (type === 'entity.too.large') {
     return {
       status: 413,
       body: { error: { code: ErrorCode.PayloadTooLarge, message: 'the JSON body is larger than 1 MB' } },
     };
   }
-  if (status >= 400 && status < 500) {
-    return {
-      status,
-      body: { error: { code: ErrorCode.ValidationFailed, message: `malformed request body (${type})` } },
-    };
-  }
-  return null;
+  return {
+    status: code === 415 ? 415 : 400,
+    body: {
+      error: {
+        code: ErrorCode.ValidationFailed,
+        message: `malformed request body${typeof type === 'string' ? ` (${type})` : ''}`,
+      },
+    },
+  };
 }
 
 function httpCode(status: number): ErrorCode {

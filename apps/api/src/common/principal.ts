@@ -10,7 +10,7 @@ export interface Principal {
   groupIds: bigint[];
   via: 'session' | 'token';
   /** Set for token requests: what the token allows. */
-  token?: { id: bigint; scope: TokenScope; collectionPath: string | null };
+  token?: { id: bigint; scope: TokenScope; collectionPath: string | null; expiresAt: Date | null };
   sessionId?: string;
 }
 

@@ -88,10 +88,10 @@ export class DataService {
     };
     // The bytes go under a fresh key first; they are unreachable until the catalog row commits.
     const key = randomUUID();
-    let inserted: InsertedObject | null = null;
+    let outcome: InsertedObject | 'name-taken' | 'parent-gone' | null = null;
     try {
       await staged.commit(key);
-      inserted = await this.ingest.insert(
+      outcome = await this.ingest.insert(
         {
           ...bytes,
           collectionId: target.collectionId,
@@ -102,9 +102,13 @@ export class DataService {
         { siteId: this.site.siteId, resourceId: this.site.resourceId, key },
       );
     } finally {
-      if (!inserted) await this.abandon(staged, key);
+      if (outcome === null || typeof outcome === 'string') await this.abandon(staged, key);
     }
-    if (!inserted) throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
+    if (outcome === 'parent-gone') throw notFound(`collection ${parent} (it was deleted meanwhile)`);
+    if (outcome === 'name-taken') {
+      throw new DomainError(ErrorCode.NameTaken, `${path} was just created by someone else`);
+    }
+    const inserted = outcome;
     this.metrics.bytesIn.inc(staged.size);
     const object: ObjectRecord = {
       kind: 'object',
@@ -209,6 +213,7 @@ export class DataService {
         { ownerId: principal.userId, groupId: principal.activeGroupId },
         { siteId: this.site.siteId, resourceId: this.site.resourceId },
       );
+      if (result.parentGone) throw notFound(`collection ${collection.path} (it was deleted meanwhile)`);
       if (!result.inserted) {
         const taken = result.taken ?? [];
         throw new DomainError(

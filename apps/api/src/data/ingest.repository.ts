@@ -46,15 +46,20 @@ export class IngestRepository {
 
   /**
    * Records the object and its replica (bytes already in place under `replica.key`) in one round
-   * trip: the `catalog_ingest_object` function of the migrations. Returns null when the name was
-   * taken meanwhile.
+   * trip: the `catalog_ingest_object` function of the migrations. Says why when it did not (the
+   * name was taken or the collection deleted meanwhile).
    */
   async insert(
     object: NewObject,
     replica: { siteId: string; resourceId: bigint; key: string },
-  ): Promise<InsertedObject | null> {
-    const { rows } = await this.sql.query<{ id: string; created_at: Date; updated_at: Date }>(
-      'SELECT id, created_at, updated_at FROM catalog_ingest_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+  ): Promise<InsertedObject | 'name-taken' | 'parent-gone'> {
+    const { rows } = await this.sql.query<{
+      status: 'created' | 'name-taken' | 'parent-gone';
+      id: string | null;
+      created_at: Date | null;
+      updated_at: Date | null;
+    }>(
+      'SELECT status, id, created_at, updated_at FROM catalog_ingest_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
       [
         object.collectionId.toString(),
         object.name,
@@ -69,7 +74,8 @@ export class IngestRepository {
       ],
     );
     const row = rows[0];
-    return row ? { id: BigInt(row.id), createdAt: row.created_at, updatedAt: row.updated_at } : null;
+    if (row?.status !== 'created') return row?.status === 'parent-gone' ? 'parent-gone' : 'name-taken';
+    return { id: BigInt(row.id!), createdAt: row.created_at!, updatedAt: row.updated_at! };
   }
 
   /**
@@ -82,8 +88,13 @@ export class IngestRepository {
     owner: { ownerId: bigint; groupId: bigint | null },
     replica: { siteId: string; resourceId: bigint },
   ): Promise<BatchResult> {
-    const { rows } = await this.sql.query<{ name: string; id: string | null; created_at: Date | null }>(
-      'SELECT name, id, created_at FROM catalog_ingest_objects($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+    const { rows } = await this.sql.query<{
+      status: 'created' | 'name-taken' | 'parent-gone';
+      name: string | null;
+      id: string | null;
+      created_at: Date | null;
+    }>(
+      'SELECT status, name, id, created_at FROM catalog_ingest_objects($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
       [
         collectionId.toString(),
         objects.map((o) => o.name),
@@ -97,10 +108,11 @@ export class IngestRepository {
         objects.map((o) => o.key),
       ],
     );
-    if (rows.some((r) => r.id === null)) return { taken: rows.map((r) => r.name) };
+    if (rows.some((r) => r.status === 'parent-gone')) return { parentGone: true };
+    if (rows.some((r) => r.status === 'name-taken')) return { taken: rows.map((r) => r.name!) };
     return {
       inserted: new Map(
-        rows.map((r) => [r.name, { id: BigInt(r.id!), createdAt: r.created_at!, updatedAt: r.created_at! }]),
+        rows.map((r) => [r.name!, { id: BigInt(r.id!), createdAt: r.created_at!, updatedAt: r.created_at! }]),
       ),
     };
   }
@@ -111,6 +123,8 @@ export interface BatchResult {
   inserted?: Map<string, InsertedObject>;
   /** Set when some names were taken: those names; nothing was inserted. */
   taken?: string[];
+  /** Set when the collection was deleted meanwhile; nothing was inserted. */
+  parentGone?: boolean;
 }
 
 /**

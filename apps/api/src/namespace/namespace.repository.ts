@@ -382,6 +382,14 @@ export class NamespaceRepository {
 
   /** Moves an entry (with its whole subtree for a collection) into the trash. */
   async trash(tx: Tx, entry: EntryRecord, by: bigint, siteId: string): Promise<bigint> {
+    if (entry.kind === 'collection') {
+      // Waits for transactions adding to the subtree (they hold their parent FOR SHARE) and makes
+      // later ones find their parent gone.
+      await tx.$queryRaw`
+        SELECT id FROM collections
+         WHERE trash_id = 0 AND (path = ${entry.path} OR left(path, ${entry.path.length + 1}) = ${entry.path + '/'})
+           FOR UPDATE`;
+    }
     const t = await tx.trashEntry.create({
       data: {
         kind: entry.kind,
@@ -415,12 +423,48 @@ export class NamespaceRepository {
     return { ...row, deletedBy: user?.username ?? '?' };
   }
 
+  /** The trash entry, locked until the transaction ends (restore and purge of one entry serialise). */
+  async lockTrash(id: bigint, tx: Tx): Promise<TrashRecord | null> {
+    const locked = await tx.$queryRaw<
+      { id: bigint }[]
+    >`SELECT id FROM trash_entries WHERE id = ${id} FOR UPDATE`;
+    return locked.length ? this.findTrash(id, tx) : null;
+  }
+
+  /**
+   * Locks an entry about to be moved and tells whether it is still where the caller found it
+   * (a concurrent move or delete would make a path rewrite from the old place wrong).
+   */
+  async lockUnchanged(tx: Tx, entry: EntryRecord): Promise<boolean> {
+    if (entry.kind === 'collection') {
+      const rows = await tx.$queryRaw<{ path: string }[]>`
+        SELECT path FROM collections WHERE id = ${entry.id} AND trash_id = 0 FOR UPDATE`;
+      return rows[0]?.path === entry.path;
+    }
+    const rows = await tx.$queryRaw<{ collection_id: bigint; name: string }[]>`
+      SELECT collection_id, name FROM data_objects WHERE id = ${entry.id} AND trash_id = 0 FOR UPDATE`;
+    return rows[0]?.collection_id === entry.collectionId && rows[0]?.name === entry.name;
+  }
+
+  /** Holds a collection (FOR SHARE) while something is added to it; its current path, or null if it is no longer live. */
+  async lockLive(tx: Tx, id: bigint): Promise<string | null> {
+    const rows = await tx.$queryRaw<{ path: string }[]>`
+      SELECT path FROM collections WHERE id = ${id} AND trash_id = 0 FOR SHARE`;
+    return rows[0]?.path ?? null;
+  }
+
   async listTrash(
     deletedById: bigint | null,
+    within: string | null,
     limit: number,
     beforeId: bigint | null,
   ): Promise<{ items: TrashRecord[]; total: number }> {
-    const where = deletedById === null ? {} : { deletedById };
+    const where: Prisma.TrashEntryWhereInput = {
+      ...(deletedById === null ? {} : { deletedById }),
+      ...(within && within !== '/'
+        ? { OR: [{ originalPath: within }, { originalPath: { startsWith: within + '/' } }] }
+        : {}),
+    };
     const [rows, total] = await Promise.all([
       this.prisma.trashEntry.findMany({
         where: { ...where, ...(beforeId ? { id: { lt: beforeId } } : {}) },
@@ -467,11 +511,11 @@ export class NamespaceRepository {
         WITH RECURSIVE subtree AS (
           SELECT id, 0 AS depth FROM collections WHERE id = ${trash.collectionId}
           UNION ALL
-          SELECT c.id, s.depth + 1 FROM collections c JOIN subtree s ON c.parent_id = s.id
+          SELECT c.id, s.depth + 1 FROM collections c JOIN subtree s ON c.parent_id = s.id AND c.trash_id <> 0
         ) SELECT id, depth FROM subtree ORDER BY depth DESC`;
       collectionIds = subtree.map((r) => r.id);
       const objects = await tx.dataObject.findMany({
-        where: { collectionId: { in: collectionIds } },
+        where: { collectionId: { in: collectionIds }, trashId: { not: 0 } },
         select: { id: true },
       });
       objectIds = objects.map((o) => o.id);

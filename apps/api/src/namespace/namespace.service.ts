@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import {
   ErrorCode,
+  isCatalogId,
   isWithin,
   splitPath,
   type EntryDetailDto,
@@ -147,6 +148,7 @@ export class NamespaceService {
     await this.access.require(principal, target(existing), 'write');
     const groupId = principal.activeGroupId;
     await this.repo.transaction(async (tx) => {
+      await this.requireLive(tx, existing);
       let parentId = existing.id;
       for (const p of missing) {
         const { name } = splitPath(p);
@@ -178,11 +180,21 @@ export class NamespaceService {
     if (!entry) throw notFound(from);
     const { parent: toParentPath, name: toName } = splitPath(to);
     const toParent = await this.requireCollection(toParentPath);
-    await this.access.require(principal, target(entry), 'write');
+    // Renaming in place needs write; taking an entry out of its collection needs own, or write access
+    // would turn into ownership under a collection the mover owns.
+    const sameParent = splitPath(from).parent === toParentPath;
+    await this.access.require(principal, target(entry), sameParent ? 'write' : 'own');
     await this.access.require(principal, { path: splitPath(from).parent, kind: 'collection' }, 'write');
     await this.access.require(principal, target(toParent), 'write');
     await this.repo.transaction(async (tx) => {
+      if (!(await this.repo.lockUnchanged(tx, entry))) {
+        throw new DomainError(
+          ErrorCode.NameTaken,
+          `${from} was moved or deleted meanwhile; look again and retry`,
+        );
+      }
       await this.repo.lockName(tx, toParent.id, toName);
+      await this.requireLive(tx, toParent);
       const clash = await this.repo.nameTaken(tx, toParent.id, toName);
       if (clash)
         throw new DomainError(
@@ -212,7 +224,10 @@ export class NamespaceService {
     return toTrashDto((await this.repo.findTrash(trashId))!);
   }
 
-  /** Administrators see everything in the trash; others what they deleted. */
+  /**
+   * Administrators see everything in the trash, others what they deleted; a token confined to a
+   * collection sees only what was deleted from inside it.
+   */
   async listTrash(
     principal: Principal,
     limit: number,
@@ -220,7 +235,8 @@ export class NamespaceService {
   ): Promise<Page<TrashEntryDto>> {
     const before = cursor ? parseId(cursor) : null;
     const { items, total } = await this.repo.listTrash(
-      principal.isAdmin ? null : principal.userId,
+      siteWide(principal) ? null : principal.userId,
+      principal.token?.collectionPath ?? null,
       limit,
       before,
     );
@@ -233,10 +249,10 @@ export class NamespaceService {
   }
 
   async restore(principal: Principal, trashId: bigint): Promise<EntryDto> {
-    const trash = await this.loadTrash(principal, trashId);
-    this.access.assertWithinToken(principal, trash.originalPath);
-    const { parent, name } = splitPath(trash.originalPath);
-    await this.repo.transaction(async (tx) => {
+    const restoredPath = await this.repo.transaction(async (tx) => {
+      // Locked for the whole transaction: a purge of the same entry waits, then finds it gone.
+      const trash = await this.loadTrash(principal, trashId, tx);
+      const { parent, name } = splitPath(trash.originalPath);
       const parentCollection = await this.repo.findCollection(parent, tx);
       if (!parentCollection) {
         throw notFound(
@@ -245,6 +261,7 @@ export class NamespaceService {
       }
       await this.access.require(principal, target(parentCollection), 'write');
       await this.repo.lockName(tx, parentCollection.id, name);
+      await this.requireLive(tx, parentCollection);
       if (await this.repo.nameTaken(tx, parentCollection.id, name)) {
         throw new DomainError(
           ErrorCode.NameTaken,
@@ -252,25 +269,46 @@ export class NamespaceService {
         );
       }
       await this.repo.restore(tx, trash, parentCollection.id, principal.userId);
+      return trash.originalPath;
     });
-    const restored = await this.resolve(trash.originalPath);
-    return toEntryDto(restored!, await this.access.levelOf(principal, target(restored!)));
+    const restored = await this.resolve(restoredPath);
+    if (!restored) throw notFound(`${restoredPath} (it was moved or deleted meanwhile)`);
+    return toEntryDto(restored, await this.access.levelOf(principal, target(restored)));
   }
 
   async purge(principal: Principal, trashId: bigint): Promise<void> {
-    const trash = await this.loadTrash(principal, trashId);
-    const replicas = await this.repo.transaction((tx) => this.repo.purge(tx, trash));
+    const replicas = await this.repo.transaction(async (tx) =>
+      this.repo.purge(tx, await this.loadTrash(principal, trashId, tx)),
+    );
     // The catalog no longer refers to these bytes; remove them after the commit.
     await Promise.all(
       replicas.filter((r) => r.siteId === this.site.siteId).map((r) => this.storage.remove(r.physicalPath)),
     );
   }
 
-  private async loadTrash(principal: Principal, id: bigint) {
-    const trash = await this.repo.findTrash(id);
-    if (!trash || (!principal.isAdmin && trash.deletedById !== principal.userId))
+  /** Loads and locks a trash entry the caller may act on (their own, or any for an administrator). */
+  private async loadTrash(principal: Principal, id: bigint, tx: Tx) {
+    const trash = await this.repo.lockTrash(id, tx);
+    if (!trash || (!siteWide(principal) && trash.deletedById !== principal.userId)) {
       throw notFound(`trash entry ${id}`);
+    }
+    this.access.assertWithinToken(principal, trash.originalPath);
     return trash;
+  }
+
+  /**
+   * Inside a transaction that adds to a collection: holds it against being trashed or moved
+   * meanwhile (those take it FOR UPDATE) and fails if that already happened.
+   */
+  private async requireLive(tx: Tx, collection: CollectionRecord): Promise<void> {
+    const path = await this.repo.lockLive(tx, collection.id);
+    if (path === null) throw notFound(`collection ${collection.path} (it was deleted meanwhile)`);
+    if (path !== collection.path) {
+      throw new DomainError(
+        ErrorCode.NameTaken,
+        `${collection.path} was moved meanwhile; look again and retry`,
+      );
+    }
   }
 
   async permissions(principal: Principal, path: string): Promise<PermissionDto[]> {
@@ -326,6 +364,11 @@ export class NamespaceService {
   }
 }
 
+/** Administrators act site-wide, unless through a token confined to a collection. */
+function siteWide(principal: Principal): boolean {
+  return principal.isAdmin && !principal.token?.collectionPath;
+}
+
 function target(entry: EntryRecord): { path: string; kind: 'collection' | 'object'; objectId?: bigint } {
   return entry.kind === 'object'
     ? { path: entry.path, kind: 'object', objectId: entry.id }
@@ -354,6 +397,10 @@ function encodeCursor(e: EntryRecord, sort: SortKey): string {
   return Buffer.from(JSON.stringify(c)).toString('base64url');
 }
 
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 function decodeCursor(text: string, sort: SortKey): ListCursor {
   let c: Partial<ListCursor> = {};
   try {
@@ -361,17 +408,23 @@ function decodeCursor(text: string, sort: SortKey): ListCursor {
   } catch {
     // reported below
   }
+  const { k, v, n, id } = c;
   const valueOk =
-    typeof c.v === 'string' &&
-    (sort === 'size' ? /^\d{1,19}$/.test(c.v) : sort === 'modified' ? !Number.isNaN(Date.parse(c.v)) : true);
+    typeof v === 'string' &&
+    (sort === 'size'
+      ? v === '0' || isCatalogId(v)
+      : sort === 'modified'
+        ? ISO_TIME.test(v)
+        : !CONTROL.test(v));
   if (
-    (c.k === 0 || c.k === 1) &&
+    (k === 0 || k === 1) &&
     valueOk &&
-    typeof c.n === 'string' &&
-    typeof c.id === 'string' &&
-    /^\d{1,19}$/.test(c.id)
+    typeof n === 'string' &&
+    !CONTROL.test(n) &&
+    typeof id === 'string' &&
+    isCatalogId(id)
   ) {
-    return c as ListCursor;
+    return { k, v, n, id };
   }
   throw new DomainError(
     ErrorCode.InvalidCursor,
@@ -380,7 +433,7 @@ function decodeCursor(text: string, sort: SortKey): ListCursor {
 }
 
 function parseId(text: string): bigint {
-  if (!/^\d{1,19}$/.test(text)) {
+  if (!isCatalogId(text)) {
     throw new DomainError(
       ErrorCode.InvalidCursor,
       'the cursor is not one this listing returned; start again without it',

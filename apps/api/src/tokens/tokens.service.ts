@@ -65,7 +65,18 @@ export class TokensService {
       await this.access.require(principal, { path: collection, kind: 'collection' }, 'read');
     }
     const now = Date.now();
-    const expiresAt = input.expiresAt ? new Date(input.expiresAt) : new Date(now + DEFAULT_LIFETIME_MS);
+    let expiresAt = input.expiresAt ? new Date(input.expiresAt) : new Date(now + DEFAULT_LIFETIME_MS);
+    // A token cannot outlive the token that made it.
+    if (parent?.expiresAt && expiresAt > parent.expiresAt) {
+      if (input.expiresAt) {
+        throw new DomainError(
+          ErrorCode.ValidationFailed,
+          `expiresAt must not be later than this token's own expiry (${parent.expiresAt.toISOString()})`,
+          { expiresAt: ['must not be later than the creating token expires'] },
+        );
+      }
+      expiresAt = parent.expiresAt;
+    }
     if (expiresAt.getTime() <= now) {
       throw new DomainError(ErrorCode.ValidationFailed, 'expiresAt must be in the future', {
         expiresAt: ['must be in the future'],
@@ -92,10 +103,25 @@ export class TokensService {
     return (await this.repo.listForUser(principal.userId)).map(toDto);
   }
 
-  /** Owners revoke their own tokens; administrators any. */
+  /**
+   * Owners revoke their own tokens, administrators (signed in, or with an unconfined admin-scope
+   * token) anyone's. A token confined to a collection can revoke only tokens confined within it.
+   */
   async revoke(principal: Principal, id: bigint): Promise<void> {
     const token = await this.repo.find(id);
-    if (!token || (token.userId !== principal.userId && !principal.isAdmin)) throw notFound(`token ${id}`);
+    const own = token?.userId === principal.userId;
+    const asAdmin =
+      principal.isAdmin &&
+      !principal.token?.collectionPath &&
+      (!principal.token || principal.token.scope === 'admin');
+    if (!token || (!own && !asAdmin)) throw notFound(`token ${id}`);
+    const confinedTo = principal.token?.collectionPath;
+    if (confinedTo && !(token.collectionPath && isWithin(token.collectionPath, confinedTo))) {
+      throw new DomainError(
+        ErrorCode.TokenOutsideCollection,
+        `this token is confined to ${confinedTo}; it can revoke only tokens confined within it`,
+      );
+    }
     await this.repo.revoke(id, principal.userId);
   }
 }

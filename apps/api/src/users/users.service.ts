@@ -59,7 +59,15 @@ export class UsersService {
   }
 
   async get(principal: Principal, username: string): Promise<UserDto> {
-    if (principal.username !== username) this.access.assertAdmin(principal);
+    if (principal.username !== username) {
+      this.access.assertAdmin(principal);
+      if (principal.token && principal.token.scope !== 'admin') {
+        throw new DomainError(
+          ErrorCode.TokenScopeInsufficient,
+          `this token has scope "${principal.token.scope}"; reading other accounts needs "admin"`,
+        );
+      }
+    }
     const user = await this.repo.findByUsername(username);
     if (!user) throw notFound(`user "${username}"`);
     return toUserDto(user);

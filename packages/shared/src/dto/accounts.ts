@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IdSchema } from './common';
+import { IdSchema, text } from './common';
 
 export const USERNAME_PATTERN = /^[a-z][a-z0-9._-]{1,62}$/;
 
@@ -23,14 +23,14 @@ export const GroupNameSchema = z
   );
 
 export const LoginSchema = z.object({
-  username: z.string().min(1, 'is required').max(63),
+  username: text(1, 63),
   password: z.string().min(1, 'is required').max(256),
 });
 export type LoginRequest = z.infer<typeof LoginSchema>;
 
 export const CreateUserSchema = z.object({
   username: UsernameSchema,
-  displayName: z.string().trim().min(1).max(200).optional(),
+  displayName: text(1, 200, true).optional(),
   email: z.email().max(320).optional(),
   password: PasswordSchema,
   isAdmin: z.boolean().default(false),
@@ -39,7 +39,7 @@ export type CreateUserRequest = z.input<typeof CreateUserSchema>;
 
 export const UpdateUserSchema = z
   .object({
-    displayName: z.string().trim().min(1).max(200).optional(),
+    displayName: text(1, 200, true).optional(),
     email: z.email().max(320).nullable().optional(),
     password: PasswordSchema.optional(),
     isAdmin: z.boolean().optional(),
@@ -55,11 +55,11 @@ export const ChangePasswordSchema = z.object({
 
 export const CreateGroupSchema = z.object({
   name: GroupNameSchema,
-  description: z.string().max(1000).default(''),
+  description: text(0, 1000).default(''),
 });
 export type CreateGroupRequest = z.input<typeof CreateGroupSchema>;
 
-export const UpdateGroupSchema = z.object({ description: z.string().max(1000) });
+export const UpdateGroupSchema = z.object({ description: text(0, 1000) });
 
 export const AddMemberSchema = z.object({
   username: UsernameSchema,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IdSchema, NameSchema, PageQuerySchema, PathSchema } from './common';
+import { IdSchema, NameSchema, PageQuerySchema, PathSchema, text } from './common';
 
 export const PathQuerySchema = z.object({ path: PathSchema });
 
@@ -33,8 +33,8 @@ export type PermissionLevel = (typeof PERMISSION_LEVELS)[number];
 export const GrantSchema = z
   .object({
     path: PathSchema,
-    user: z.string().min(1).max(63).optional(),
-    group: z.string().min(1).max(63).optional(),
+    user: text(1, 63).optional(),
+    group: text(1, 63).optional(),
     /** `null` removes the grant. */
     level: z.enum(PERMISSION_LEVELS).nullable(),
   })

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { PathSchema } from './common';
+import { PathSchema, text } from './common';
 
 export const TOKEN_SCOPES = ['read', 'write', 'admin'] as const;
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
 
 export const CreateTokenSchema = z.object({
-  name: z.string().trim().min(1, 'is required').max(100),
+  name: text(1, 100, true),
   scope: z.enum(TOKEN_SCOPES),
   /** Confine the token to this collection and everything below it. */
   collection: PathSchema.optional(),

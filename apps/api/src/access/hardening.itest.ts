@@ -254,4 +254,34 @@ describe('hardening', () => {
     );
     expect(orphans.rowCount).toBe(0);
   });
+
+  it('does not reveal which names exist in collections the caller cannot read', async () => {
+    const dir = `/home/${alice.username}/${uniqueName('private')}`;
+    await mkdir(alice.client, dir);
+    expectStatus(await put(alice.client, `${dir}/diary.txt`), 201);
+    for (const path of [`${dir}/diary.txt`, `${dir}/nothere`]) {
+      expectError(await put(bob.client, path), 403, ErrorCode.PermissionDenied);
+      expectError(
+        await bob.client.get('/api/v1/namespace/stat', { query: { path } }),
+        403,
+        ErrorCode.PermissionDenied,
+      );
+      expectError(
+        await bob.client.get('/api/v1/permissions', { query: { path } }),
+        403,
+        ErrorCode.PermissionDenied,
+      );
+      expectError(
+        await bob.client.delete('/api/v1/namespace', { query: { path } }),
+        403,
+        ErrorCode.PermissionDenied,
+      );
+    }
+    // The owner still learns that a name is missing.
+    expectError(
+      await alice.client.get('/api/v1/namespace/stat', { query: { path: `${dir}/nothere` } }),
+      404,
+      ErrorCode.NotFound,
+    );
+  });
 });

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, joinPath, normalizeName, splitPath, type EntryDto } from '@tributary/shared';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { AccessService } from '../access/access.service';
+import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
@@ -71,15 +71,23 @@ export class DataService {
         throw new DomainError(ErrorCode.NotACollection, `${parent} is a data object`);
       throw notFound(`collection ${parent} (create it first: POST /api/v1/namespace/collections)`);
     }
-    if (target.existing === 'collection')
+    // What a collection holds is not revealed to someone who may not read it.
+    const parentLevel = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
+    if (!levelAtLeast(parentLevel, 'read') && !(target.existing === 'object' && options.overwrite)) {
+      await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
+    }
+    if (target.existing === 'collection') {
       throw new DomainError(ErrorCode.NameTaken, `${path} is a collection`);
+    }
     if (target.existing === 'object') {
       if (!options.overwrite) {
         throw new DomainError(ErrorCode.NameTaken, `${path} exists; add overwrite=true to replace its bytes`);
       }
       return this.overwrite(principal, path, body, options);
     }
-    await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
+    if (!levelAtLeast(parentLevel, 'write')) {
+      await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
+    }
     const staged = await this.stage(body, options);
     const bytes = {
       size: BigInt(staged.size),

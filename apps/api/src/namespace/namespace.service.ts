@@ -51,6 +51,19 @@ export class NamespaceService {
     return parentCollection ? this.repo.findObject(parentCollection, name, tx) : null;
   }
 
+  /**
+   * The error for a path that does not exist: 404 for a caller who may read the collection it would
+   * be in, the same 403 as for an unreadable entry otherwise, so names cannot be probed.
+   */
+  private async missing(principal: Principal, path: string): Promise<DomainError> {
+    if (path === '/') return notFound(path);
+    const parent = splitPath(path).parent;
+    const level = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
+    return level
+      ? notFound(path)
+      : new DomainError(ErrorCode.PermissionDenied, `you need read access to ${parent}`);
+  }
+
   async requireCollection(path: string, tx?: Tx): Promise<CollectionRecord> {
     const entry = await this.resolve(path, tx);
     if (!entry) throw notFound(`collection ${path}`);
@@ -62,7 +75,7 @@ export class NamespaceService {
   async stat(principal: Principal, path: string): Promise<EntryDetailDto> {
     this.access.assertWithinToken(principal, path);
     const entry = await this.resolve(path);
-    if (!entry) throw notFound(path);
+    if (!entry) throw await this.missing(principal, path);
     const level = await this.access.require(principal, target(entry), 'read');
     return toEntryDetailDto(entry, level);
   }
@@ -177,7 +190,7 @@ export class NamespaceService {
     if (isWithin(to, from))
       throw new DomainError(ErrorCode.MoveIntoItself, `cannot move ${from} into itself (${to})`);
     const entry = await this.resolve(from);
-    if (!entry) throw notFound(from);
+    if (!entry) throw await this.missing(principal, from);
     const { parent: toParentPath, name: toName } = splitPath(to);
     const toParent = await this.requireCollection(toParentPath);
     // Renaming in place needs write; taking an entry out of its collection needs own, or write access
@@ -215,7 +228,7 @@ export class NamespaceService {
     this.access.assertWithinToken(principal, path);
     if (PROTECTED.has(path)) throw new DomainError(ErrorCode.RootImmutable, `${path} cannot be deleted`);
     const entry = await this.resolve(path);
-    if (!entry) throw notFound(path);
+    if (!entry) throw await this.missing(principal, path);
     await this.access.require(principal, target(entry), 'write');
     await this.access.require(principal, { path: splitPath(path).parent, kind: 'collection' }, 'write');
     const trashId = await this.repo.transaction((tx) =>
@@ -314,7 +327,7 @@ export class NamespaceService {
   async permissions(principal: Principal, path: string): Promise<PermissionDto[]> {
     this.access.assertWithinToken(principal, path);
     const entry = await this.resolve(path);
-    if (!entry) throw notFound(path);
+    if (!entry) throw await this.missing(principal, path);
     await this.access.require(principal, target(entry), 'read');
     const chain = [...ancestorsOf(entry), ...(entry.kind === 'collection' ? [entry.path] : [])];
     const ids = await Promise.all(chain.map((p) => this.repo.findCollection(p)));
@@ -344,7 +357,7 @@ export class NamespaceService {
   ): Promise<PermissionDto[]> {
     this.access.assertWithinToken(principal, path);
     const entry = await this.resolve(path);
-    if (!entry) throw notFound(path);
+    if (!entry) throw await this.missing(principal, path);
     const held = await this.access.require(principal, target(entry), 'own');
     if (!levelAtLeast(held, 'own'))
       throw new DomainError(ErrorCode.PermissionDenied, `you need own access to ${path}`);

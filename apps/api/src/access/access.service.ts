@@ -6,6 +6,13 @@ import { AccessRepository } from './access.repository';
 
 const RANK: Record<PermissionLevel, number> = { read: 0, write: 1, own: 2 };
 
+/** The higher of two levels (null: no access). */
+export function maxLevel(a: PermissionLevel | null, b: PermissionLevel | null): PermissionLevel | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return RANK[a] >= RANK[b] ? a : b;
+}
+
 export function levelAtLeast(held: PermissionLevel | null, needed: PermissionLevel): boolean {
   return held !== null && RANK[held] >= RANK[needed];
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { LocalFsDriver } from './local-fs.driver';
-import type { StagedFile, StorageDriver } from './storage-driver';
+import type { StagedFile } from './storage-driver';
 
 /** This site's storage resource. One local-file-system resource for now; the driver interface allows more. */
 @Injectable()
@@ -15,10 +15,6 @@ export class StorageService implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     await this.driver.init();
-  }
-
-  get resource(): StorageDriver {
-    return this.driver;
   }
 
   stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile> {

@@ -535,13 +535,6 @@ export class NamespaceRepository {
     return replicas.map(toReplicaRecord);
   }
 
-  async findCollectionById(
-    id: bigint,
-    tx: Tx = this.prisma,
-  ): Promise<{ id: bigint; path: string; trashId: bigint } | null> {
-    return tx.collection.findUnique({ where: { id }, select: { id: true, path: true, trashId: true } });
-  }
-
   async grantsOn(collectionIds: bigint[], objectId: bigint | null): Promise<GrantRecord[]> {
     const rows = await this.prisma.permission.findMany({
       where: { OR: [{ collectionId: { in: collectionIds } }, ...(objectId ? [{ objectId }] : [])] },

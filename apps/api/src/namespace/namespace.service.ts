@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import {
+  ancestorPaths,
   ErrorCode,
   isCatalogId,
   isWithin,
@@ -11,10 +12,10 @@ import {
   type PermissionLevel,
   type TrashEntryDto,
 } from '@tributary/shared';
-import { AccessService, levelAtLeast } from '../access/access.service';
+import { AccessService, levelAtLeast, maxLevel } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
-import { SiteContext } from '../sites/site-context';
+import { HOME_ROOT, PROJECTS_ROOT, SiteContext } from '../sites/site-context';
 import { StorageService } from '../data/storage.service';
 import { toEntryDetailDto, toEntryDto, toTrashDto } from './namespace.mapper';
 import {
@@ -26,12 +27,8 @@ import {
   type Tx,
 } from './namespace.repository';
 
-const RANK: Record<PermissionLevel, number> = { read: 0, write: 1, own: 2 };
-const maxLevel = (a: PermissionLevel | null, b: PermissionLevel | null): PermissionLevel | null =>
-  a === null ? b : b === null ? a : RANK[a] >= RANK[b] ? a : b;
-
 /** Collections that hold the namespace together: never renamed, moved or deleted. */
-const PROTECTED = new Set(['/', '/home', '/projects']);
+const PROTECTED = new Set(['/', HOME_ROOT, PROJECTS_ROOT]);
 
 @Injectable()
 export class NamespaceService {
@@ -329,7 +326,7 @@ export class NamespaceService {
     const entry = await this.resolve(path);
     if (!entry) throw await this.missing(principal, path);
     await this.access.require(principal, target(entry), 'read');
-    const chain = [...ancestorsOf(entry), ...(entry.kind === 'collection' ? [entry.path] : [])];
+    const chain = [...ancestorPaths(entry.path), ...(entry.kind === 'collection' ? [entry.path] : [])];
     const ids = await Promise.all(chain.map((p) => this.repo.findCollection(p)));
     const grants = await this.repo.grantsOn(
       ids.filter((c): c is CollectionRecord => c !== null).map((c) => c.id),
@@ -386,15 +383,6 @@ function target(entry: EntryRecord): { path: string; kind: 'collection' | 'objec
   return entry.kind === 'object'
     ? { path: entry.path, kind: 'object', objectId: entry.id }
     : { path: entry.path, kind: 'collection' };
-}
-
-function ancestorsOf(entry: EntryRecord): string[] {
-  const out: string[] = [];
-  for (let p = entry.path; p !== '/';) {
-    p = splitPath(p).parent;
-    out.unshift(p);
-  }
-  return out;
 }
 
 function encodeCursor(e: EntryRecord, sort: SortKey): string {

@@ -5,7 +5,7 @@ import type { ViteUserConfig } from 'vitest/config';
 /**
  * What the unit and integration configs share. Nest decorators need swc (legacy decorators and
  * their metadata), which Vite's own transform does not emit; and at run time the shared package's
- * default export is dist/ (a build), so tests use its sources.
+ * default export is dist/ (a build), so tests use its sources (the same for the buffer package).
  */
 export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
   plugins: [
@@ -20,6 +20,9 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
     }),
   ],
   resolve: {
-    alias: { '@tributary/shared': path.resolve(__dirname, 'packages/shared/src/index.ts') },
+    alias: {
+      '@tributary/shared': path.resolve(__dirname, 'packages/shared/src/index.ts'),
+      '@tributary/buffer': path.resolve(__dirname, 'packages/buffer/src/index.ts'),
+    },
   },
 };

@@ -1,0 +1,605 @@
+import { MemoryBudget } from './memory-budget';
+import type { RemoteFile } from './remote-file';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/**
+ * `fixed` is the seed's advance buffer (PetaShare, section 4): one block of `bufferBytes`, filled
+ * or sent synchronously inside the request that needs it. `adaptive` adds what the seed left as
+ * future work: windows and parts that grow while access stays sequential and shrink when it turns
+ * random, asynchronous read-ahead with several windows in flight, and write-behind.
+ */
+export type BufferMode = 'adaptive' | 'fixed';
+
+export interface AdvanceBufferOptions {
+  mode?: BufferMode;
+  /** Fixed: the buffer size. Adaptive: the largest read-ahead window and write part. */
+  bufferBytes?: number;
+  /** Adaptive: the size windows and parts start at, and shrink back to on random access. */
+  minBufferBytes?: number;
+  /** Adaptive: how many read-ahead windows may be in flight beyond the one being served. */
+  readAheadWindows?: number;
+  /** Adaptive: write-behind bytes one file may hold (the part being filled, queued and in flight). */
+  maxWriteBehindBytes?: number;
+}
+
+export type ResolvedBufferOptions = Required<AdvanceBufferOptions>;
+
+export const DEFAULT_BUFFER_OPTIONS: ResolvedBufferOptions = {
+  mode: 'adaptive',
+  bufferBytes: 8 * MiB,
+  minBufferBytes: 128 * KiB,
+  readAheadWindows: 4,
+  maxWriteBehindBytes: 32 * MiB,
+};
+
+export function resolveBufferOptions(options: AdvanceBufferOptions = {}): ResolvedBufferOptions {
+  const o = { ...DEFAULT_BUFFER_OPTIONS, ...options };
+  if (!(o.bufferBytes > 0)) throw new RangeError('bufferBytes must be positive');
+  o.minBufferBytes = Math.min(Math.max(1, o.minBufferBytes), o.bufferBytes);
+  o.readAheadWindows = Math.max(1, Math.floor(o.readAheadWindows));
+  // A part can always be held while it fills, whatever the configured bound.
+  o.maxWriteBehindBytes = Math.max(o.maxWriteBehindBytes, o.bufferBytes);
+  return o;
+}
+
+/** What a file's buffer is doing right now (for tests, metrics and the benchmark). */
+export interface BufferState {
+  mode: 'idle' | 'read' | 'write';
+  /** Adaptive: size of the next read-ahead window. */
+  windowBytes: number;
+  /** Adaptive: capacity of the next write part. */
+  partBytes: number;
+  /** Read-ahead windows held (fetched or in flight). */
+  windows: number;
+  /** Bytes of the budget this file holds. */
+  heldBytes: number;
+}
+
+export class FileClosedError extends Error {
+  constructor() {
+    super('the file is closed');
+    this.name = 'FileClosedError';
+  }
+}
+
+interface Window {
+  start: number;
+  length: number;
+  /** Bytes taken from the memory budget for this window (0 when fetched without a reservation). */
+  reserved: number;
+  controller: AbortController;
+  result: Promise<Uint8Array>;
+}
+
+interface Part {
+  start: number;
+  buf: Buffer;
+  length: number;
+  reserved: number;
+}
+
+/**
+ * One open file's advance buffer. Exactly one buffer is active at a time: read-ahead windows while
+ * reading, a write part (and write-behind queue) while writing. A request outside the buffer, a
+ * read while writing, a write while reading, flush, fsync and close synchronise and reset it; a
+ * request larger than `bufferBytes` bypasses it.
+ *
+ * Operations on one file run one at a time, in arrival order (FUSE hands us about two reads in
+ * flight; they are served from the same windows). Consistency: a write drops every read-ahead
+ * window (also those in flight), and a read first waits until all buffered writes are
+ * acknowledged, so no read returns bytes older than this client's own writes.
+ */
+export class BufferedFile {
+  private readonly opts: ResolvedBufferOptions;
+  private tail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private mode: 'idle' | 'read' | 'write' = 'idle';
+  /** Written since the last successful sync. */
+  private dirty = false;
+  private held = 0;
+
+  // Reading.
+  private windows: Window[] = [];
+  private windowBytes: number;
+  private lastReadEnd = 0;
+  private lastReadLength = 0;
+  private sequentialReads = 0;
+  /** End of file, once a short read has shown it. */
+  private eof: number | undefined;
+
+  // Writing.
+  private part: Part | null = null;
+  private partBytes: number;
+  private readonly queue: Part[] = [];
+  private sending = false;
+  private progressWaiters: (() => void)[] = [];
+  /** A background write that failed and has not been reported by flush, fsync or close yet. */
+  private failure: Error | undefined;
+
+  constructor(
+    private readonly remote: RemoteFile,
+    options: AdvanceBufferOptions = {},
+    private readonly memory: MemoryBudget = new MemoryBudget(
+      resolveBufferOptions(options).maxWriteBehindBytes * 2,
+    ),
+  ) {
+    this.opts = resolveBufferOptions(options);
+    this.eof = remote.size;
+    this.windowBytes = this.adaptive ? this.opts.minBufferBytes : this.opts.bufferBytes;
+    this.partBytes = this.windowBytes;
+  }
+
+  private get adaptive(): boolean {
+    return this.opts.mode === 'adaptive';
+  }
+
+  get state(): BufferState {
+    return {
+      mode: this.mode,
+      windowBytes: this.windowBytes,
+      partBytes: this.partBytes,
+      windows: this.windows.length,
+      heldBytes: this.held,
+    };
+  }
+
+  /** Reads up to `length` bytes at `offset` (fewer only at the end of the file). */
+  read(offset: number, length: number): Promise<Uint8Array> {
+    checkRange(offset, length);
+    return this.serial(async () => {
+      if (this.mode === 'write') await this.synchroniseWrites(true);
+      this.mode = 'read';
+      if (length === 0) return new Uint8Array(0);
+      return this.adaptive ? this.readAdaptive(offset, length) : this.readFixed(offset, length);
+    });
+  }
+
+  /**
+   * Writes `data` at `offset`. Adaptive mode acknowledges at once (write-behind); a failure of the
+   * background send is thrown by the next flush, fsync or close (and by every read or write until
+   * then). Fixed mode sends synchronously when the buffer is full, as the seed did.
+   */
+  write(offset: number, data: Uint8Array): Promise<void> {
+    checkRange(offset, data.length);
+    return this.serial(async () => {
+      if (this.failure) throw this.failure;
+      if (this.mode === 'read') this.dropWindows();
+      this.mode = 'write';
+      if (data.length === 0) return;
+      this.dirty = true;
+      if (this.eof !== undefined) this.eof = Math.max(this.eof, offset + data.length);
+      if (this.adaptive) await this.writeAdaptive(offset, data);
+      else await this.writeFixed(offset, data);
+    });
+  }
+
+  /** Sends buffered writes and waits for them; resets the buffer. Throws a pending write failure. */
+  flush(): Promise<void> {
+    return this.serial(() => this.synchroniseAndReport());
+  }
+
+  /** flush, then makes the written bytes durable on the server. */
+  fsync(): Promise<void> {
+    return this.serial(async () => {
+      await this.synchroniseAndReport();
+      if (this.dirty) {
+        await this.remote.sync();
+        this.dirty = false;
+      }
+    });
+  }
+
+  /**
+   * Sends everything, closes the remote file (committing what was written) and releases the
+   * buffer's memory. When a write failed, the remote file is aborted instead of committed and the
+   * failure is thrown.
+   */
+  close(): Promise<void> {
+    return this.serial(async () => {
+      this.closed = true;
+      try {
+        await this.synchroniseAndReport();
+      } catch (err) {
+        await this.remote.abort?.().catch(() => undefined);
+        throw err;
+      } finally {
+        this.dropWindows();
+        this.releasePart();
+      }
+      await this.remote.close();
+      this.dirty = false;
+    }, true);
+  }
+
+  // ---- serialisation ----
+
+  private serial<T>(op: () => Promise<T>, closing = false): Promise<T> {
+    const run = this.tail.then(() => {
+      if (this.closed && !closing) throw new FileClosedError();
+      return op();
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  private async synchroniseAndReport(): Promise<void> {
+    await this.synchroniseWrites(false);
+    this.dropWindows();
+    this.mode = 'idle';
+    if (this.failure) {
+      const failure = this.failure;
+      this.failure = undefined;
+      throw failure;
+    }
+  }
+
+  /** Sends the write buffer and waits until every queued part is acknowledged. */
+  private async synchroniseWrites(throwFailure: boolean): Promise<void> {
+    if (this.adaptive) {
+      this.enqueuePart();
+      await this.drain();
+    } else {
+      await this.sendFixedBuffer();
+    }
+    this.mode = 'idle';
+    if (throwFailure && this.failure) throw this.failure;
+  }
+
+  // ---- reading, fixed (the seed) ----
+
+  /** The seed's prefetch buffer, kept as one window. */
+  private async readFixed(offset: number, length: number): Promise<Uint8Array> {
+    if (length > this.opts.bufferBytes) {
+      this.dropWindows();
+      return this.remote.read(offset, length);
+    }
+    const current = this.windows[0];
+    if (current) {
+      const data = await current.result;
+      const end = current.start + data.length;
+      const atEof = data.length < current.length;
+      if (offset >= current.start && (offset + length <= end || (atEof && offset <= end))) {
+        return data.subarray(offset - current.start, Math.min(end, offset + length) - current.start);
+      }
+    }
+    // Outside the buffer: fetch a buffer-sized block starting at the request.
+    this.dropWindows();
+    const window = this.issueWindow(offset, this.opts.bufferBytes, length);
+    let data: Uint8Array;
+    try {
+      data = await window.result;
+    } catch (err) {
+      this.dropWindows();
+      throw err;
+    }
+    return data.subarray(0, Math.min(length, data.length));
+  }
+
+  // ---- reading, adaptive ----
+
+  private async readAdaptive(offset: number, length: number): Promise<Uint8Array> {
+    const end = offset + length;
+    if (length > this.opts.bufferBytes) {
+      // Larger than any window: the request itself is already a large transfer.
+      this.dropWindows();
+      this.lastReadEnd = end;
+      return this.remote.read(offset, length);
+    }
+    if (this.eof !== undefined && offset >= this.eof) {
+      this.lastReadEnd = offset;
+      return new Uint8Array(0);
+    }
+    const first = this.windows[0];
+    const inBuffer = first !== undefined && offset >= first.start && offset < this.windowsEnd();
+    let windowsFrom = offset;
+    if (!inBuffer) {
+      this.dropWindows();
+      // FUSE keeps about two reads in flight and they may arrive swapped, so "sequential" allows
+      // a small gap either way; a stream that starts just past the last read starts at its end.
+      const slack = 2 * Math.max(length, this.lastReadLength, this.opts.minBufferBytes);
+      if (offset > this.lastReadEnd && offset - this.lastReadEnd <= slack) windowsFrom = this.lastReadEnd;
+      if (Math.abs(offset - this.lastReadEnd) > slack) {
+        // Random access: shrink, and fetch just the request (as unbuffered would).
+        this.windowBytes = this.opts.minBufferBytes;
+        this.partBytes = this.opts.minBufferBytes;
+        this.sequentialReads = 0;
+        const data = await this.remote.read(offset, length);
+        if (data.length < length) this.eof = offset + data.length;
+        this.lastReadEnd = offset + data.length;
+        this.lastReadLength = length;
+        return data;
+      }
+    }
+    this.sequentialReads++;
+    this.readAhead(windowsFrom, end);
+    let out: Uint8Array;
+    try {
+      out = await this.copyFromWindows(offset, length);
+    } catch (err) {
+      this.dropWindows();
+      throw err;
+    }
+    this.lastReadEnd = Math.max(this.lastReadEnd, offset + out.length);
+    this.lastReadLength = length;
+    // Keep the last couple of requests' worth behind the position for a swapped request.
+    this.dropConsumedWindows(this.lastReadEnd - 2 * length);
+    // Keep the pipeline full for the next request while the caller uses this one.
+    this.readAhead(this.lastReadEnd, this.lastReadEnd);
+    return out;
+  }
+
+  private windowsEnd(): number {
+    const last = this.windows[this.windows.length - 1];
+    return last ? last.start + last.length : 0;
+  }
+
+  /**
+   * Issues windows so that `[offset, end)` is covered and, once the access has proved sequential,
+   * several windows beyond it are in flight.
+   */
+  private readAhead(offset: number, end: number): void {
+    const depth = this.sequentialReads >= 2 ? this.opts.readAheadWindows : 1;
+    const target = Math.max(end, offset + this.windowBytes * depth);
+    let next = this.windows.length > 0 ? this.windowsEnd() : offset;
+    while (next < target && (this.eof === undefined || next < this.eof)) {
+      const window = this.issueWindow(next, this.windowBytes, next < end ? end - next : undefined);
+      if (!window) break;
+      next += window.length;
+      // Sequential so far: each next window is larger, up to the configured size.
+      if (this.sequentialReads >= 2) this.windowBytes = Math.min(this.windowBytes * 2, this.opts.bufferBytes);
+    }
+  }
+
+  /**
+   * Starts fetching a window. Without free memory, a window the request needs is fetched anyway at
+   * the request's size and without a reservation; pure read-ahead is skipped.
+   */
+  private issueWindow(start: number, size: number, requiredBytes: number): Window;
+  private issueWindow(start: number, size: number, requiredBytes?: number): Window | undefined;
+  private issueWindow(start: number, size: number, requiredBytes?: number): Window | undefined {
+    let length = size;
+    let reserved = 0;
+    if (this.memory.tryAcquire(size)) reserved = size;
+    else if (requiredBytes === undefined) return undefined;
+    else length = Math.min(size, requiredBytes);
+    const controller = new AbortController();
+    const result = this.remote.read(start, length, controller.signal).then((data) => {
+      if (data.length < length) this.eof = Math.min(this.eof ?? Infinity, start + data.length);
+      return data;
+    });
+    // Read-ahead nobody waits for may fail or be aborted; that is not an error of the file.
+    result.catch(() => undefined);
+    const window: Window = { start, length, reserved, controller, result };
+    this.held += reserved;
+    this.windows.push(window);
+    return window;
+  }
+
+  private async copyFromWindows(offset: number, length: number): Promise<Uint8Array> {
+    const end = offset + length;
+    const out = Buffer.allocUnsafe(length);
+    let filled = 0;
+    for (const window of this.windows) {
+      const windowEnd = window.start + window.length;
+      if (windowEnd <= offset) continue;
+      if (window.start >= end) break;
+      const data = await window.result;
+      const from = Math.max(offset, window.start) - window.start;
+      const to = Math.min(end, window.start + data.length) - window.start;
+      if (to > from) {
+        out.set(data.subarray(from, to), filled);
+        filled += to - from;
+      }
+      if (data.length < window.length) break; // end of file
+    }
+    return out.subarray(0, filled);
+  }
+
+  /** Releases windows wholly before `position` (and any past the end of the file). */
+  private dropConsumedWindows(position: number): void {
+    while (this.windows.length > 0) {
+      const window = this.windows[0]!;
+      const beyondEof = this.eof !== undefined && window.start >= this.eof;
+      if (window.start + window.length > position && !beyondEof) break;
+      this.windows.shift();
+      this.releaseWindow(window);
+    }
+  }
+
+  private dropWindows(): void {
+    for (const window of this.windows) {
+      window.controller.abort();
+      this.releaseWindow(window);
+    }
+    this.windows = [];
+  }
+
+  private releaseWindow(window: Window): void {
+    if (window.reserved > 0) {
+      this.held -= window.reserved;
+      this.memory.release(window.reserved);
+      window.reserved = 0;
+    }
+  }
+
+  // ---- writing, fixed (the seed) ----
+
+  private fixedBuffer: Part | null = null;
+
+  private async writeFixed(offset: number, data: Uint8Array): Promise<void> {
+    if (data.length > this.opts.bufferBytes) {
+      await this.sendFixedBuffer();
+      await this.remote.write(offset, data);
+      return;
+    }
+    const buffer = this.fixedBuffer;
+    if (
+      buffer &&
+      (offset !== buffer.start + buffer.length || buffer.length + data.length > buffer.buf.length)
+    ) {
+      // Not contiguous, or no room: send what the buffer holds first.
+      await this.sendFixedBuffer();
+    }
+    if (!this.fixedBuffer) {
+      const size = this.opts.bufferBytes;
+      if (!this.memory.tryAcquire(size)) {
+        await this.remote.write(offset, data);
+        return;
+      }
+      this.held += size;
+      this.fixedBuffer = { start: offset, buf: Buffer.allocUnsafe(size), length: 0, reserved: size };
+    }
+    const target = this.fixedBuffer;
+    target.buf.set(data, target.length);
+    target.length += data.length;
+  }
+
+  private async sendFixedBuffer(): Promise<void> {
+    const buffer = this.fixedBuffer;
+    if (!buffer) return;
+    this.fixedBuffer = null;
+    try {
+      if (buffer.length > 0) await this.remote.write(buffer.start, buffer.buf.subarray(0, buffer.length));
+    } finally {
+      this.releaseBytes(buffer);
+    }
+  }
+
+  // ---- writing, adaptive (write-behind) ----
+
+  private async writeAdaptive(offset: number, data: Uint8Array): Promise<void> {
+    if (this.part && offset !== this.part.start + this.part.length) {
+      // Not contiguous: what the part holds goes out (in order), and the next parts start small.
+      this.enqueuePart();
+      this.partBytes = this.opts.minBufferBytes;
+    }
+    if (data.length > this.opts.bufferBytes) {
+      this.enqueuePart();
+      await this.drain();
+      if (this.failure) throw this.failure;
+      await this.remote.write(offset, data);
+      return;
+    }
+    let position = 0;
+    while (position < data.length) {
+      if (!this.part && !(await this.startPart(offset + position))) {
+        // No memory anywhere: write through, after what is queued so the order holds.
+        await this.drain();
+        if (this.failure) throw this.failure;
+        await this.remote.write(offset + position, data.subarray(position));
+        return;
+      }
+      const part = this.part!;
+      const n = Math.min(part.buf.length - part.length, data.length - position);
+      part.buf.set(data.subarray(position, position + n), part.length);
+      part.length += n;
+      position += n;
+      if (part.length === part.buf.length) {
+        this.enqueuePart();
+        this.partBytes = Math.min(this.partBytes * 2, this.opts.bufferBytes);
+      }
+    }
+  }
+
+  /** Allocates the next part, waiting for this file's own queue to drain when memory is short. */
+  private async startPart(start: number): Promise<boolean> {
+    const size = this.partBytes;
+    for (;;) {
+      if (this.failure) throw this.failure;
+      if (this.held + size <= this.opts.maxWriteBehindBytes && this.memory.tryAcquire(size)) {
+        this.held += size;
+        this.part = { start, buf: Buffer.allocUnsafe(size), length: 0, reserved: size };
+        return true;
+      }
+      if (this.queue.length === 0 && !this.sending) return false;
+      await this.nextProgress();
+    }
+  }
+
+  private enqueuePart(): void {
+    const part = this.part;
+    if (!part) return;
+    this.part = null;
+    if (part.length === 0) {
+      this.releaseBytes(part);
+      return;
+    }
+    this.queue.push(part);
+    this.pump();
+  }
+
+  private releasePart(): void {
+    if (this.part) this.releaseBytes(this.part);
+    this.part = null;
+    this.releaseBytes(this.fixedBuffer);
+    this.fixedBuffer = null;
+  }
+
+  private releaseBytes(part: Part | null): void {
+    if (!part || part.reserved === 0) return;
+    this.held -= part.reserved;
+    this.memory.release(part.reserved);
+    part.reserved = 0;
+  }
+
+  /** Sends queued parts one at a time, in order (upload sessions accept bytes in order only). */
+  private pump(): void {
+    if (this.sending) return;
+    this.sending = true;
+    void (async () => {
+      while (this.queue.length > 0 && !this.failure) {
+        const part = this.queue[0]!;
+        try {
+          await this.remote.write(part.start, part.buf.subarray(0, part.length));
+        } catch (err) {
+          this.failure = err instanceof Error ? err : new Error(String(err));
+        }
+        this.queue.shift();
+        this.releaseBytes(part);
+        this.wakeProgress();
+      }
+      // After a failure the rest would land out of order; drop it (the failure is reported).
+      for (const part of this.queue.splice(0)) this.releaseBytes(part);
+      this.sending = false;
+      this.wakeProgress();
+    })();
+  }
+
+  private nextProgress(): Promise<void> {
+    return new Promise((resolve) => this.progressWaiters.push(resolve));
+  }
+
+  private wakeProgress(): void {
+    const waiters = this.progressWaiters;
+    this.progressWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.sending || this.queue.length > 0) await this.nextProgress();
+  }
+}
+
+function checkRange(offset: number, length: number): void {
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`invalid offset ${offset}`);
+  if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`invalid length ${length}`);
+}
+
+/**
+ * Opens buffered files that share one memory limit. Each file is independent; the limit bounds
+ * what all of them hold together (read-ahead windows and write-behind parts).
+ */
+export class AdvanceBufferPool {
+  readonly memory: MemoryBudget;
+
+  constructor(private readonly options: AdvanceBufferOptions & { memoryLimitBytes?: number } = {}) {
+    this.memory = new MemoryBudget(options.memoryLimitBytes ?? 256 * MiB);
+  }
+
+  open(remote: RemoteFile, overrides: AdvanceBufferOptions = {}): BufferedFile {
+    const { memoryLimitBytes: _limit, ...defaults } = this.options;
+    return new BufferedFile(remote, { ...defaults, ...overrides }, this.memory);
+  }
+}

@@ -1,0 +1,3 @@
+export * from './remote-file';
+export * from './memory-budget';
+export * from './buffered-file';

@@ -1,0 +1,21 @@
+/**
+ * What the advance buffer needs from the other end of an open file. The API implementation is
+ * `ApiRemoteFile`; tests use a fake that records every call.
+ */
+export interface RemoteFile {
+  /** The file's length when known at open (read-ahead stops there); writes past it extend it. */
+  readonly size?: number;
+  /**
+   * Reads `length` bytes at `offset`. Returns fewer only at the end of the file (none past it).
+   * `signal` aborts read-ahead the buffer no longer needs.
+   */
+  read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
+  /** Writes `data` at `offset`; resolved once the server has acknowledged the bytes. */
+  write(offset: number, data: Uint8Array): Promise<void>;
+  /** Makes everything acknowledged so far durable on the server (fsync). */
+  sync(): Promise<void>;
+  /** Ends the open file; written bytes become the file's content (e.g. an upload is committed). */
+  close(): Promise<void>;
+  /** Ends the open file without committing (after a write failed); optional. */
+  abort?(): Promise<void>;
+}

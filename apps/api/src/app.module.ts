@@ -14,6 +14,7 @@ import { HealthModule } from './health/health.module';
 import { NamespaceModule } from './namespace/namespace.module';
 import { SitesModule } from './sites/sites.module';
 import { TokensModule } from './tokens/tokens.module';
+import { UploadsModule } from './uploads/uploads.module';
 import { UsersModule } from './users/users.module';
 
 const ValidationPipe = createZodValidationPipe({
@@ -37,6 +38,7 @@ export class AppModule {
         TokensModule,
         NamespaceModule,
         DataModule,
+        UploadsModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

@@ -1,0 +1,106 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Req, Res } from '@nestjs/common';
+import { ApiConsumes, ApiTags } from '@nestjs/swagger';
+import {
+  CHUNK_SHA256_HEADER,
+  CompleteUploadSchema,
+  CreateUploadSchema,
+  ErrorCode,
+  type EntryDto,
+  type UploadSessionDto,
+} from '@tributary/shared';
+import type { Request, Response } from 'express';
+import { createZodDto } from 'nestjs-zod';
+import { z } from 'zod';
+import { CurrentPrincipal } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { UploadsService } from './uploads.service';
+
+class CreateUploadDto extends createZodDto(CreateUploadSchema) {}
+class CompleteUploadDto extends createZodDto(CompleteUploadSchema) {}
+class UploadIdParamDto extends createZodDto(z.object({ id: z.uuid() })) {}
+class ChunkQueryDto extends createZodDto(
+  z.object({
+    offset: z
+      .string()
+      .regex(/^(0|[1-9][0-9]{0,15})$/, 'must be a byte offset (a non-negative integer)')
+      .transform(Number)
+      .refine(Number.isSafeInteger, 'is too large'),
+  }),
+) {}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+@ApiTags('uploads')
+@Controller('api/v1/uploads')
+export class UploadsController {
+  constructor(private readonly uploads: UploadsService) {}
+
+  /**
+   * Starts a resumable upload to `path`: optional total `size` and whole-object `sha256`. Access is
+   * checked as for `PUT /api/v1/data`. Sessions expire 24 hours after they were created.
+   */
+  @Post()
+  create(@CurrentPrincipal() p: Principal, @Body() body: CreateUploadDto): Promise<UploadSessionDto> {
+    return this.uploads.create(p, body);
+  }
+
+  /** The session, with `received`: the offset the next chunk must start at. */
+  @Get(':id')
+  get(@CurrentPrincipal() p: Principal, @Param() params: UploadIdParamDto): Promise<UploadSessionDto> {
+    return this.uploads.get(p, params.id);
+  }
+
+  /**
+   * Appends one chunk (the raw body) at `offset`, which must equal the session's `received`
+   * (else 409 UPLOAD_OFFSET_MISMATCH with `details.received`). Header `X-Chunk-Sha256: <hex>`
+   * refuses a corrupted chunk (422 CHECKSUM_MISMATCH); the session then stays where it was.
+   */
+  @Put(':id')
+  @ApiConsumes('application/octet-stream')
+  appendChunk(
+    @CurrentPrincipal() p: Principal,
+    @Param() params: UploadIdParamDto,
+    @Query() q: ChunkQueryDto,
+    @Req() req: Request,
+  ): Promise<UploadSessionDto> {
+    const checksum = req.headers[CHUNK_SHA256_HEADER];
+    if (
+      checksum !== undefined &&
+      (typeof checksum !== 'string' || !SHA256_HEX.test(checksum.toLowerCase()))
+    ) {
+      throw new DomainError(ErrorCode.ValidationFailed, 'X-Chunk-Sha256 must be 64 hex digits', {
+        [CHUNK_SHA256_HEADER]: ['must be 64 hex digits'],
+      });
+    }
+    const lengthHeader = req.headers['content-length'];
+    return this.uploads.appendChunk(p, params.id, req, {
+      offset: q.offset,
+      contentLength: lengthHeader !== undefined ? Number(lengthHeader) : undefined,
+      sha256: typeof checksum === 'string' ? checksum.toLowerCase() : undefined,
+    });
+  }
+
+  /**
+   * Commits the bytes as the object (201 for a new object, 200 for a new version), verifying the
+   * whole-object SHA-256 given here or at creation (422 CHECKSUM_MISMATCH ends the session).
+   */
+  @Post(':id/complete')
+  async complete(
+    @CurrentPrincipal() p: Principal,
+    @Param() params: UploadIdParamDto,
+    @Body() body: CompleteUploadDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<EntryDto> {
+    const entry = await this.uploads.complete(p, params.id, body);
+    res.status(entry.version === 1 ? 201 : 200);
+    return entry;
+  }
+
+  /** Abandons the session and its bytes. */
+  @Delete(':id')
+  @HttpCode(204)
+  async abort(@CurrentPrincipal() p: Principal, @Param() params: UploadIdParamDto): Promise<void> {
+    await this.uploads.abort(p, params.id);
+  }
+}

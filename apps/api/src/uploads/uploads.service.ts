@@ -1,0 +1,320 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  ErrorCode,
+  splitPath,
+  type CompleteUploadRequest,
+  type CreateUploadRequest,
+  type EntryDto,
+  type UploadSessionDto,
+} from '@tributary/shared';
+import { AccessService, levelAtLeast } from '../access/access.service';
+import { DomainError, notFound } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
+import { DataService } from '../data/data.service';
+import { NamespaceService } from '../namespace/namespace.service';
+import { UploadsRepository, type UploadSessionRecord } from './uploads.repository';
+
+/** How long a session may sit between chunks before it is swept. */
+export const UPLOAD_SESSION_TTL_MS = 24 * 60 * 60 * 1000;
+
+export interface ChunkOptions {
+  offset: number;
+  contentLength?: number;
+  /** Lower-case hex SHA-256 of the chunk, from `X-Chunk-Sha256`. */
+  sha256?: string;
+}
+
+class ChunkTooLarge extends Error {}
+
+/**
+ * Resumable uploads: a session collects an object's bytes in order, chunk by chunk, in a file of
+ * its own; `complete` hands them to the ordinary upload path (DataService), which hashes them,
+ * checks the expected SHA-256 and commits object and bytes together. Sessions belong to the user
+ * who opened them; another user sees 404.
+ */
+@Injectable()
+export class UploadsService implements OnModuleInit {
+  private readonly dir: string;
+  /** Sessions with a chunk or a completion in progress in this process. */
+  private readonly busy = new Set<string>();
+
+  constructor(
+    private readonly repo: UploadsRepository,
+    private readonly data: DataService,
+    private readonly namespace: NamespaceService,
+    private readonly access: AccessService,
+    @Inject(SITE_CONFIG) private readonly config: SiteConfig,
+  ) {
+    this.dir = path.join(config.storageRoot, '.uploads');
+  }
+
+  async onModuleInit(): Promise<void> {
+    await fs.mkdir(this.dir, { recursive: true });
+  }
+
+  async create(principal: Principal, request: CreateUploadRequest): Promise<UploadSessionDto> {
+    const target = request.path;
+    const overwrite = request.overwrite ?? false;
+    this.access.assertWithinToken(principal, target);
+    if (request.size !== undefined && request.size > this.config.maxUploadBytes) {
+      throw new DomainError(
+        ErrorCode.PayloadTooLarge,
+        `the upload exceeds the limit of ${this.config.maxUploadBytes} bytes`,
+      );
+    }
+    await this.checkCanUpload(principal, target, overwrite);
+    await this.sweep();
+    const id = randomUUID();
+    await fs.writeFile(this.file(id), '');
+    try {
+      const session = await this.repo.create({
+        id,
+        userId: principal.userId,
+        path: target,
+        size: request.size === undefined ? null : BigInt(request.size),
+        sha256: request.sha256 ?? null,
+        overwrite,
+        contentType: request.contentType ?? 'application/octet-stream',
+        expiresAt: new Date(Date.now() + UPLOAD_SESSION_TTL_MS),
+      });
+      return toDto(session);
+    } catch (err) {
+      await fs.rm(this.file(id), { force: true });
+      throw err;
+    }
+  }
+
+  async get(principal: Principal, id: string): Promise<UploadSessionDto> {
+    return toDto(await this.load(principal, id));
+  }
+
+  /**
+   * Appends one chunk at `offset`, which must be what the session has received so far. The chunk is
+   * written straight after the bytes already held; if it is incomplete or its checksum differs, the
+   * file is cut back and the session stays where it was.
+   */
+  async appendChunk(
+    principal: Principal,
+    id: string,
+    body: Readable,
+    options: ChunkOptions,
+  ): Promise<UploadSessionDto> {
+    const session = await this.load(principal, id);
+    const received = Number(session.received);
+    if (options.offset !== received) {
+      throw new DomainError(
+        ErrorCode.UploadOffsetMismatch,
+        `the session holds ${received} bytes; send the chunk that starts there`,
+        { received: [String(received)] },
+      );
+    }
+    const limit = session.size !== null ? Number(session.size) : this.config.maxUploadBytes;
+    if (options.contentLength !== undefined && received + options.contentLength > limit) {
+      throw this.tooLarge(session);
+    }
+    return this.exclusive(id, async () => {
+      const file = this.file(id);
+      // Bytes past `received` are leftovers of an interrupted chunk.
+      await fs.truncate(file, received);
+      const hash = createHash('sha256');
+      let bytes = 0;
+      const meter = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          bytes += chunk.length;
+          if (received + bytes > limit) {
+            done(new ChunkTooLarge());
+            return;
+          }
+          hash.update(chunk);
+          done(null, chunk);
+        },
+      });
+      try {
+        await pipeline(body, meter, createWriteStream(file, { flags: 'r+', start: received }));
+      } catch (err) {
+        await fs.truncate(file, received);
+        if (err instanceof ChunkTooLarge) throw this.tooLarge(session);
+        throw new DomainError(
+          ErrorCode.UploadIncomplete,
+          'the chunk was interrupted before all bytes arrived',
+        );
+      }
+      const failure =
+        options.contentLength !== undefined && bytes !== options.contentLength
+          ? new DomainError(
+              ErrorCode.UploadIncomplete,
+              `received ${bytes} bytes, but Content-Length said ${options.contentLength}`,
+            )
+          : options.sha256 !== undefined && hash.digest('hex') !== options.sha256
+            ? new DomainError(
+                ErrorCode.ChecksumMismatch,
+                `the chunk at offset ${received} does not hash to the X-Chunk-Sha256 sent; send it again`,
+                { received: [String(received)] },
+              )
+            : undefined;
+      if (failure) {
+        await fs.truncate(file, received);
+        throw failure;
+      }
+      if (!(await this.repo.advance(id, session.received, session.received + BigInt(bytes)))) {
+        throw notFound(`upload session ${id}`);
+      }
+      return toDto({ ...session, received: session.received + BigInt(bytes) });
+    });
+  }
+
+  /**
+   * Commits the session's bytes as the object through the ordinary upload path (which hashes them
+   * again, checks the expected SHA-256 and records the object). The session ends when the commit
+   * succeeds or when the bytes are found wrong; other failures (a name taken meanwhile, access
+   * lost) leave it for another try.
+   */
+  async complete(principal: Principal, id: string, request: CompleteUploadRequest): Promise<EntryDto> {
+    const session = await this.load(principal, id);
+    if (session.size !== null && session.received !== session.size) {
+      throw new DomainError(
+        ErrorCode.UploadIncomplete,
+        `the session holds ${session.received} of ${session.size} bytes`,
+        { received: [String(session.received)] },
+      );
+    }
+    if (request.sha256 && session.sha256 && request.sha256 !== session.sha256) {
+      throw new DomainError(
+        ErrorCode.ChecksumMismatch,
+        'the sha256 sent differs from the one given when the session was created',
+      );
+    }
+    return this.exclusive(id, async () => {
+      let entry: EntryDto;
+      try {
+        entry = await this.data.upload(principal, session.path, createReadStream(this.file(id)), {
+          overwrite: session.overwrite,
+          contentLength: Number(session.received),
+          contentType: session.contentType,
+          expectedSha256: request.sha256 ?? session.sha256 ?? undefined,
+        });
+      } catch (err) {
+        if (err instanceof DomainError && err.code === ErrorCode.ChecksumMismatch) await this.end(id);
+        throw err;
+      }
+      await this.end(id);
+      return entry;
+    });
+  }
+
+  async abort(principal: Principal, id: string): Promise<void> {
+    await this.load(principal, id);
+    if (this.busy.has(id)) throw this.busyError();
+    await this.end(id);
+  }
+
+  /** The caller's live session, or 404 (also for someone else's); an expired one is removed (410). */
+  private async load(principal: Principal, id: string): Promise<UploadSessionRecord> {
+    const session = await this.repo.find(id);
+    if (!session || session.userId !== principal.userId) throw notFound(`upload session ${id}`);
+    if (session.expiresAt.getTime() <= Date.now()) {
+      if (!this.busy.has(id)) await this.end(id);
+      throw new DomainError(ErrorCode.UploadExpired, `upload session ${id} has expired; start a new one`);
+    }
+    this.access.assertWithinToken(principal, session.path);
+    return session;
+  }
+
+  /** The same checks as an upload makes, early, so a session is not filled in vain. */
+  private async checkCanUpload(principal: Principal, target: string, overwrite: boolean): Promise<void> {
+    if (target === '/') {
+      throw new DomainError(
+        ErrorCode.NameTaken,
+        'the root is a collection; upload into it, e.g. /home/<you>/file',
+      );
+    }
+    const { parent } = splitPath(target);
+    const parentEntry = await this.namespace.resolve(parent);
+    const existing = parentEntry?.kind === 'collection' ? await this.namespace.resolve(target) : null;
+    const parentLevel = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
+    // What a collection holds is not revealed to someone who may not read it.
+    if (!levelAtLeast(parentLevel, 'read') && !(existing?.kind === 'object' && overwrite)) {
+      await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
+    }
+    if (!parentEntry)
+      throw notFound(`collection ${parent} (create it first: POST /api/v1/namespace/collections)`);
+    if (parentEntry.kind !== 'collection')
+      throw new DomainError(ErrorCode.NotACollection, `${parent} is a data object`);
+    if (existing?.kind === 'collection')
+      throw new DomainError(ErrorCode.NameTaken, `${target} is a collection`);
+    if (existing?.kind === 'object') {
+      if (!overwrite) {
+        throw new DomainError(
+          ErrorCode.NameTaken,
+          `${target} exists; add "overwrite": true to replace its bytes`,
+        );
+      }
+      await this.access.require(principal, { path: target, kind: 'object', objectId: existing.id }, 'write');
+      return;
+    }
+    await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
+  }
+
+  /** Runs `op` as the only writer of the session in this process. */
+  private async exclusive<T>(id: string, op: () => Promise<T>): Promise<T> {
+    if (this.busy.has(id)) throw this.busyError();
+    this.busy.add(id);
+    try {
+      return await op();
+    } finally {
+      this.busy.delete(id);
+    }
+  }
+
+  private busyError(): DomainError {
+    return new DomainError(
+      ErrorCode.UploadOffsetMismatch,
+      'another request is writing to this upload session; wait for it, then ask for the session',
+    );
+  }
+
+  private tooLarge(session: UploadSessionRecord): DomainError {
+    return new DomainError(
+      ErrorCode.PayloadTooLarge,
+      session.size !== null
+        ? `the chunk goes past the ${session.size} bytes declared for this upload`
+        : `the upload exceeds the limit of ${this.config.maxUploadBytes} bytes`,
+    );
+  }
+
+  private async end(id: string): Promise<void> {
+    await this.repo.delete(id);
+    await fs.rm(this.file(id), { force: true });
+  }
+
+  private async sweep(): Promise<void> {
+    for (const id of await this.repo.deleteExpired(new Date())) {
+      if (!this.busy.has(id)) await fs.rm(this.file(id), { force: true });
+    }
+  }
+
+  private file(id: string): string {
+    return path.join(this.dir, id);
+  }
+}
+
+function toDto(session: UploadSessionRecord): UploadSessionDto {
+  return {
+    id: session.id,
+    path: session.path,
+    size: session.size === null ? null : Number(session.size),
+    received: Number(session.received),
+    sha256: session.sha256,
+    overwrite: session.overwrite,
+    contentType: session.contentType,
+    expiresAt: session.expiresAt.toISOString(),
+    createdAt: session.createdAt.toISOString(),
+  };
+}

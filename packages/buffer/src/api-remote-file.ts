@@ -1,0 +1,132 @@
+import { ApiError, ErrorCode } from '@tributary/shared';
+import { ApiConnection, dataUrl } from './http';
+import type { RemoteFile } from './remote-file';
+import { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry';
+import { UploadSessionClient } from './upload-session';
+
+export interface ApiRemoteFileOptions {
+  retry?: RetryPolicy;
+  /** For writing: replace an existing object (a new version). */
+  overwrite?: boolean;
+  contentType?: string;
+}
+
+/**
+ * An object in the API as a RemoteFile. Reading uses ranged GETs. Writing creates the object
+ * through an upload session: bytes must arrive in order from offset 0 (which is what the buffer's
+ * write-behind sends), each chunk checksummed; `close` commits the session. A file is opened
+ * either for reading or for writing; rewriting parts of an existing object is not offered by the
+ * API yet.
+ */
+export class ApiRemoteFile implements RemoteFile {
+  private readonly sessions: UploadSessionClient;
+  private sessionId: string | undefined;
+  private readonly retry: RetryPolicy;
+
+  private constructor(
+    private readonly api: ApiConnection,
+    readonly path: string,
+    readonly mode: 'read' | 'write',
+    readonly size: number | undefined,
+    private readonly options: ApiRemoteFileOptions,
+  ) {
+    this.sessions = new UploadSessionClient(api);
+    this.retry = options.retry ?? DEFAULT_RETRY;
+  }
+
+  /** Opens an existing object for reading (one HEAD request learns its size). */
+  static async openForRead(
+    api: ApiConnection,
+    path: string,
+    options: ApiRemoteFileOptions = {},
+  ): Promise<ApiRemoteFile> {
+    const res = await withRetry(
+      () => api.send({ method: 'HEAD', url: dataUrl(path) }),
+      options.retry ?? DEFAULT_RETRY,
+    );
+    return new ApiRemoteFile(api, path, 'read', Number(res.headers.get('content-length') ?? 0), options);
+  }
+
+  /** Opens a new object (or, with `overwrite`, a new version) for sequential writing. */
+  static openForWrite(api: ApiConnection, path: string, options: ApiRemoteFileOptions = {}): ApiRemoteFile {
+    return new ApiRemoteFile(api, path, 'write', 0, options);
+  }
+
+  async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    if (this.mode !== 'read')
+      throw new Error(`${this.path} is open for writing; reading it back needs close first`);
+    if (length === 0 || (this.size !== undefined && offset >= this.size)) return new Uint8Array(0);
+    const { response, body } = await withRetry(
+      () =>
+        this.api.bytes({
+          method: 'GET',
+          url: dataUrl(this.path),
+          headers: { range: `bytes=${offset}-${offset + length - 1}` },
+          signal,
+        }),
+      this.retry,
+      { signal },
+    ).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === ErrorCode.RangeNotSatisfiable) {
+        return { response: undefined, body: new Uint8Array(0) };
+      }
+      throw err;
+    });
+    // 200 means the server sent the whole object (a range it would not serve as such).
+    if (response?.status === 200) return body.subarray(offset, offset + length);
+    return body;
+  }
+
+  async write(offset: number, data: Uint8Array): Promise<void> {
+    if (this.mode !== 'write') throw new Error(`${this.path} is open for reading`);
+    if (this.sessionId === undefined) {
+      const session = await withRetry(
+        () =>
+          this.sessions.create({
+            path: this.path,
+            overwrite: this.options.overwrite ?? false,
+            contentType: this.options.contentType,
+          }),
+        this.retry,
+      );
+      this.sessionId = session.id;
+    }
+    const id = this.sessionId;
+    await withRetry(async () => {
+      try {
+        await this.sessions.putChunk(id, offset, data);
+      } catch (err) {
+        // An earlier attempt may have landed before its answer was lost.
+        if (err instanceof ApiError && err.code === ErrorCode.UploadOffsetMismatch) {
+          const session = await this.sessions.get(id);
+          if (session.received === offset + data.length) return;
+        }
+        throw err;
+      }
+    }, this.retry);
+  }
+
+  /** Acknowledged chunks are already held by the site; nothing more to wait for. */
+  async sync(): Promise<void> {}
+
+  async close(): Promise<void> {
+    if (this.mode !== 'write') return;
+    if (this.sessionId === undefined) {
+      // Nothing was written: the file is created empty.
+      const session = await withRetry(
+        () => this.sessions.create({ path: this.path, size: 0, overwrite: this.options.overwrite ?? false }),
+        this.retry,
+      );
+      this.sessionId = session.id;
+    }
+    const id = this.sessionId;
+    this.sessionId = undefined;
+    await this.sessions.complete(id);
+  }
+
+  async abort(): Promise<void> {
+    const id = this.sessionId;
+    this.sessionId = undefined;
+    if (id !== undefined) await this.sessions.abort(id);
+  }
+}

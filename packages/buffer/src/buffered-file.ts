@@ -379,6 +379,12 @@ export class BufferedFile {
 
   private async copyFromWindows(offset: number, length: number): Promise<Uint8Array> {
     const end = offset + length;
+    const single = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
+    if (single) {
+      // Inside one window: a view, no copy (the window's bytes are never changed once fetched).
+      const data = await single.result;
+      return data.subarray(offset - single.start, Math.min(end - single.start, data.length));
+    }
     const out = Buffer.allocUnsafe(length);
     let filled = 0;
     for (const window of this.windows) {

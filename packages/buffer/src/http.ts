@@ -40,7 +40,7 @@ export class ApiConnection {
       res = await this.fetchImpl(`${this.options.baseUrl}${request.url}`, {
         method: request.method,
         headers: { authorization: `Bearer ${this.options.token}`, ...request.headers },
-        body: request.body as BodyInit | undefined,
+        body: request.body as RequestInit['body'],
         signal: request.signal,
       });
     } catch (err) {

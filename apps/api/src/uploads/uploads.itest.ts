@@ -113,7 +113,7 @@ describe('resumable upload sessions', () => {
       expect(mismatch.details).toEqual({ received: ['1000'] });
       const damaged = Buffer.from(bytes.subarray(1000, 2000));
       const checksum = sha256(damaged);
-      damaged[10] ^= 0xff;
+      damaged.writeUInt8(damaged.readUInt8(10) ^ 0xff, 10);
       expectError(
         await putChunk(alice.client, session.id, 1000, damaged, checksum),
         422,
@@ -295,7 +295,7 @@ describe('resumable upload sessions', () => {
           if (init?.method === 'PUT' && init.body instanceof Uint8Array && corrupted < 2) {
             corrupted++;
             const damaged = Buffer.from(init.body);
-            damaged[damaged.length >> 1] ^= 0x40;
+            damaged.writeUInt8(damaged.readUInt8(damaged.length >> 1) ^ 0x40, damaged.length >> 1);
             return fetch(input, { ...init, body: damaged });
           }
           return fetch(input, init);

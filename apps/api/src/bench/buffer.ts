@@ -1,0 +1,313 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { ApiConnection, ApiRemoteFile, BufferedFile, type RemoteFile } from '@tributary/buffer';
+import { BenchClient, httpTransport } from './client';
+import { startDelayProxyThread } from './delay-proxy';
+import { localSite, remoteSite, type BenchSite } from './site';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const BLOCKS = [
+  { key: '4k', bytes: 4 * KiB },
+  { key: '64k', bytes: 64 * KiB },
+  { key: '1m', bytes: 1 * MiB },
+] as const;
+const MODES = ['unbuffered', 'fixed', 'adaptive'] as const;
+type BufferMode = (typeof MODES)[number];
+
+const USAGE = `npm run bench:buffer -- [options]
+
+Sequential reads and writes through the advance buffer against a real API behind a TCP proxy that
+adds a round-trip time, at application block sizes 4 KiB, 64 KiB and 1 MiB: remote requests per
+MiB and MiB/s for unbuffered access, the seed's fixed buffer and the adaptive buffer, and a direct
+whole-file GET/PUT (the seed's pget/pput) as the baseline; then random 4 KiB reads, adaptive
+against unbuffered. Without TRIBUTARY_URL it starts a site of its own (removed at the end).
+
+  --json              print one JSON object, nothing else on stdout
+  --rtt-ms N          added round-trip time (default 10)
+  --size-mib N        file size for buffered and direct runs (default 256)
+  --unbuffered-mib N  unbuffered runs cover this prefix only (default 8; at 4 KiB and 10 ms one
+                      request per block would take minutes for 256 MiB); rates are per MiB
+  --buffer-mib N      fixed buffer size, and the adaptive buffer's largest window (default 8)
+  --random-reads N    random 4 KiB reads per mode (default 200)
+
+Environment: TRIBUTARY_URL and TRIBUTARY_TOKEN (a write-scope token) to measure an existing site.`;
+
+interface Options {
+  json: boolean;
+  rttMs: number;
+  sizeMiB: number;
+  unbufferedMiB: number;
+  bufferMiB: number;
+  randomReads: number;
+}
+
+interface Measure {
+  mib: number;
+  seconds: number;
+  requests: number;
+}
+
+interface Rates {
+  mib: number;
+  seconds: number;
+  requests_per_mib: number;
+  mib_per_s: number;
+}
+
+const rates = (m: Measure): Rates => ({
+  mib: m.mib,
+  seconds: round(m.seconds, 3),
+  requests_per_mib: round(m.requests / m.mib, 2),
+  mib_per_s: round(m.mib / m.seconds, 1),
+});
+const round = (n: number, digits: number): number => Number(n.toFixed(digits));
+
+function parseOptions(argv: string[]): Options | null {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      json: { type: 'boolean', default: false },
+      'rtt-ms': { type: 'string', default: '10' },
+      'size-mib': { type: 'string', default: '256' },
+      'unbuffered-mib': { type: 'string', default: '8' },
+      'buffer-mib': { type: 'string', default: '8' },
+      'random-reads': { type: 'string', default: '200' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) return null;
+  const positive = (name: string, value: string, allowZero = false): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0))
+      throw new Error(`--${name} must be a positive number`);
+    return n;
+  };
+  const sizeMiB = Math.floor(positive('size-mib', values['size-mib']));
+  return {
+    json: values.json,
+    rttMs: positive('rtt-ms', values['rtt-ms'], true),
+    sizeMiB,
+    unbufferedMiB: Math.min(sizeMiB, Math.floor(positive('unbuffered-mib', values['unbuffered-mib']))),
+    bufferMiB: positive('buffer-mib', values['buffer-mib']),
+    randomReads: Math.floor(positive('random-reads', values['random-reads'])),
+  };
+}
+
+/** Distinct pseudo-random content, quick to make: one random block, stamped per copy. */
+function makeContent(bytes: number): Buffer {
+  const block = randomBytes(4 * MiB);
+  const out = Buffer.allocUnsafe(bytes);
+  for (let offset = 0, n = 0; offset < bytes; offset += block.length, n++) {
+    block.writeUInt32BE(n, 0);
+    block.copy(out, offset, 0, Math.min(block.length, bytes - offset));
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  if (!options) {
+    console.log(USAGE);
+    return;
+  }
+  const log = (line: string): void => {
+    (options.json ? process.stderr : process.stdout).write(line + '\n');
+  };
+  const url = process.env.TRIBUTARY_URL;
+  const envToken = process.env.TRIBUTARY_TOKEN;
+  if (url && !envToken) throw new Error('TRIBUTARY_URL needs TRIBUTARY_TOKEN (a token with write scope)');
+  const site: BenchSite = url && envToken ? await remoteSite(url, envToken) : await localSite('thread');
+  const upstream = new URL(site.baseUrl);
+  const proxy = await startDelayProxyThread(
+    { host: upstream.hostname, port: Number(upstream.port || 80) },
+    options.rttMs,
+  );
+  try {
+    const transport = httpTransport(site.baseUrl, 4);
+    const token =
+      site.token ??
+      (site.admin &&
+        (await BenchClient.createWriteToken(transport, site.admin.username, site.admin.password)));
+    if (!token) throw new Error('no token');
+    const bench = new BenchClient(transport, token);
+    const base = `${await bench.homePath()}/bench-buffer-${Date.now().toString(36)}`;
+    await bench.makeCollection(base);
+
+    let requests = 0;
+    const api = new ApiConnection({
+      baseUrl: proxy.url,
+      token,
+      fetch: (input, init) => {
+        requests++;
+        return fetch(input, init);
+      },
+    });
+    const bufferBytes = options.bufferMiB * MiB;
+    const prefixNote = (mode: BufferMode): string =>
+      mode === 'unbuffered' ? `   (first ${options.unbufferedMiB} MiB)` : '';
+    const size = options.sizeMiB * MiB;
+    const prefix = options.unbufferedMiB * MiB;
+    log(`site: ${site.description}`);
+    log(
+      `added round-trip time ${options.rttMs} ms (TCP proxy); file ${options.sizeMiB} MiB; ` +
+        `unbuffered runs on the first ${options.unbufferedMiB} MiB only (rates are per MiB); ` +
+        `fixed buffer ${options.bufferMiB} MiB, adaptive windows and parts up to ${options.bufferMiB} MiB`,
+    );
+    const content = makeContent(size);
+    const readPath = `${base}/read.bin`;
+    await bench.put(readPath, { kind: 'bytes', data: content });
+
+    const measure = async (mib: number, run: () => Promise<void>): Promise<Measure> => {
+      requests = 0;
+      const started = performance.now();
+      await run();
+      return { mib, seconds: (performance.now() - started) / 1000, requests };
+    };
+    const wrap = (remote: RemoteFile, mode: BufferMode): Pick<RemoteFile, 'read' | 'write' | 'close'> =>
+      mode === 'unbuffered'
+        ? remote
+        : new BufferedFile(remote, mode === 'fixed' ? { mode: 'fixed', bufferBytes } : { bufferBytes });
+
+    /** Flushes dirty pages of earlier writes, so each write run starts from the same state. */
+    const settle = (): void => {
+      if (!site.token) execFileSync('sync');
+    };
+    const readRun = (mode: BufferMode, blockBytes: number): Promise<Measure> => {
+      const bytes = mode === 'unbuffered' ? prefix : size;
+      return measure(bytes / MiB, async () => {
+        const file = wrap(await ApiRemoteFile.openForRead(api, readPath), mode);
+        for (let offset = 0; offset < bytes; offset += blockBytes) {
+          const data = await file.read(offset, Math.min(blockBytes, bytes - offset));
+          if (data.length !== Math.min(blockBytes, bytes - offset))
+            throw new Error(`short read at ${offset}`);
+        }
+        await file.close();
+      });
+    };
+    const writeRun = (mode: BufferMode, blockKey: string, blockBytes: number): Promise<Measure> => {
+      const bytes = mode === 'unbuffered' ? prefix : size;
+      settle();
+      return measure(bytes / MiB, async () => {
+        const file = wrap(ApiRemoteFile.openForWrite(api, `${base}/write-${blockKey}-${mode}.bin`), mode);
+        for (let offset = 0; offset < bytes; offset += blockBytes) {
+          await file.write(offset, content.subarray(offset, Math.min(offset + blockBytes, bytes)));
+        }
+        await file.close(); // committed: the object exists when this returns
+      });
+    };
+
+    // Reads first (they leave no dirty pages behind), each block size after a direct GET baseline.
+    const directRead = await measure(options.sizeMiB, async () => {
+      const res = await api.send({ method: 'GET', url: `/api/v1/data?path=${encodeURIComponent(readPath)}` });
+      let got = 0;
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) got += chunk.length;
+      if (got !== size) throw new Error(`direct read got ${got} bytes`);
+    });
+    log(`direct read (pget, one GET): ${fmt(rates(directRead))}`);
+    const read: Record<string, Record<BufferMode, Rates>> = {};
+    for (const block of BLOCKS) {
+      read[block.key] = {} as Record<BufferMode, Rates>;
+      for (const mode of MODES) {
+        read[block.key]![mode] = rates(await readRun(mode, block.bytes));
+        log(
+          `read  ${block.key.padStart(3)} ${mode.padEnd(10)} ${fmt(read[block.key]![mode])}${prefixNote(mode)}`,
+        );
+      }
+    }
+    settle();
+    const directWrite = await measure(options.sizeMiB, async () => {
+      await api.send({
+        method: 'PUT',
+        url: `/api/v1/data?path=${encodeURIComponent(`${base}/direct.bin`)}`,
+        headers: { 'content-type': 'application/octet-stream' },
+        body: content,
+      });
+    });
+    log(`direct write (pput, one PUT): ${fmt(rates(directWrite))}`);
+    const write: Record<string, Record<BufferMode, Rates>> = {};
+    for (const block of BLOCKS) {
+      write[block.key] = {} as Record<BufferMode, Rates>;
+      for (const mode of MODES) {
+        write[block.key]![mode] = rates(await writeRun(mode, block.key, block.bytes));
+        log(
+          `write ${block.key.padStart(3)} ${mode.padEnd(10)} ${fmt(write[block.key]![mode])}${prefixNote(mode)}`,
+        );
+      }
+    }
+
+    // Random 4 KiB reads over the whole file: the adaptive buffer must not cost more than unbuffered.
+    let seed = 12345;
+    const offsets = Array.from({ length: options.randomReads }, () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return Math.floor((seed / 2 ** 31) * (size - 4 * KiB));
+    });
+    const randomRun = async (mode: BufferMode, part: number[]): Promise<Measure> =>
+      measure((part.length * 4 * KiB) / MiB, async () => {
+        const file = wrap(await ApiRemoteFile.openForRead(api, readPath), mode);
+        for (const offset of part) await file.read(offset, 4 * KiB);
+        await file.close();
+      });
+    // Alternate halves so drift in the machine's speed hits both modes alike.
+    const half = Math.ceil(offsets.length / 2);
+    const runs = { unbuffered: [] as Measure[], adaptive: [] as Measure[] };
+    for (const part of [offsets.slice(0, half), offsets.slice(half)]) {
+      runs.unbuffered.push(await randomRun('unbuffered', part));
+      runs.adaptive.push(await randomRun('adaptive', part));
+    }
+    const sum = (ms: Measure[]): Measure => ({
+      mib: ms.reduce((a, m) => a + m.mib, 0),
+      seconds: ms.reduce((a, m) => a + m.seconds, 0),
+      requests: ms.reduce((a, m) => a + m.requests, 0),
+    });
+    const random = { unbuffered: rates(sum(runs.unbuffered)), adaptive: rates(sum(runs.adaptive)) };
+    const slowdown = sum(runs.adaptive).seconds / sum(runs.unbuffered).seconds - 1;
+    log(
+      `random 4k (${options.randomReads} reads): unbuffered ${fmt(random.unbuffered)}   adaptive ${fmt(random.adaptive)}   ` +
+        `adaptive ${slowdown >= 0 ? 'slower' : 'faster'} by ${Math.abs(slowdown * 100).toFixed(1)}%`,
+    );
+
+    const direct = { read: rates(directRead), write: rates(directWrite) };
+    const ratio = (a: Rates, b: Rates): number => round(a.mib_per_s / b.mib_per_s, 3);
+    const summary = {
+      read_4k_adaptive_vs_direct: ratio(read['4k']!.adaptive, direct.read),
+      write_4k_adaptive_vs_direct: ratio(write['4k']!.adaptive, direct.write),
+      read_4k_fixed_vs_direct: ratio(read['4k']!.fixed, direct.read),
+      write_4k_fixed_vs_direct: ratio(write['4k']!.fixed, direct.write),
+      random_4k_adaptive_slowdown_vs_unbuffered: round(slowdown, 3),
+    };
+    log(
+      `4k adaptive vs direct: read ${summary.read_4k_adaptive_vs_direct} (goal >= 0.8), ` +
+        `write ${summary.write_4k_adaptive_vs_direct} (goal >= 0.7); fixed: read ${summary.read_4k_fixed_vs_direct}, ` +
+        `write ${summary.write_4k_fixed_vs_direct}; random slowdown ${(slowdown * 100).toFixed(1)}% (goal <= 5%)`,
+    );
+    if (options.json) {
+      console.log(
+        JSON.stringify({
+          ...summary,
+          rtt_ms: options.rttMs,
+          size_mib: options.sizeMiB,
+          unbuffered_prefix_mib: options.unbufferedMiB,
+          buffer_mib: options.bufferMiB,
+          direct,
+          read,
+          write,
+          random_4k: { reads: options.randomReads, ...random },
+        }),
+      );
+    }
+  } finally {
+    await proxy.close();
+    await site.close();
+  }
+}
+
+const fmt = (r: Rates): string =>
+  `${r.mib_per_s.toFixed(1).padStart(7)} MiB/s ${r.requests_per_mib.toFixed(2).padStart(8)} req/MiB`;
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exitCode = 1;
+});

@@ -21,6 +21,7 @@ export interface ApiRemoteFileOptions {
 export class ApiRemoteFile implements RemoteFile {
   private readonly sessions: UploadSessionClient;
   private sessionId: string | undefined;
+  private sessionReady: Promise<string> | undefined;
   private readonly retry: RetryPolicy;
 
   private constructor(
@@ -79,19 +80,17 @@ export class ApiRemoteFile implements RemoteFile {
 
   async write(offset: number, data: Uint8Array): Promise<void> {
     if (this.mode !== 'write') throw new Error(`${this.path} is open for reading`);
-    if (this.sessionId === undefined) {
-      const session = await withRetry(
-        () =>
-          this.sessions.create({
-            path: this.path,
-            overwrite: this.options.overwrite ?? false,
-            contentType: this.options.contentType,
-          }),
-        this.retry,
-      );
-      this.sessionId = session.id;
-    }
-    const id = this.sessionId;
+    // Parts may be sent concurrently: the first one opens the session, the others wait for it.
+    this.sessionReady ??= withRetry(
+      () =>
+        this.sessions.create({
+          path: this.path,
+          overwrite: this.options.overwrite ?? false,
+          contentType: this.options.contentType,
+        }),
+      this.retry,
+    ).then((session) => (this.sessionId = session.id));
+    const id = await this.sessionReady;
     await withRetry(async () => {
       try {
         await this.sessions.putChunk(id, offset, data);
@@ -99,7 +98,7 @@ export class ApiRemoteFile implements RemoteFile {
         // An earlier attempt may have landed before its answer was lost.
         if (err instanceof ApiError && err.code === ErrorCode.UploadOffsetMismatch) {
           const session = await this.sessions.get(id);
-          if (session.received === offset + data.length) return;
+          if (session.received >= offset + data.length) return;
         }
         throw err;
       }
@@ -111,6 +110,7 @@ export class ApiRemoteFile implements RemoteFile {
 
   async close(): Promise<void> {
     if (this.mode !== 'write') return;
+    if (this.sessionReady) await this.sessionReady;
     if (this.sessionId === undefined) {
       // Nothing was written: the file is created empty.
       const session = await withRetry(
@@ -121,10 +121,13 @@ export class ApiRemoteFile implements RemoteFile {
     }
     const id = this.sessionId;
     this.sessionId = undefined;
+    this.sessionReady = undefined;
     await this.sessions.complete(id);
   }
 
   async abort(): Promise<void> {
+    await this.sessionReady?.catch(() => undefined);
+    this.sessionReady = undefined;
     const id = this.sessionId;
     this.sessionId = undefined;
     if (id !== undefined) await this.sessions.abort(id);

@@ -216,6 +216,17 @@ describe('adaptive buffer', () => {
     expect(file.state.heldBytes).toBe(0);
   });
 
+  it('keeps up to writesInFlight parts on the way, issued in order', async () => {
+    const data = patternBytes(4 * MiB);
+    const remote = new FakeRemoteFile(Buffer.alloc(0), 5);
+    const file = new BufferedFile(remote, { ...adaptive, minBufferBytes: 1 * MiB, writesInFlight: 2 });
+    await writeAll(file, data, 64 * KiB);
+    await file.close();
+    expect(remote.maxInFlight).toBe(2);
+    expect(remote.writes().map((w) => w.offset)).toEqual([0, 1, 2, 3].map((i) => i * MiB));
+    expect(remote.durable.equals(data)).toBe(true);
+  });
+
   it('never returns stale bytes: a write drops read-ahead in flight, a read waits for write-behind', async () => {
     const content = patternBytes(4 * MiB);
     const remote = new FakeRemoteFile(content, 3);

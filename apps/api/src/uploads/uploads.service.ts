@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -23,6 +24,8 @@ import { UploadsRepository, type UploadSessionRecord } from './uploads.repositor
 
 /** How long a session may sit between chunks before it is swept. */
 export const UPLOAD_SESSION_TTL_MS = 24 * 60 * 60 * 1000;
+/** How long a chunk that arrived ahead of its predecessor waits for it. */
+const CHUNK_WAIT_MS = 10_000;
 
 export interface ChunkOptions {
   offset: number;
@@ -44,6 +47,8 @@ export class UploadsService implements OnModuleInit {
   private readonly dir: string;
   /** Sessions with a chunk or a completion in progress in this process. */
   private readonly busy = new Set<string>();
+  /** Emits a session's id whenever a request on it ends. */
+  private readonly progress = new EventEmitter().setMaxListeners(0);
 
   constructor(
     private readonly repo: UploadsRepository,
@@ -106,7 +111,7 @@ export class UploadsService implements OnModuleInit {
     body: Readable,
     options: ChunkOptions,
   ): Promise<UploadSessionDto> {
-    const session = await this.load(principal, id);
+    const session = await this.waitForTurn(principal, id, options.offset);
     const received = Number(session.received);
     if (options.offset !== received) {
       throw new DomainError(
@@ -119,7 +124,7 @@ export class UploadsService implements OnModuleInit {
     if (options.contentLength !== undefined && received + options.contentLength > limit) {
       throw this.tooLarge(session);
     }
-    return this.exclusive(id, async () => {
+    return this.exclusive(id, session, async () => {
       const file = this.file(id);
       // Bytes past `received` are leftovers of an interrupted chunk.
       await fs.truncate(file, received);
@@ -191,7 +196,7 @@ export class UploadsService implements OnModuleInit {
         'the sha256 sent differs from the one given when the session was created',
       );
     }
-    return this.exclusive(id, async () => {
+    return this.exclusive(id, session, async () => {
       let entry: EntryDto;
       try {
         entry = await this.data.upload(principal, session.path, createReadStream(this.file(id)), {
@@ -210,8 +215,8 @@ export class UploadsService implements OnModuleInit {
   }
 
   async abort(principal: Principal, id: string): Promise<void> {
-    await this.load(principal, id);
-    if (this.busy.has(id)) throw this.busyError();
+    const session = await this.load(principal, id);
+    if (this.busy.has(id)) throw this.busyError(session);
     await this.end(id);
   }
 
@@ -262,21 +267,49 @@ export class UploadsService implements OnModuleInit {
     await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
   }
 
-  /** Runs `op` as the only writer of the session in this process. */
-  private async exclusive<T>(id: string, op: () => Promise<T>): Promise<T> {
-    if (this.busy.has(id)) throw this.busyError();
+  /**
+   * The session once a chunk at `offset` may be written: a client may send the next chunk before
+   * the previous one is acknowledged (to hide the round trip), so a chunk that starts past what
+   * the session holds waits up to CHUNK_WAIT_MS for the earlier ones, then answers 409.
+   */
+  private async waitForTurn(principal: Principal, id: string, offset: number): Promise<UploadSessionRecord> {
+    const deadline = Date.now() + CHUNK_WAIT_MS;
+    for (;;) {
+      const session = await this.load(principal, id);
+      const received = Number(session.received);
+      const waiting = offset > received || (offset === received && this.busy.has(id));
+      if (!waiting || Date.now() >= deadline) return session;
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          this.progress.off(id, done);
+          resolve();
+        };
+        // Woken by the end of a request on this session; the timer re-checks the catalog
+        // (another process may serve the session).
+        const timer = setTimeout(done, Math.max(1, Math.min(250, deadline - Date.now())));
+        this.progress.on(id, done);
+      });
+    }
+  }
+
+  /** Runs `op` as the only writer of the session in this process; wakes chunks waiting their turn. */
+  private async exclusive<T>(id: string, session: UploadSessionRecord, op: () => Promise<T>): Promise<T> {
+    if (this.busy.has(id)) throw this.busyError(session);
     this.busy.add(id);
     try {
       return await op();
     } finally {
       this.busy.delete(id);
+      this.progress.emit(id);
     }
   }
 
-  private busyError(): DomainError {
+  private busyError(session: UploadSessionRecord): DomainError {
     return new DomainError(
       ErrorCode.UploadOffsetMismatch,
       'another request is writing to this upload session; wait for it, then ask for the session',
+      { received: [String(session.received)] },
     );
   }
 

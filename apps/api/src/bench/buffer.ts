@@ -2,7 +2,13 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { ApiConnection, ApiRemoteFile, BufferedFile, type RemoteFile } from '@tributary/buffer';
+import {
+  ApiConnection,
+  ApiRemoteFile,
+  BufferedFile,
+  DEFAULT_BUFFER_OPTIONS,
+  type RemoteFile,
+} from '@tributary/buffer';
 import { BenchClient, httpTransport } from './client';
 import { startDelayProxyThread } from './delay-proxy';
 import { localSite, remoteSite, type BenchSite } from './site';
@@ -30,7 +36,8 @@ against unbuffered. Without TRIBUTARY_URL it starts a site of its own (removed a
   --size-mib N        file size for buffered and direct runs (default 256)
   --unbuffered-mib N  unbuffered runs cover this prefix only (default 8; at 4 KiB and 10 ms one
                       request per block would take minutes for 256 MiB); rates are per MiB
-  --buffer-mib N      fixed buffer size, and the adaptive buffer's largest window (default 8)
+  --fixed-mib N       the seed's fixed buffer size (default 8)
+  --adaptive-mib N    the adaptive buffer's largest window and part (default 32, the library's)
   --random-reads N    random 4 KiB reads per mode (default 200)
 
 Environment: TRIBUTARY_URL and TRIBUTARY_TOKEN (a write-scope token) to measure an existing site.`;
@@ -40,7 +47,8 @@ interface Options {
   rttMs: number;
   sizeMiB: number;
   unbufferedMiB: number;
-  bufferMiB: number;
+  fixedMiB: number;
+  adaptiveMiB: number;
   randomReads: number;
 }
 
@@ -73,7 +81,8 @@ function parseOptions(argv: string[]): Options | null {
       'rtt-ms': { type: 'string', default: '10' },
       'size-mib': { type: 'string', default: '256' },
       'unbuffered-mib': { type: 'string', default: '8' },
-      'buffer-mib': { type: 'string', default: '8' },
+      'fixed-mib': { type: 'string', default: '8' },
+      'adaptive-mib': { type: 'string', default: String(DEFAULT_BUFFER_OPTIONS.bufferBytes / MiB) },
       'random-reads': { type: 'string', default: '200' },
       help: { type: 'boolean', default: false },
     },
@@ -91,7 +100,8 @@ function parseOptions(argv: string[]): Options | null {
     rttMs: positive('rtt-ms', values['rtt-ms'], true),
     sizeMiB,
     unbufferedMiB: Math.min(sizeMiB, Math.floor(positive('unbuffered-mib', values['unbuffered-mib']))),
-    bufferMiB: positive('buffer-mib', values['buffer-mib']),
+    fixedMiB: positive('fixed-mib', values['fixed-mib']),
+    adaptiveMiB: positive('adaptive-mib', values['adaptive-mib']),
     randomReads: Math.floor(positive('random-reads', values['random-reads'])),
   };
 }
@@ -145,7 +155,8 @@ async function main(): Promise<void> {
         return fetch(input, init);
       },
     });
-    const bufferBytes = options.bufferMiB * MiB;
+    const fixedBytes = options.fixedMiB * MiB;
+    const adaptiveBytes = options.adaptiveMiB * MiB;
     const prefixNote = (mode: BufferMode): string =>
       mode === 'unbuffered' ? `   (first ${options.unbufferedMiB} MiB)` : '';
     const size = options.sizeMiB * MiB;
@@ -154,7 +165,7 @@ async function main(): Promise<void> {
     log(
       `added round-trip time ${options.rttMs} ms (TCP proxy); file ${options.sizeMiB} MiB; ` +
         `unbuffered runs on the first ${options.unbufferedMiB} MiB only (rates are per MiB); ` +
-        `fixed buffer ${options.bufferMiB} MiB, adaptive windows and parts up to ${options.bufferMiB} MiB`,
+        `seed's fixed buffer ${options.fixedMiB} MiB, adaptive windows and parts up to ${options.adaptiveMiB} MiB`,
     );
     const content = makeContent(size);
     const readPath = `${base}/read.bin`;
@@ -169,7 +180,10 @@ async function main(): Promise<void> {
     const wrap = (remote: RemoteFile, mode: BufferMode): Pick<RemoteFile, 'read' | 'write' | 'close'> =>
       mode === 'unbuffered'
         ? remote
-        : new BufferedFile(remote, mode === 'fixed' ? { mode: 'fixed', bufferBytes } : { bufferBytes });
+        : new BufferedFile(
+            remote,
+            mode === 'fixed' ? { mode: 'fixed', bufferBytes: fixedBytes } : { bufferBytes: adaptiveBytes },
+          );
 
     /** Flushes dirty pages of earlier writes, so each write run starts from the same state. */
     const settle = (): void => {
@@ -290,7 +304,8 @@ async function main(): Promise<void> {
           rtt_ms: options.rttMs,
           size_mib: options.sizeMiB,
           unbuffered_prefix_mib: options.unbufferedMiB,
-          buffer_mib: options.bufferMiB,
+          fixed_buffer_mib: options.fixedMiB,
+          adaptive_max_mib: options.adaptiveMiB,
           direct,
           read,
           write,

@@ -3,6 +3,8 @@ import type { RemoteFile } from './remote-file';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
+/** How much each next window or part grows while access stays sequential (128 KiB to 32 MiB in 4 steps). */
+const GROWTH = 4;
 
 /**
  * `fixed` is the seed's advance buffer (PetaShare, section 4): one block of `bufferBytes`, filled
@@ -264,7 +266,7 @@ export class BufferedFile {
     part.length += data.length;
     if (part.length === part.buf.length) {
       this.enqueuePart();
-      this.partBytes = Math.min(this.partBytes * 2, this.opts.bufferBytes);
+      this.partBytes = Math.min(this.partBytes * GROWTH, this.opts.bufferBytes);
     }
     return true;
   }
@@ -407,7 +409,8 @@ export class BufferedFile {
       if (!window) break;
       next += window.length;
       // Sequential so far: each next window is larger, up to the configured size.
-      if (this.sequentialReads >= 2) this.windowBytes = Math.min(this.windowBytes * 2, this.opts.bufferBytes);
+      if (this.sequentialReads >= 2)
+        this.windowBytes = Math.min(this.windowBytes * GROWTH, this.opts.bufferBytes);
     }
   }
 
@@ -563,7 +566,7 @@ export class BufferedFile {
       position += n;
       if (part.length === part.buf.length) {
         this.enqueuePart();
-        this.partBytes = Math.min(this.partBytes * 2, this.opts.bufferBytes);
+        this.partBytes = Math.min(this.partBytes * GROWTH, this.opts.bufferBytes);
       }
     }
   }

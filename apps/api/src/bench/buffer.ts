@@ -34,7 +34,7 @@ against unbuffered. Without TRIBUTARY_URL it starts a site of its own (removed a
   --json              print one JSON object, nothing else on stdout
   --rtt-ms N          added round-trip time (default 10)
   --size-mib N        file size for buffered and direct runs (default 256)
-  --unbuffered-mib N  unbuffered runs cover this prefix only (default 8; at 4 KiB and 10 ms one
+  --unbuffered-mib N  unbuffered runs cover this prefix only (default 4; at 4 KiB and 10 ms one
                       request per block would take minutes for 256 MiB); rates are per MiB
   --fixed-mib N       the seed's fixed buffer size (default 8)
   --adaptive-mib N    the adaptive buffer's largest window and part (default 32, the library's)
@@ -80,7 +80,7 @@ function parseOptions(argv: string[]): Options | null {
       json: { type: 'boolean', default: false },
       'rtt-ms': { type: 'string', default: '10' },
       'size-mib': { type: 'string', default: '256' },
-      'unbuffered-mib': { type: 'string', default: '8' },
+      'unbuffered-mib': { type: 'string', default: '4' },
       'fixed-mib': { type: 'string', default: '8' },
       'adaptive-mib': { type: 'string', default: String(DEFAULT_BUFFER_OPTIONS.bufferBytes / MiB) },
       'random-reads': { type: 'string', default: '200' },

@@ -56,6 +56,8 @@ interface Measure {
   mib: number;
   seconds: number;
   requests: number;
+  /** Writes: the part of `seconds` spent in close (the last parts, then the commit at the site). */
+  closeSeconds?: number;
 }
 
 interface Rates {
@@ -63,6 +65,7 @@ interface Rates {
   seconds: number;
   requests_per_mib: number;
   mib_per_s: number;
+  close_seconds?: number;
 }
 
 const rates = (m: Measure): Rates => ({
@@ -70,6 +73,7 @@ const rates = (m: Measure): Rates => ({
   seconds: round(m.seconds, 3),
   requests_per_mib: round(m.requests / m.mib, 2),
   mib_per_s: round(m.mib / m.seconds, 1),
+  ...(m.closeSeconds !== undefined ? { close_seconds: round(m.closeSeconds, 3) } : {}),
 });
 const round = (n: number, digits: number): number => Number(n.toFixed(digits));
 
@@ -201,16 +205,19 @@ async function main(): Promise<void> {
         await file.close();
       });
     };
-    const writeRun = (mode: BufferMode, blockKey: string, blockBytes: number): Promise<Measure> => {
+    const writeRun = async (mode: BufferMode, blockKey: string, blockBytes: number): Promise<Measure> => {
       const bytes = mode === 'unbuffered' ? prefix : size;
       settle();
-      return measure(bytes / MiB, async () => {
+      let closeStarted = 0;
+      const measured = await measure(bytes / MiB, async () => {
         const file = wrap(ApiRemoteFile.openForWrite(api, `${base}/write-${blockKey}-${mode}.bin`), mode);
         for (let offset = 0; offset < bytes; offset += blockBytes) {
           await file.write(offset, content.subarray(offset, Math.min(offset + blockBytes, bytes)));
         }
+        closeStarted = performance.now();
         await file.close(); // committed: the object exists when this returns
       });
+      return { ...measured, closeSeconds: (performance.now() - closeStarted) / 1000 };
     };
 
     // Reads first (they leave no dirty pages behind), each block size after a direct GET baseline.
@@ -247,7 +254,8 @@ async function main(): Promise<void> {
       for (const mode of MODES) {
         write[block.key]![mode] = rates(await writeRun(mode, block.key, block.bytes));
         log(
-          `write ${block.key.padStart(3)} ${mode.padEnd(10)} ${fmt(write[block.key]![mode])}${prefixNote(mode)}`,
+          `write ${block.key.padStart(3)} ${mode.padEnd(10)} ${fmt(write[block.key]![mode])}` +
+            `   close ${write[block.key]![mode].close_seconds?.toFixed(2)} s${prefixNote(mode)}`,
         );
       }
     }

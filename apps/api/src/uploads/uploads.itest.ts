@@ -212,6 +212,16 @@ describe('resumable upload sessions', () => {
         401,
         ErrorCode.Unauthenticated,
       );
+      // A chunk sent as JSON is parsed by the JSON body parser, not stored: refused, never a 500.
+      const asJson = await alice.client.request('PUT', `/api/v1/uploads/${session.id}`, {
+        query: { offset: 0 },
+        headers: { 'content-type': 'application/json' },
+        body: '{"a":1}',
+      });
+      expect(asJson.status).toBeGreaterThanOrEqual(400);
+      expect(asJson.status).toBeLessThan(500);
+      const after = await alice.client.get<UploadSessionDto>(`/api/v1/uploads/${session.id}`);
+      expect(after.body.received).toBe(0);
     });
 
     it('overwrite replaces the bytes as a new version; abort and expiry end a session', async () => {

@@ -289,6 +289,8 @@ describe('adaptive buffer', () => {
     expect(remote.aborted).toBe(true);
     expect(remote.closed).toBe(false);
     await expect(file.read(0, 1)).rejects.toBeInstanceOf(FileClosedError);
+    await file.close(); // nothing more happens
+    expect(remote.calls.filter((c) => c.op === 'abort' || c.op === 'close')).toEqual([{ op: 'abort' }]);
   });
 
   it('a failed window fails the read that needs it; the next read fetches again', async () => {

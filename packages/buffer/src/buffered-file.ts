@@ -216,10 +216,12 @@ export class BufferedFile {
   /**
    * Sends everything, closes the remote file (committing what was written) and releases the
    * buffer's memory. When a write failed, the remote file is aborted instead of committed and the
-   * failure is thrown.
+   * failure is thrown. A second close does nothing.
    */
   close(): Promise<void> {
     return this.serial(async () => {
+      // Closing twice must not commit twice.
+      if (this.closed) return;
       this.closed = true;
       try {
         await this.synchroniseAndReport();

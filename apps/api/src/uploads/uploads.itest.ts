@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -21,6 +21,7 @@ import {
   type TestSite,
   type TestUser,
 } from '../test/test-site';
+import { UploadsService } from './uploads.service';
 
 const MiB = 1024 * 1024;
 const sha256 = (data: Buffer | Uint8Array): string => createHash('sha256').update(data).digest('hex');
@@ -222,6 +223,18 @@ describe('resumable upload sessions', () => {
       expect(asJson.status).toBeLessThan(500);
       const after = await alice.client.get<UploadSessionDto>(`/api/v1/uploads/${session.id}`);
       expect(after.body.received).toBe(0);
+    });
+
+    it('a restart keeps live sessions and removes files that have no session', async () => {
+      const { body: session } = await create(alice.client, { path: `${dir}/${uniqueName('restart')}` });
+      expectStatus(await putChunk(alice.client, session.id, 0, Buffer.from('kept')), 200);
+      const stray = path.join(site.config.storageRoot, '.uploads', 'stray-leftover');
+      await writeFile(stray, 'x');
+      await site.siteApp.app.get(UploadsService).onModuleInit();
+      expect(await sessionFiles()).toContain(session.id);
+      expect(await sessionFiles()).not.toContain('stray-leftover');
+      const state = await alice.client.get<UploadSessionDto>(`/api/v1/uploads/${session.id}`);
+      expect(state.body.received).toBe(4);
     });
 
     it('overwrite replaces the bytes as a new version; abort and expiry end a session', async () => {

@@ -51,6 +51,16 @@ export class UploadsRepository {
     return count === 1;
   }
 
+  /** Which of `ids` still have a session row. */
+  async existing(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.prisma.uploadSession.findMany({
+      where: { id: { in: ids } },
+      select: { id: true },
+    });
+    return new Set(rows.map((r) => r.id));
+  }
+
   async delete(id: string): Promise<void> {
     await this.prisma.uploadSession.deleteMany({ where: { id } });
   }

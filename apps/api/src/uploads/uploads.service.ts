@@ -62,6 +62,10 @@ export class UploadsService implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     await fs.mkdir(this.dir, { recursive: true });
+    // Files without a session row are leftovers of a crash between creating one and the other.
+    const files = await fs.readdir(this.dir);
+    const live = await this.repo.existing(files);
+    for (const name of files) if (!live.has(name)) await fs.rm(path.join(this.dir, name), { force: true });
   }
 
   async create(principal: Principal, request: CreateUploadRequest): Promise<UploadSessionDto> {

@@ -20,6 +20,9 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
     }),
   ],
   resolve: {
-    alias: { '@tributary/shared': path.resolve(__dirname, 'packages/shared/src/index.ts') },
+    alias: {
+      '@tributary/shared': path.resolve(__dirname, 'packages/shared/src/index.ts'),
+      '@tributary/replication': path.resolve(__dirname, 'packages/replication/src/index.ts'),
+    },
   },
 };

@@ -100,6 +100,7 @@ export class ReplicationEngine {
   private cycleInFlight: Promise<CycleReport> | undefined;
   private wake: AbortController | undefined;
   private cyclesRun = 0;
+  private readonly peerErrors = new Map<string, string>();
   /** Called after every cycle (metrics). */
   onCycle: ((report: CycleReport) => void) | undefined;
 
@@ -198,6 +199,20 @@ export class ReplicationEngine {
       this.onCycle?.(report);
     }
     return report;
+  }
+
+  /** Logs a peer's failures when they start or change, and its recovery; not every cycle. */
+  private notePeerHealth(d: DispatchResult): void {
+    const previous = this.peerErrors.get(d.peer);
+    if (d.ok) {
+      if (previous !== undefined) this.logger.log(`peer ${d.peer} is reachable again`);
+      this.peerErrors.delete(d.peer);
+      return;
+    }
+    const error = d.error ?? 'failed';
+    if (previous !== error)
+      this.logger.warn(`peer ${d.peer}: ${error}; its queue waits and is retried every cycle`);
+    this.peerErrors.set(d.peer, error);
   }
 
   /** Drops archived and fully acknowledged log entries older than the retention period. */

@@ -4,4 +4,5 @@ export * from './dto/common';
 export * from './dto/accounts';
 export * from './dto/tokens';
 export * from './dto/namespace';
+export * from './dto/replication';
 export * from './client';

@@ -1,5 +1,5 @@
 import { IncomingQueue } from './incoming-queue';
-import type { Ack, Batch, Db } from './types';
+import type { Ack, Batch, Change, Db, OriginTx } from './types';
 
 export class BatchRejectedError extends Error {}
 
@@ -16,6 +16,8 @@ export class Collector {
   }
 
   async receive(authenticatedPeer: string, batch: Batch): Promise<Ack> {
+    if (typeof batch !== 'object' || batch === null)
+      throw new BatchRejectedError('the batch must be an object');
     if (batch.origin !== authenticatedPeer) {
       throw new BatchRejectedError(
         `peer ${authenticatedPeer} sent changes of origin ${batch.origin}; a site sends only its own`,
@@ -28,14 +30,18 @@ export class Collector {
 }
 
 function validateBatch(batch: Batch): void {
+  if (typeof batch !== 'object' || batch === null)
+    throw new BatchRejectedError('the batch must be an object');
   if (!Array.isArray(batch.txs)) throw new BatchRejectedError('txs must be an array');
   let previous = 0;
-  for (const tx of batch.txs) {
+  for (const tx of batch.txs as unknown[] as Array<OriginTx | null>) {
+    if (typeof tx !== 'object' || tx === null)
+      throw new BatchRejectedError('each transaction must be an object');
     if (!Number.isSafeInteger(tx.seq) || tx.seq <= previous)
       throw new BatchRejectedError('transactions must have increasing positive integer seq');
     if (!Array.isArray(tx.changes) || tx.changes.length === 0)
       throw new BatchRejectedError(`transaction ${tx.seq} has no changes`);
-    for (const c of tx.changes) {
+    for (const c of tx.changes as unknown[] as Array<Change | null>) {
       if (
         typeof c !== 'object' ||
         c === null ||

@@ -21,7 +21,7 @@ const FAST_PATH_CHANGES = 20_000;
 
 interface ApplyStop {
   idx: number;
-  reason: 'exists' | 'missing' | 'orphan' | 'behind' | 'concurrent';
+  reason: 'exists' | 'missing' | 'orphan' | 'behind' | 'concurrent' | 'parked';
   cur_stamp: string | null;
   cur_site: string | null;
   cur_deleted: boolean | null;
@@ -79,6 +79,8 @@ export class Injector {
     let conflicts = 0;
     for (;;) {
       const client = await this.db.connect();
+      // A connection PostgreSQL ends while borrowed must not crash the process: the query fails instead.
+      client.on('error', ignoreClientError);
       try {
         await client.query('BEGIN');
         await client.query('INSERT INTO repl_peers (peer_id) VALUES ($1) ON CONFLICT (peer_id) DO NOTHING', [
@@ -133,6 +135,7 @@ export class Injector {
           .catch(() => undefined);
         return { txs, changes, conflicts, waitingOn: `error: ${message}` };
       } finally {
+        client.off('error', ignoreClientError);
         client.release();
       }
     }
@@ -189,7 +192,17 @@ export class Injector {
             : `a newer version of ${change.t} ${change.k} from ${change.bs ?? 'another site'} has not arrived yet`,
         );
       }
-      conflicts += await this.resolve(client, origin, change, stop);
+      if (stop.reason === 'parked') {
+        // An earlier change of this row is kept aside here: this one joins it.
+        await client.query(
+          `INSERT INTO repl_parked (origin, tbl, row_key, change, waiting_tbl, waiting_key)
+           SELECT $1, $2, $3, $4, waiting_tbl, waiting_key FROM repl_parked
+            WHERE tbl = $2 AND row_key = $3 ORDER BY id LIMIT 1`,
+          [origin, change.t, change.k, JSON.stringify(change)],
+        );
+      } else {
+        conflicts += await this.resolve(client, origin, change, stop);
+      }
       idx = stop.idx + 1;
     }
     return { changes: total, conflicts };
@@ -241,9 +254,18 @@ export class Injector {
       try {
         await client.query('SELECT repl_apply_forced($1, $2)', [origin, JSON.stringify(change)]);
         await client.query('RELEASE SAVEPOINT forced');
+        // A row deleted here came back: what was kept aside because it referenced it applies now.
+        if (held.deleted && change.o !== 'D') await this.unpark(client, change.t, change.k);
       } catch (err) {
         await client.query('ROLLBACK TO SAVEPOINT forced');
-        resolution += `; applying it failed (${asPgError(err).message}), the held version stays`;
+        await this.record(
+          client,
+          conflict,
+          decision.winner,
+          `${resolution}; applying it failed: ${asPgError(err).message}`,
+        );
+        // Kept aside if it references a row deleted here, waits if that row has not arrived yet.
+        return 1 + (await this.onApplyError(client, origin, change, asPgError(err)));
       }
     }
     await this.record(client, conflict, decision.winner, resolution);
@@ -272,6 +294,11 @@ export class Injector {
         );
         if (tomb.rowCount === 0) throw new Defer(`${table} ${key} has not arrived yet`);
         kind = 'parent-deleted';
+        await client.query(
+          `INSERT INTO repl_parked (origin, tbl, row_key, change, waiting_tbl, waiting_key)
+           VALUES ($1, $2, $3, $4, $5, $6)`,
+          [origin, change.t, change.k, JSON.stringify(change), table, key],
+        );
       } else {
         kind = 'delete-referenced';
       }
@@ -294,6 +321,30 @@ export class Injector {
       `refused here: ${err.message}`,
     );
     return 1;
+  }
+
+  /**
+   * Applies, in the order they came, the changes kept aside because they referenced `table` `key`
+   * (now back), and then what waited on those rows in turn. One that still fails stays kept aside.
+   */
+  private async unpark(client: pg.PoolClient, table: string, key: string, depth = 0): Promise<void> {
+    if (depth > 20) return;
+    const parked = await client.query<{ id: string; origin: string; change: Change }>(
+      `SELECT id, origin, change FROM repl_parked WHERE waiting_tbl = $1 AND waiting_key = $2 ORDER BY id`,
+      [table, key],
+    );
+    for (const p of parked.rows) {
+      await client.query('SAVEPOINT unpark');
+      try {
+        await client.query('SELECT repl_apply_forced($1, $2)', [p.origin, JSON.stringify(p.change)]);
+        await client.query('DELETE FROM repl_parked WHERE id = $1', [p.id]);
+        await client.query('RELEASE SAVEPOINT unpark');
+      } catch {
+        await client.query('ROLLBACK TO SAVEPOINT unpark');
+        continue;
+      }
+      if (p.change.o !== 'D') await this.unpark(client, p.change.t, p.change.k, depth + 1);
+    }
   }
 
   private async versionOf(
@@ -355,6 +406,10 @@ export class Injector {
       `conflict ${conflict.kind} on ${conflict.table} ${conflict.key}: ${winner} version stands (${resolution})`,
     );
   }
+}
+
+function ignoreClientError(): void {
+  // The failing query reports it.
 }
 
 function quoteIdent(name: string): string {

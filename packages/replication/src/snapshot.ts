@@ -1,4 +1,5 @@
 import { EXTRACT_LOCK, Extractor } from './extractor';
+import { ignoreClientError } from './sql';
 import type { Db } from './types';
 
 /** The order tables are loaded in, so every reference points at a row already there. */
@@ -42,6 +43,7 @@ export async function createSnapshot(
   joiningPeer: string,
 ): Promise<CatalogSnapshot> {
   const client = await db.connect();
+  client.on('error', ignoreClientError);
   try {
     // Session lock first, so the transaction's snapshot is taken after any extraction in flight.
     await client.query('SELECT pg_advisory_lock($1)', [EXTRACT_LOCK]);
@@ -88,6 +90,7 @@ export async function createSnapshot(
       await client.query('SELECT pg_advisory_unlock($1)', [EXTRACT_LOCK]).catch(() => undefined);
     }
   } finally {
+    client.off('error', ignoreClientError);
     client.release();
   }
 }
@@ -101,6 +104,7 @@ export class SnapshotRefusedError extends Error {}
  */
 export async function loadSnapshot(db: Db, snapshot: CatalogSnapshot): Promise<{ rows: number }> {
   const client = await db.connect();
+  client.on('error', ignoreClientError);
   try {
     await client.query('BEGIN');
     const existing = await client.query('SELECT 1 FROM sites LIMIT 1');
@@ -110,10 +114,10 @@ export async function loadSnapshot(db: Db, snapshot: CatalogSnapshot): Promise<{
       );
     }
     await client.query(`SELECT set_config('tributary.origin', $1, true)`, [snapshot.source]);
-    const defs = await client.query<{ name: string; insert_sql: string }>(
-      'SELECT name, insert_sql FROM repl_tables',
+    const defs = await client.query<{ name: string; bulk_insert_sql: string }>(
+      'SELECT name, bulk_insert_sql FROM repl_tables',
     );
-    const known = new Map(defs.rows.map((d) => [d.name, d.insert_sql]));
+    const known = new Map(defs.rows.map((d) => [d.name, d.bulk_insert_sql]));
     let rows = 0;
     const order = [...LOAD_ORDER, ...Object.keys(snapshot.tables).filter((t) => !LOAD_ORDER.includes(t))];
     for (const table of order) {
@@ -122,9 +126,8 @@ export async function loadSnapshot(db: Db, snapshot: CatalogSnapshot): Promise<{
       const insert = known.get(table);
       if (!insert)
         throw new SnapshotRefusedError(`the snapshot has a table this catalog does not replicate: ${table}`);
-      const bulk = insert.replace('jsonb_populate_record(', 'jsonb_populate_recordset(');
       for (let i = 0; i < data.length; i += 5000) {
-        await client.query(bulk, [JSON.stringify(data.slice(i, i + 5000))]);
+        await client.query(insert, [JSON.stringify(data.slice(i, i + 5000))]);
       }
       rows += data.length;
     }
@@ -148,6 +151,7 @@ export async function loadSnapshot(db: Db, snapshot: CatalogSnapshot): Promise<{
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
+    client.off('error', ignoreClientError);
     client.release();
   }
 }

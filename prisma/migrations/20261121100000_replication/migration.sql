@@ -13,23 +13,26 @@ CREATE TABLE "repl_tables" (
     "name" TEXT PRIMARY KEY,
     "key_column" TEXT NOT NULL,
     "local_columns" TEXT[] NOT NULL DEFAULT '{}',
+    -- References between replicated tables always point to a lower rank (or within the table).
+    "rank" INTEGER NOT NULL,
     "insert_sql" TEXT,
+    "bulk_insert_sql" TEXT,
     "update_sql" TEXT,
     "delete_sql" TEXT
 );
 
-INSERT INTO "repl_tables" ("name", "key_column", "local_columns") VALUES
-    ('sites', 'id', '{is_local}'),
-    ('storage_resources', 'id', '{}'),
-    ('users', 'id', '{}'),
-    ('project_groups', 'id', '{}'),
-    ('memberships', 'id', '{}'),
-    ('collections', 'id', '{}'),
-    ('data_objects', 'id', '{}'),
-    ('replicas', 'id', '{}'),
-    ('permissions', 'id', '{}'),
-    ('api_tokens', 'id', '{last_used_at}'),
-    ('trash_entries', 'id', '{}');
+INSERT INTO "repl_tables" ("name", "key_column", "local_columns", "rank") VALUES
+    ('sites', 'id', '{is_local}', 1),
+    ('storage_resources', 'id', '{}', 2),
+    ('project_groups', 'id', '{}', 3),
+    ('users', 'id', '{}', 4),
+    ('memberships', 'id', '{}', 5),
+    ('collections', 'id', '{}', 6),
+    ('data_objects', 'id', '{}', 7),
+    ('replicas', 'id', '{}', 8),
+    ('permissions', 'id', '{}', 9),
+    ('api_tokens', 'id', '{last_used_at}', 10),
+    ('trash_entries', 'id', '{}', 11);
 
 -- Locally originated changes not yet extracted. Ordered by id; grouped by local transaction.
 CREATE TABLE "repl_changes" (
@@ -132,6 +135,22 @@ CREATE TABLE "repl_conflicts" (
 );
 CREATE INDEX "repl_conflicts_detected_at_idx" ON "repl_conflicts" ("detected_at");
 
+-- Changes refused because a row they reference was deleted here. Kept aside, and applied if that row
+-- comes back (a later update elsewhere wins over the delete), so every site ends with the same rows.
+-- Later changes of a kept-aside row join it here instead of waiting.
+CREATE TABLE "repl_parked" (
+    "id" BIGSERIAL PRIMARY KEY,
+    "origin" TEXT NOT NULL,
+    "tbl" TEXT NOT NULL,
+    "row_key" TEXT NOT NULL,
+    "change" JSONB NOT NULL,
+    "waiting_tbl" TEXT NOT NULL,
+    "waiting_key" TEXT NOT NULL,
+    "parked_at" TIMESTAMPTZ(3) NOT NULL DEFAULT now()
+);
+CREATE INDEX "repl_parked_waiting_idx" ON "repl_parked" ("waiting_tbl", "waiting_key");
+CREATE INDEX "repl_parked_row_idx" ON "repl_parked" ("tbl", "row_key");
+
 -- Signed peer requests already seen (replay protection within the signature's time window).
 CREATE TABLE "repl_nonces" (
     "nonce" TEXT PRIMARY KEY,
@@ -161,9 +180,30 @@ DECLARE
   v_site TEXT;
   v_cur RECORD;
   v_stamp BIGINT;
+  -- TG_TABLE_NAME is of type name: compared with a text column it would defeat the index.
+  v_tbl TEXT := TG_TABLE_NAME::TEXT;
 BEGIN
-  IF NULLIF(current_setting('tributary.origin', true), '') IS NOT NULL
-     OR current_setting('tributary.capture', true) = 'off' THEN
+  IF current_setting('tributary.capture', true) = 'off' THEN
+    RETURN NULL;
+  END IF;
+  IF NULLIF(current_setting('tributary.origin', true), '') IS NOT NULL THEN
+    -- Applied for a peer: not captured. But a row removed by the cascade of a peer's delete is kept
+    -- aside (with its version), so it comes back if that delete is overruled later.
+    IF TG_OP = 'DELETE' AND NULLIF(current_setting('tributary.deleting', true), '') IS NOT NULL THEN
+      v_data := to_jsonb(OLD) - v_locals;
+      v_key := v_data ->> TG_ARGV[0];
+      IF v_tbl || ':' || v_key <> current_setting('tributary.deleting', true) THEN
+        SELECT "stamp", "site" INTO v_cur FROM "repl_versions" WHERE "tbl" = v_tbl AND "row_key" = v_key;
+        IF FOUND THEN
+          INSERT INTO "repl_parked" ("origin", "tbl", "row_key", "change", "waiting_tbl", "waiting_key")
+          VALUES (v_cur."site", v_tbl, v_key,
+                  jsonb_build_object('t', v_tbl, 'o', 'I', 'k', v_key, 'd', v_data, 's', v_cur."stamp", 'b', NULL, 'bs', NULL),
+                  split_part(current_setting('tributary.deleting', true), ':', 1),
+                  split_part(current_setting('tributary.deleting', true), ':', 2));
+          UPDATE "repl_versions" SET "deleted" = true WHERE "tbl" = v_tbl AND "row_key" = v_key;
+        END IF;
+      END IF;
+    END IF;
     RETURN NULL;
   END IF;
   IF TG_OP = 'DELETE' THEN
@@ -178,18 +218,18 @@ BEGIN
   v_key := v_data ->> TG_ARGV[0];
   v_site := repl_local_site();
   IF v_site IS NULL THEN
-    IF TG_TABLE_NAME = 'sites' AND TG_OP = 'INSERT' AND NEW."is_local" THEN
+    IF v_tbl = 'sites' AND TG_OP = 'INSERT' AND NEW."is_local" THEN
       v_site := NEW."id";
     ELSE
       RAISE EXCEPTION 'catalog has no local site yet: register the site before changing replicated tables';
     END IF;
   END IF;
-  SELECT "stamp", "site" INTO v_cur FROM "repl_versions" WHERE "tbl" = TG_TABLE_NAME AND "row_key" = v_key;
+  SELECT "stamp", "site" INTO v_cur FROM "repl_versions" WHERE "tbl" = v_tbl AND "row_key" = v_key;
   v_stamp := GREATEST((extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT, COALESCE(v_cur."stamp", 0) + 1);
   INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp", "base_stamp", "base_site")
-  VALUES (TG_TABLE_NAME, left(TG_OP, 1), v_key, v_data, v_stamp, v_cur."stamp", v_cur."site");
+  VALUES (v_tbl, left(TG_OP, 1), v_key, v_data, v_stamp, v_cur."stamp", v_cur."site");
   INSERT INTO "repl_versions" ("tbl", "row_key", "stamp", "site", "deleted")
-  VALUES (TG_TABLE_NAME, v_key, v_stamp, v_site, TG_OP = 'DELETE')
+  VALUES (v_tbl, v_key, v_stamp, v_site, TG_OP = 'DELETE')
   ON CONFLICT ("tbl", "row_key") DO UPDATE
     SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = EXCLUDED."deleted";
   RETURN NULL;
@@ -217,6 +257,7 @@ BEGIN
       FROM pg_attribute a WHERE a.attrelid = t."name"::regclass AND a.attname = t."key_column";
     UPDATE "repl_tables" SET
       "insert_sql" = format('INSERT INTO %1$I (%2$s) SELECT %2$s FROM jsonb_populate_record(NULL::%1$I, $1)', t."name", v_cols),
+      "bulk_insert_sql" = format('INSERT INTO %1$I (%2$s) SELECT %2$s FROM jsonb_populate_recordset(NULL::%1$I, $1)', t."name", v_cols),
       "update_sql" = format('UPDATE %1$I t SET %2$s FROM jsonb_populate_record(NULL::%1$I, $1) r WHERE t.%3$I = r.%3$I', t."name", v_sets, t."key_column"),
       "delete_sql" = format('DELETE FROM %1$I WHERE %2$I = ($1 ->> %3$L)::%4$s', t."name", t."key_column", t."key_column", v_keytype)
     WHERE "name" = t."name";
@@ -252,17 +293,24 @@ BEGIN
 END
 $$;
 
--- Applies one origin transaction's changes (a JSON array) from index p_from, in order, as long as each
--- is based on the version held here. Stops at the first change that needs the conflict resolver or is
--- waiting for a change from another origin, and returns why; returns nothing when all were applied.
+-- Applies one origin transaction's changes (a JSON array) from index p_from (at most p_count of them),
+-- in order, as long as each is based on the version held here. Stops at the first change that needs
+-- the conflict resolver or is waiting for a change from another origin, and returns why; returns
+-- nothing when all were applied.
 -- Change fields: t table, o op (I/U/D), k row key, d row, s stamp, b base stamp, bs base site.
+--
+-- A run of inserts of rows unknown here (an upload of many files, a new subtree) is applied with one
+-- statement per table, tables in rank order, so references still point to rows already there.
 CREATE FUNCTION repl_apply(p_origin TEXT, p_changes JSONB, p_from INTEGER, p_count INTEGER)
 RETURNS TABLE ("idx" INTEGER, "reason" TEXT, "cur_stamp" BIGINT, "cur_site" TEXT, "cur_deleted" BOOLEAN)
 LANGUAGE plpgsql AS $$
 DECLARE
-  v_n INTEGER := jsonb_array_length(p_changes);
+  -- Element access on a large jsonb value would decompress it again each time: unpack it once.
+  v_items JSONB[] := ARRAY(SELECT e FROM jsonb_array_elements(p_changes) e);
   v_last INTEGER;
   i INTEGER;
+  v_end INTEGER;
+  v_seg JSONB;
   c JSONB;
   v_op TEXT;
   v_tbl TEXT;
@@ -272,15 +320,45 @@ DECLARE
   v_sql RECORD;
 BEGIN
   PERFORM set_config('tributary.origin', p_origin, true);
-  v_last := LEAST(v_n, p_from + COALESCE(p_count, v_n)) - 1;
-  FOR i IN p_from .. v_last LOOP
-    c := p_changes -> i;
+  v_last := LEAST(cardinality(v_items), p_from + COALESCE(p_count, cardinality(v_items))) - 1;
+  i := p_from;
+  WHILE i <= v_last LOOP
+    c := v_items[i + 1];
     v_op := c ->> 'o';
+    IF v_op = 'I' THEN
+      v_end := i;
+      WHILE v_end < v_last AND v_items[v_end + 2] ->> 'o' = 'I' LOOP
+        v_end := v_end + 1;
+      END LOOP;
+      IF v_end > i THEN
+        v_seg := to_jsonb(v_items[i + 1 : v_end + 1]);
+        IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(v_seg) x
+                         JOIN "repl_versions" v ON v."tbl" = x ->> 't' AND v."row_key" = x ->> 'k') THEN
+          FOR v_sql IN SELECT r."name", r."bulk_insert_sql" FROM "repl_tables" r
+                        WHERE r."name" IN (SELECT x ->> 't' FROM jsonb_array_elements(v_seg) x) ORDER BY r."rank" LOOP
+            EXECUTE v_sql."bulk_insert_sql" USING (
+              SELECT jsonb_agg(x -> 'd' ORDER BY n) FROM jsonb_array_elements(v_seg) WITH ORDINALITY e(x, n)
+               WHERE x ->> 't' = v_sql."name");
+            IF v_sql."name" = 'collections' THEN
+              PERFORM repl_fix_collection_path((x ->> 'k')::BIGINT)
+                 FROM jsonb_array_elements(v_seg) WITH ORDINALITY e(x, n) WHERE x ->> 't' = 'collections' ORDER BY n;
+            END IF;
+          END LOOP;
+          INSERT INTO "repl_versions" ("tbl", "row_key", "stamp", "site", "deleted")
+          SELECT x ->> 't', x ->> 'k', (x ->> 's')::BIGINT, p_origin, false FROM jsonb_array_elements(v_seg) x
+          ON CONFLICT ("tbl", "row_key") DO UPDATE
+            SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = false;
+          i := v_end + 1;
+          CONTINUE;
+        END IF;
+      END IF;
+    END IF;
     v_tbl := c ->> 't';
     v_key := c ->> 'k';
     v_stamp := (c ->> 's')::BIGINT;
     SELECT "stamp", "site", "deleted" INTO v_cur FROM "repl_versions" WHERE "tbl" = v_tbl AND "row_key" = v_key;
     IF FOUND AND v_cur."stamp" = v_stamp AND v_cur."site" = p_origin THEN
+      i := i + 1;
       CONTINUE; -- this very version is already here
     END IF;
     IF v_op = 'I' THEN
@@ -289,9 +367,12 @@ BEGIN
         RETURN;
       END IF;
     ELSIF NOT FOUND THEN
-      -- Changed at another site before it reached here: wait for its insert, unless this origin made
-      -- it (then the insert was refused here and the resolver decides).
-      RETURN QUERY SELECT i, CASE WHEN (c ->> 'bs') = p_origin THEN 'orphan' ELSE 'missing' END, NULL::BIGINT, NULL::TEXT, NULL::BOOLEAN;
+      -- Changed at another site before it reached here: wait for its insert; unless its insert was
+      -- kept aside here (it joins it), or this origin made it (then the resolver decides).
+      RETURN QUERY SELECT i,
+        CASE WHEN EXISTS (SELECT 1 FROM "repl_parked" p WHERE p."tbl" = v_tbl AND p."row_key" = v_key) THEN 'parked'
+             WHEN (c ->> 'bs') = p_origin THEN 'orphan' ELSE 'missing' END,
+        NULL::BIGINT, NULL::TEXT, NULL::BOOLEAN;
       RETURN;
     ELSIF v_cur."stamp" IS DISTINCT FROM (c ->> 'b')::BIGINT OR v_cur."site" IS DISTINCT FROM (c ->> 'bs') THEN
       -- Held version older than the one this change was based on: that version is still on its way.
@@ -312,7 +393,9 @@ BEGIN
     ELSIF v_op = 'U' THEN
       EXECUTE v_sql."update_sql" USING c -> 'd';
     ELSE
+      PERFORM set_config('tributary.deleting', v_tbl || ':' || v_key, true);
       EXECUTE v_sql."delete_sql" USING c -> 'd';
+      PERFORM set_config('tributary.deleting', '', true);
     END IF;
     IF v_tbl = 'collections' AND v_op <> 'D' THEN
       PERFORM repl_fix_collection_path(v_key::BIGINT);
@@ -321,6 +404,7 @@ BEGIN
     VALUES (v_tbl, v_key, v_stamp, p_origin, v_op = 'D')
     ON CONFLICT ("tbl", "row_key") DO UPDATE
       SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = EXCLUDED."deleted";
+    i := i + 1;
   END LOOP;
 END
 $$;
@@ -338,7 +422,9 @@ BEGIN
   PERFORM set_config('tributary.origin', p_origin, true);
   SELECT * INTO v_sql FROM "repl_tables" WHERE "name" = v_tbl;
   IF v_op = 'D' THEN
+    PERFORM set_config('tributary.deleting', v_tbl || ':' || v_key, true);
     EXECUTE v_sql."delete_sql" USING p_change -> 'd';
+    PERFORM set_config('tributary.deleting', '', true);
   ELSE
     EXECUTE v_sql."update_sql" USING p_change -> 'd';
     GET DIAGNOSTICS v_rows = ROW_COUNT;

@@ -404,6 +404,8 @@ BEGIN
     VALUES (v_tbl, v_key, v_stamp, p_origin, v_op = 'D')
     ON CONFLICT ("tbl", "row_key") DO UPDATE
       SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = EXCLUDED."deleted";
+    -- What was kept aside for this row and is older than this change is superseded by it.
+    DELETE FROM "repl_parked" WHERE "tbl" = v_tbl AND "row_key" = v_key AND ("change" ->> 's')::BIGINT < v_stamp;
     i := i + 1;
   END LOOP;
 END
@@ -439,6 +441,7 @@ BEGIN
   VALUES (v_tbl, v_key, (p_change ->> 's')::BIGINT, p_origin, v_op = 'D')
   ON CONFLICT ("tbl", "row_key") DO UPDATE
     SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = EXCLUDED."deleted";
+  DELETE FROM "repl_parked" WHERE "tbl" = v_tbl AND "row_key" = v_key AND ("change" ->> 's')::BIGINT < (p_change ->> 's')::BIGINT;
 END
 $$;
 

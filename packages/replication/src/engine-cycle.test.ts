@@ -166,7 +166,9 @@ describe('ReplicationEngine cycle loop (fake clock, fake catalog)', () => {
     const s = started(setup(1500));
     await vi.waitFor(() => expect(s.clock.sleeping).toBe(1));
     expect(s.reports).toHaveLength(1);
-    expect(s.clock.requested).toEqual([1500]);
+    // First the dispatch's patience for slow peers (at least 2 s; cut short once both answered),
+    // then the pause between cycles.
+    expect(s.clock.requested).toEqual([2000, 1500]);
     // Each cycle sends every peer a (here empty) batch: the answer tells what the peer has.
     expect(s.transport.sent.map((x) => x.peer).sort()).toEqual(['tulane', 'uno']);
     expect(s.transport.sent[0]!.batch).toEqual({ origin: 'lsu', txs: [] });

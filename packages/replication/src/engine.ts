@@ -101,6 +101,7 @@ export class ReplicationEngine {
   private wake: AbortController | undefined;
   private cyclesRun = 0;
   private readonly peerErrors = new Map<string, string>();
+  private readonly dispatching = new Map<string, Promise<DispatchResult>>();
   /** Called after every cycle (metrics). */
   onCycle: ((report: CycleReport) => void) | undefined;
 
@@ -163,6 +164,7 @@ export class ReplicationEngine {
     this.abort?.abort();
     await this.running;
     await this.cycleInFlight?.catch(() => undefined);
+    await Promise.all([...this.dispatching.values()]);
     this.running = undefined;
   }
 
@@ -183,11 +185,7 @@ export class ReplicationEngine {
       report.waiting = injected.waiting;
       const extracted = await this.extractor.extract(this.peers);
       report.extracted = { txs: extracted.txs, changes: extracted.changes };
-      report.dispatched = await Promise.all(this.peers.map((p) => this.dispatcher.dispatch(p)));
-      for (const d of report.dispatched) {
-        if (!d.ok)
-          this.logger.warn(`peer ${d.peer}: ${d.error ?? 'failed'}; its queue waits for the next cycle`);
-      }
+      report.dispatched = await this.dispatchAll();
       if (++this.cyclesRun % 100 === 0) await this.prune();
     } catch (err) {
       report.error = err instanceof Error ? err.message : String(err);
@@ -199,6 +197,48 @@ export class ReplicationEngine {
       this.onCycle?.(report);
     }
     return report;
+  }
+
+  /**
+   * Sends every peer its queue, each independently: a slow or hung peer does not hold up the cycle
+   * (nor the others) for more than about one cycle; its send goes on in the background and it is
+   * skipped until that finishes.
+   */
+  private async dispatchAll(): Promise<DispatchResult[]> {
+    const sends = this.peers.map((peer) => {
+      let send = this.dispatching.get(peer);
+      if (!send) {
+        send = this.dispatcher
+          .dispatch(peer)
+          .then((d) => {
+            this.notePeerHealth(d);
+            return d;
+          })
+          .finally(() => this.dispatching.delete(peer));
+        this.dispatching.set(peer, send);
+      }
+      return send;
+    });
+    const patience = new AbortController();
+    const waited = this.clock.sleep(Math.max(this.cycleMs, 2000), patience.signal).then(() => undefined);
+    try {
+      return await Promise.all(
+        sends.map(async (send, i): Promise<DispatchResult> => {
+          const done = await Promise.race([send, waited]);
+          return (
+            done ?? {
+              peer: this.peers[i] as string,
+              ok: false,
+              txs: 0,
+              changes: 0,
+              error: 'still sending (the peer is slow to answer); continues in the background',
+            }
+          );
+        }),
+      );
+    } finally {
+      patience.abort();
+    }
   }
 
   /** Logs a peer's failures when they start or change, and its recovery; not every cycle. */

@@ -41,7 +41,13 @@ export class PeerClient {
   }
 
   /** Sends a signed request; resolves with the verified response body (JSON) or throws. */
-  async request<T>(peerId: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  async request<T>(
+    peerId: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    timeoutMs: number = this.timeoutMs,
+  ): Promise<T> {
     const peer = this.peers.get(peerId);
     if (!peer) throw new PeerRequestError(`unknown peer ${peerId}`);
     const payload = body === undefined ? '' : JSON.stringify(body);
@@ -52,7 +58,7 @@ export class PeerClient {
         method,
         headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : payload,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
       const cause =
@@ -99,12 +105,15 @@ export class PeerClient {
   }
 }
 
+/** How long a peer has to store a batch and answer. */
+export const BATCH_TIMEOUT_MS = 30_000;
+
 /** Batches over signed HTTP to the peer's collector. */
 export class HttpTransport implements Transport {
   constructor(private readonly client: PeerClient) {}
 
   async send(peerId: string, batch: Batch): Promise<Ack> {
-    const ack = await this.client.request<Ack>(peerId, 'POST', BATCH_PATH, batch);
+    const ack = await this.client.request<Ack>(peerId, 'POST', BATCH_PATH, batch, BATCH_TIMEOUT_MS);
     if (!Number.isSafeInteger(ack.have) || ack.have < 0) {
       throw new PeerRequestError(`${peerId} sent a malformed acknowledgement`);
     }

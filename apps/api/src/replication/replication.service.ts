@@ -7,6 +7,7 @@ import {
   ReplicationEngine,
   type CatalogSnapshot,
   type CycleReport,
+  type EngineStatus,
   type PeerStatus,
   type ReplicationLogger,
 } from '@tributary/replication';
@@ -103,59 +104,58 @@ export class ReplicationService implements OnApplicationShutdown {
 
 function registerMetrics(metrics: MetricsRegistry, engine: ReplicationEngine): Counter {
   const registers = [metrics.registry];
-  // Registered first: its collect() reads the engine's status once per scrape and fills the rest.
+  // prom-client collects every metric at once: each gauge awaits one status read shared by the scrape.
+  let scrape: { at: number; status: Promise<EngineStatus> } | undefined;
+  const status = (): Promise<EngineStatus> => {
+    if (!scrape || Date.now() - scrape.at > 500) scrape = { at: Date.now(), status: engine.status() };
+    return scrape.status;
+  };
+  const perPeer = (name: string, help: string, value: (p: PeerStatus) => number): Gauge =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['peer'] as const,
+      registers,
+      async collect() {
+        for (const p of (await status()).peers) this.set({ peer: p.peer }, value(p));
+      },
+    });
   new Gauge({
     name: 'tributary_replication_conflicts',
     help: 'Conflicts recorded at this site',
     registers,
     async collect() {
-      const status = await engine.status();
-      this.set(status.conflicts);
-      for (const p of status.peers) {
-        backlog.set({ peer: p.peer }, p.backlog.changes);
-        incoming.set({ peer: p.peer }, p.incoming.changes);
-        lag.set({ peer: p.peer }, p.lagSeconds);
-        lastSuccess.set({ peer: p.peer }, p.lastSuccessAt ? p.lastSuccessAt.getTime() / 1000 : 0);
-        failing.set({ peer: p.peer }, isFailing(p) ? 1 : 0);
-      }
+      this.set((await status()).conflicts);
     },
   });
-  const cycles = new Counter({
+  perPeer(
+    'tributary_replication_backlog_changes',
+    'Changes queued for a peer and not yet acknowledged',
+    (p) => p.backlog.changes,
+  );
+  perPeer(
+    'tributary_replication_incoming_changes',
+    'Changes received from a peer and not yet applied here',
+    (p) => p.incoming.changes,
+  );
+  perPeer(
+    'tributary_replication_lag_seconds',
+    'Age of the oldest change waiting for a peer',
+    (p) => p.lagSeconds,
+  );
+  perPeer(
+    'tributary_replication_last_success_timestamp_seconds',
+    'When the last exchange with a peer succeeded (0: never)',
+    (p) => (p.lastSuccessAt ? p.lastSuccessAt.getTime() / 1000 : 0),
+  );
+  perPeer('tributary_replication_peer_failing', '1 when the last exchange with a peer failed', (p) =>
+    isFailing(p) ? 1 : 0,
+  );
+  return new Counter({
     name: 'tributary_replication_cycles_total',
     help: 'Replication cycles run since the site started',
     registers,
   });
-  const backlog = new Gauge({
-    name: 'tributary_replication_backlog_changes',
-    help: 'Changes queued for a peer and not yet acknowledged',
-    labelNames: ['peer'] as const,
-    registers,
-  });
-  const incoming = new Gauge({
-    name: 'tributary_replication_incoming_changes',
-    help: 'Changes received from a peer and not yet applied here',
-    labelNames: ['peer'] as const,
-    registers,
-  });
-  const lag = new Gauge({
-    name: 'tributary_replication_lag_seconds',
-    help: 'Age of the oldest change waiting for a peer',
-    labelNames: ['peer'] as const,
-    registers,
-  });
-  const lastSuccess = new Gauge({
-    name: 'tributary_replication_last_success_timestamp_seconds',
-    help: 'When the last exchange with a peer succeeded (0: never)',
-    labelNames: ['peer'] as const,
-    registers,
-  });
-  const failing = new Gauge({
-    name: 'tributary_replication_peer_failing',
-    help: '1 when the last exchange with a peer failed',
-    labelNames: ['peer'] as const,
-    registers,
-  });
-  return cycles;
 }
 
 function isFailing(p: PeerStatus): boolean {

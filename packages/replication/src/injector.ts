@@ -248,7 +248,7 @@ export class Injector {
       held,
     };
     const decision = this.resolver.resolve(conflict);
-    let resolution = decision.reason;
+    const resolution = decision.reason;
     if (decision.winner === 'incoming') {
       await client.query('SAVEPOINT forced');
       try {

@@ -90,10 +90,16 @@ async function main(): Promise<void> {
     if (values.json) console.log(JSON.stringify(figures));
     else {
       say('');
-      say(`inject_changes_per_s   ${figures.inject_changes_per_s} (goal >= 20000; bulk insert baseline ${figures.bulk_insert_changes_per_s}/s, ratio ${figures.inject_vs_bulk_insert})`);
+      say(
+        `inject_changes_per_s   ${figures.inject_changes_per_s} (goal >= 20000; bulk insert baseline ${figures.bulk_insert_changes_per_s}/s, ratio ${figures.inject_vs_bulk_insert})`,
+      );
       say(`  single-change transactions: ${figures.inject_small_tx_changes_per_s} changes/s`);
-      say(`converge_seconds       ${figures.converge_seconds} (goal <= 3; ${figures.converge_changes} changes, 1 s cycle = baseline, ratio ${figures.converge_seconds})`);
-      say(`write_overhead_ratio   ${figures.write_overhead_ratio} (goal <= 1.15; median on ${figures.write_on_seconds} s, off ${figures.write_off_seconds} s)`);
+      say(
+        `converge_seconds       ${figures.converge_seconds} (goal <= 3; ${figures.converge_changes} changes, 1 s cycle = baseline, ratio ${figures.converge_seconds})`,
+      );
+      say(
+        `write_overhead_ratio   ${figures.write_overhead_ratio} (goal <= 1.15; median on ${figures.write_on_seconds} s, off ${figures.write_off_seconds} s)`,
+      );
     }
   } finally {
     await server?.stop().catch(() => undefined);
@@ -105,7 +111,12 @@ function round(n: number): number {
   return Math.round(n * 1000) / 1000;
 }
 
-async function catalog(server: EmbeddedServer, name: string, siteId: string, index: number): Promise<pg.Pool> {
+async function catalog(
+  server: EmbeddedServer,
+  name: string,
+  siteId: string,
+  index: number,
+): Promise<pg.Pool> {
   const connection = await server.database(name);
   await migrate(connection);
   const pool = new pg.Pool({ ...connection, max: 4 });
@@ -114,7 +125,9 @@ async function catalog(server: EmbeddedServer, name: string, siteId: string, ind
     `INSERT INTO sites (id, name, id_range_start, id_range_end, is_local, updated_at) VALUES ($1, $1, $2, $3, true, now())`,
     [siteId, start.toString(), (start + 2n ** 48n - 1n).toString()],
   );
-  await pool.query(`ALTER SEQUENCE catalog_id_seq MINVALUE ${start} MAXVALUE ${start + 2n ** 48n - 1n} START ${start} RESTART ${start}`);
+  await pool.query(
+    `ALTER SEQUENCE catalog_id_seq MINVALUE ${start} MAXVALUE ${start + 2n ** 48n - 1n} START ${start} RESTART ${start}`,
+  );
   return pool;
 }
 
@@ -179,23 +192,33 @@ async function benchInject(
     );
     const client = await plain.connect();
     await client.query(`SET tributary.capture = 'off'`);
-    await client.query(`INSERT INTO sites (id, name, id_range_start, id_range_end, updated_at) VALUES ('lsu', 'lsu', 1, 2, now())`);
+    await client.query(
+      `INSERT INTO sites (id, name, id_range_start, id_range_end, updated_at) VALUES ('lsu', 'lsu', 1, 2, now())`,
+    );
     const b0 = performance.now();
     await client.query('BEGIN');
     for (const r of rows.rows) {
-      await client.query(`INSERT INTO ${r.t} SELECT * FROM jsonb_populate_recordset(NULL::${r.t}, $1)`, [r.rows]);
+      await client.query(`INSERT INTO ${r.t} SELECT * FROM jsonb_populate_recordset(NULL::${r.t}, $1)`, [
+        r.rows,
+      ]);
     }
     await client.query('COMMIT');
     const baseline = (performance.now() - b0) / 1000;
     client.release();
-    say(`inject: ${shipped} changes in ${seconds.toFixed(2)} s (${Math.round(shipped / seconds)}/s); bulk insert of the same rows ${baseline.toFixed(2)} s`);
+    say(
+      `inject: ${shipped} changes in ${seconds.toFixed(2)} s (${Math.round(shipped / seconds)}/s); bulk insert of the same rows ${baseline.toFixed(2)} s`,
+    );
     return { rate: shipped / seconds, seconds, changes: shipped, baselineRate: shipped / baseline };
   } finally {
     await Promise.all([origin.end(), target.end(), plain.end()]);
   }
 }
 
-async function benchInjectSmall(server: EmbeddedServer, changes: number, say: (l: string) => void): Promise<number> {
+async function benchInjectSmall(
+  server: EmbeddedServer,
+  changes: number,
+  say: (l: string) => void,
+): Promise<number> {
   const origin = await catalog(server, 'bench_small_lsu', 'lsu', 1);
   const target = await catalog(server, 'bench_small_tulane', 'tulane', 2);
   try {
@@ -213,7 +236,9 @@ async function benchInjectSmall(server: EmbeddedServer, changes: number, say: (l
     const result = await injector.injectAll(['lsu']);
     const seconds = (performance.now() - t0) / 1000;
     if (result.changes !== shipped) throw new Error(`injected ${result.changes} of ${shipped}`);
-    say(`inject: ${shipped} single-change transactions in ${seconds.toFixed(2)} s (${Math.round(shipped / seconds)}/s)`);
+    say(
+      `inject: ${shipped} single-change transactions in ${seconds.toFixed(2)} s (${Math.round(shipped / seconds)}/s)`,
+    );
     return shipped / seconds;
   } finally {
     await Promise.all([origin.end(), target.end()]);
@@ -240,7 +265,8 @@ async function benchConverge(
   const ids = ['lsu', 'tulane', 'uno', 'solo'];
   const ports = await Promise.all(ids.map(() => freePort()));
   const keys: Record<string, string> = {};
-  const key = (a: string, b: string): string => (keys[[a, b].sort().join(':')] ??= randomBytes(32).toString('base64url'));
+  const key = (a: string, b: string): string =>
+    (keys[[a, b].sort().join(':')] ??= randomBytes(32).toString('base64url'));
   const password = randomBytes(18).toString('base64url');
   const stops: Array<() => Promise<void>> = [];
   const pools: Record<string, pg.Pool> = {};
@@ -259,7 +285,10 @@ async function benchConverge(
         await c.end();
       }
       const peers = federation
-        ? ids.slice(0, 3).filter((p) => p !== id).map((p) => ({ id: p, url: `http://127.0.0.1:${ports[ids.indexOf(p)]}`, key: key(id, p) }))
+        ? ids
+            .slice(0, 3)
+            .filter((p) => p !== id)
+            .map((p) => ({ id: p, url: `http://127.0.0.1:${ports[ids.indexOf(p)]}`, key: key(id, p) }))
         : [];
       const config: SiteConfig = loadConfig({
         TRIBUTARY_DATA_DIR: path.join(root, 'data'),
@@ -314,7 +343,9 @@ async function benchConverge(
       }
     }
     const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    say(`write overhead: replication on ${on.map((x) => x.toFixed(2)).join(' ')} s; off ${off.map((x) => x.toFixed(2)).join(' ')} s`);
+    say(
+      `write overhead: replication on ${on.map((x) => x.toFixed(2)).join(' ')} s; off ${off.map((x) => x.toFixed(2)).join(' ')} s`,
+    );
     await waitForAgreement(federationPools, 120);
 
     // converge_seconds: 10,000 changes (5,000 objects with a replica each) at lsu, then the clock runs.
@@ -322,10 +353,13 @@ async function benchConverge(
     await lsu.makeCollection('/projects/converge');
     const dataset = files(objects, 'c');
     const writeStart = performance.now();
-    for (let i = 0; i < objects; i += 1000) await lsu.putBatch('/projects/converge', dataset.slice(i, i + 1000));
+    for (let i = 0; i < objects; i += 1000)
+      await lsu.putBatch('/projects/converge', dataset.slice(i, i + 1000));
     const written = performance.now();
     const seconds = await waitForAgreement(federationPools, 120);
-    say(`converge: ${changes} changes written at lsu in ${((written - writeStart) / 1000).toFixed(2)} s; all three digests agreed ${seconds.toFixed(2)} s after the last write`);
+    say(
+      `converge: ${changes} changes written at lsu in ${((written - writeStart) / 1000).toFixed(2)} s; all three digests agreed ${seconds.toFixed(2)} s after the last write`,
+    );
     return { seconds, changes, writeOn: median(on), writeOff: median(off) };
   } finally {
     await Promise.all(Object.values(pools).map((p) => p.end()));
@@ -339,7 +373,8 @@ async function waitForAgreement(pools: pg.Pool[], timeoutSeconds: number): Promi
   for (;;) {
     const digests = await Promise.all(pools.map((p) => catalogDigest(p)));
     if (digests.every((d) => d.digest === digests[0]!.digest)) return (performance.now() - t0) / 1000;
-    if (performance.now() - t0 > timeoutSeconds * 1000) throw new Error(`digests did not agree within ${timeoutSeconds} s`);
+    if (performance.now() - t0 > timeoutSeconds * 1000)
+      throw new Error(`digests did not agree within ${timeoutSeconds} s`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     embedded = pgServer;
     urlFor = async (site) => {
       const c = await pgServer.database(`tributary_${site.replace(/-/g, '_')}`);
-      return `postgresql://${c.user}:${c.password}@${c.host}:${c.port}/${c.database}`;
+      return `postgresql://${String(c.user)}:${String(c.password)}@${String(c.host)}:${String(c.port)}/${String(c.database)}`;
     };
   }
   const keys = federationKeys(config.dataDir, ids);

@@ -22,6 +22,7 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
   resolve: {
     alias: {
       '@tributary/shared': path.resolve(__dirname, 'packages/shared/src/index.ts'),
+      '@tributary/replication': path.resolve(__dirname, 'packages/replication/src/index.ts'),
       '@tributary/buffer': path.resolve(__dirname, 'packages/buffer/src/index.ts'),
     },
   },

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { cleanupOpenApiDoc } from 'nestjs-zod';
 import type pg from 'pg';
 import { AppModule } from './app.module';
+import { ReplicationService } from './replication/replication.service';
 import type { SiteConfig } from './config/config';
 import { SiteBootstrapService, type BootstrapResult } from './sites/site-bootstrap.service';
 
@@ -48,10 +49,13 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   app.set('trust proxy', 'loopback');
   app.disable('x-powered-by');
   app.use(cookieParser());
-  // JSON bodies only on the JSON API; object data streams through untouched (see DataController).
+  // JSON bodies only on the JSON API; object data streams through untouched (see DataController),
+  // and peer requests are read raw because their signature covers the exact bytes.
   const json = express.json({ limit: '1mb' });
   app.use((req: express.Request, res: express.Response, next: express.NextFunction) =>
-    req.path.startsWith('/api/v1/data') ? next() : json(req, res, next),
+    req.path.startsWith('/api/v1/data') || req.path.startsWith('/api/v1/replication/peer/')
+      ? next()
+      : json(req, res, next),
   );
   app.enableShutdownHooks();
 
@@ -64,7 +68,12 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   }
 
   await app.init();
+  // A new site joining a federation copies a peer's catalog first; the bootstrap then finds the
+  // roots and the administrator there and only registers this site.
+  const replication = app.get(ReplicationService);
+  await replication.joinIfNew();
   const bootstrap = await app.get(SiteBootstrapService).bootstrap();
+  replication.start();
   return { app, bootstrap, openApi };
 }
 

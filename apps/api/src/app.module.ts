@@ -12,6 +12,7 @@ import { DATABASE_CONNECTION } from './database/sql-pool';
 import { DataModule } from './data/data.module';
 import { HealthModule } from './health/health.module';
 import { NamespaceModule } from './namespace/namespace.module';
+import { ReplicationModule } from './replication/replication.module';
 import { SitesModule } from './sites/sites.module';
 import { TokensModule } from './tokens/tokens.module';
 import { UploadsModule } from './uploads/uploads.module';
@@ -38,6 +39,7 @@ export class AppModule {
         TokensModule,
         NamespaceModule,
         DataModule,
+        ReplicationModule,
         UploadsModule,
       ],
       providers: [

@@ -33,6 +33,9 @@ export const ErrorCode = {
   InvalidCursor: 'INVALID_CURSOR',
   RouteNotFound: 'ROUTE_NOT_FOUND',
   ReplicaUnavailable: 'REPLICA_UNAVAILABLE',
+  PeerUnauthorized: 'PEER_UNAUTHORIZED',
+  BatchRejected: 'BATCH_REJECTED',
+  SnapshotRefused: 'SNAPSHOT_REFUSED',
   Internal: 'INTERNAL',
 } as const;
 
@@ -70,6 +73,9 @@ export const errorStatus: Record<ErrorCode, number> = {
   INVALID_CURSOR: 422,
   ROUTE_NOT_FOUND: 404,
   REPLICA_UNAVAILABLE: 503,
+  PEER_UNAUTHORIZED: 401,
+  BATCH_REJECTED: 422,
+  SNAPSHOT_REFUSED: 409,
   INTERNAL: 500,
 };
 

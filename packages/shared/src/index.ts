@@ -4,5 +4,6 @@ export * from './dto/common';
 export * from './dto/accounts';
 export * from './dto/tokens';
 export * from './dto/namespace';
+export * from './dto/replication';
 export * from './dto/uploads';
 export * from './client';

@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const { config, connection } = workerData as SiteWorkerData;
   try {
     const { app } = await createSiteApp(config, connection);
-    await app.listen(0, '127.0.0.1');
+    await app.listen(config.port, '127.0.0.1');
     // Signals belong to the bench's main thread, which closes this site by message. Nest's shutdown
     // hooks would otherwise close the app and re-send the signal to the whole process.
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.removeAllListeners(signal);

@@ -108,7 +108,9 @@ export async function localSite(mode: SiteMode): Promise<BenchSite> {
   }
 }
 
-async function startWorker(data: SiteWorkerData): Promise<{ port: number; stop: () => Promise<void> }> {
+export async function startWorker(
+  data: SiteWorkerData,
+): Promise<{ port: number; stop: () => Promise<void> }> {
   const worker = new Worker(path.join(__dirname, 'site-worker.js'), { workerData: data });
   const first = await Promise.race([
     once(worker, 'message') as Promise<[SiteWorkerMessage]>,

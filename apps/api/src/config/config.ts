@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -34,7 +35,23 @@ const EnvSchema = z.object({
   LOG_FORMAT: z.enum(['json', 'text']).default('text'),
   LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
   PORTAL_DIR: z.string().optional(),
+  REPLICATION_PEERS: z.string().optional(),
+  REPLICATION_CYCLE_SECONDS: z.coerce.number().positive().max(86_400).default(30),
+  REPLICATION_RETENTION_HOURS: z.coerce.number().positive().default(168),
+  REPLICATION_ENABLED: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
+  JOIN_FROM: z.string().optional(),
 });
+
+/** One peer site: where its API is and the secret the two sites share to sign requests. */
+const PeerSchema = z.object({
+  id: z.string().regex(/^[a-z][a-z0-9-]{1,31}$/, 'must be a site id'),
+  url: z.string().url(),
+  key: z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -base64 32`)'),
+});
+export type PeerConfig = z.infer<typeof PeerSchema>;
 
 export interface SiteConfig {
   databaseUrl?: string;
@@ -56,6 +73,14 @@ export interface SiteConfig {
   logFormat: 'json' | 'text';
   logLevel: 'error' | 'warn' | 'log' | 'debug' | 'verbose';
   portalDir?: string;
+  replication: {
+    enabled: boolean;
+    peers: PeerConfig[];
+    cycleMs: number;
+    retentionMs: number;
+    /** Peer whose catalog a new site copies before it takes part in the cycle. */
+    joinFrom?: string;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -67,6 +92,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
     throw new ConfigError(`invalid settings:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const peers = parsePeers(e.REPLICATION_PEERS, e.SITE_ID);
+  if (e.JOIN_FROM && !peers.some((p) => p.id === e.JOIN_FROM)) {
+    throw new ConfigError(`invalid settings:\n  JOIN_FROM: ${e.JOIN_FROM} is not one of REPLICATION_PEERS`);
+  }
   const dataDir = path.resolve(e.TRIBUTARY_DATA_DIR);
   return {
     databaseUrl: e.DATABASE_URL,
@@ -88,7 +117,51 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
     logFormat: e.LOG_FORMAT,
     logLevel: e.LOG_LEVEL,
     portalDir: e.PORTAL_DIR,
+    replication: {
+      enabled: e.REPLICATION_ENABLED,
+      peers,
+      cycleMs: e.REPLICATION_CYCLE_SECONDS * 1000,
+      retentionMs: e.REPLICATION_RETENTION_HOURS * 3600_000,
+      joinFrom: e.JOIN_FROM,
+    },
   };
+}
+
+/** REPLICATION_PEERS is a JSON array of peers, inline or in a file (a path). */
+function parsePeers(value: string | undefined, self: string): PeerConfig[] {
+  if (!value?.trim()) return [];
+  let text = value.trim();
+  if (!text.startsWith('[')) {
+    try {
+      text = readFileSync(text, 'utf8');
+    } catch (err) {
+      throw new ConfigError(
+        `invalid settings:\n  REPLICATION_PEERS: cannot read ${text}: ${(err as Error).message}`,
+      );
+    }
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ConfigError(
+      'invalid settings:\n  REPLICATION_PEERS: not valid JSON (expected [{"id","url","key"}, ...])',
+    );
+  }
+  const parsed = z.array(PeerSchema).safeParse(json);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  REPLICATION_PEERS[${i.path.join('.')}]: ${i.message}`);
+    throw new ConfigError(`invalid settings:\n${lines.join('\n')}`);
+  }
+  const ids = new Set<string>();
+  for (const p of parsed.data) {
+    if (p.id === self)
+      throw new ConfigError(`invalid settings:\n  REPLICATION_PEERS: lists this site (${self}) itself`);
+    if (ids.has(p.id))
+      throw new ConfigError(`invalid settings:\n  REPLICATION_PEERS: ${p.id} is listed twice`);
+    ids.add(p.id);
+  }
+  return parsed.data;
 }
 
 /** Size of each site's slice of the bigint id space: 2^48 ids, room for 32767 sites. */

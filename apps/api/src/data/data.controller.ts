@@ -104,7 +104,7 @@ export class DataController {
     res: Response,
     withBody: boolean,
   ): Promise<void> {
-    const { object, key } = await this.data.openForRead(p, path);
+    const { object, source } = await this.data.openForRead(p, path);
     const size = Number(object.size);
     const etag = `"${object.checksum}"`;
     res.setHeader('ETag', etag);
@@ -137,6 +137,8 @@ export class DataController {
       if (Array.isArray(parsed) && parsed.type === 'bytes' && parsed.length === 1 && parsed[0])
         range = parsed[0];
     }
+    // Open the bytes before answering, so an unreachable holding site still gets a clean error.
+    const stream = withBody && size > 0 ? await this.data.read(source, range) : undefined;
     res.setHeader('Content-Type', object.contentType);
     if (range) {
       res.status(206);
@@ -146,11 +148,10 @@ export class DataController {
       res.status(200);
       res.setHeader('Content-Length', String(size));
     }
-    if (!withBody || size === 0) {
+    if (!stream) {
       res.end();
       return;
     }
-    const stream = this.data.read(key, range);
     let sent = 0;
     stream.on('data', (chunk: Buffer) => (sent += chunk.length));
     try {

@@ -3,12 +3,13 @@ import { NamespaceModule } from '../namespace/namespace.module';
 import { DataController } from './data.controller';
 import { DataRepository } from './data.repository';
 import { DataService } from './data.service';
+import { PeerDataController } from './peer-data.controller';
 import { IngestRepository } from './ingest.repository';
 import { StorageModule } from './storage.module';
 
 @Module({
   imports: [NamespaceModule, StorageModule],
-  controllers: [DataController],
+  controllers: [DataController, PeerDataController],
   providers: [DataRepository, IngestRepository, DataService],
 })
 export class DataModule {}

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { PrismaService } from '../database/prisma.service';
 import type { Tx } from '../namespace/namespace.repository';
 
 export interface NewObjectBytes {
@@ -9,6 +10,22 @@ export interface NewObjectBytes {
 
 @Injectable()
 export class DataRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  /** This site's good copy of an object (for a peer reading through this site). */
+  async localReplica(
+    objectId: bigint,
+    siteId: string,
+  ): Promise<{ size: number; checksum: string; key: string } | null> {
+    const replica = await this.prisma.replica.findFirst({
+      where: { objectId, siteId, status: 'good', object: { trashId: 0n } },
+      select: { size: true, checksum: true, physicalPath: true },
+    });
+    return replica
+      ? { size: Number(replica.size), checksum: replica.checksum, key: replica.physicalPath }
+      : null;
+  }
+
   /**
    * Replaces an object's bytes: bumps the version, points this site's replica at the new key and
    * marks other sites' copies stale. Returns this site's previous key, for removal after commit.

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, joinPath, normalizeName, splitPath, type EntryDto } from '@tributary/shared';
 import type { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
@@ -11,6 +11,7 @@ import { MetricsRegistry } from '../health/metrics';
 import { toEntryDto } from '../namespace/namespace.mapper';
 import { NamespaceRepository, type ObjectRecord } from '../namespace/namespace.repository';
 import { NamespaceService } from '../namespace/namespace.service';
+import { ReplicationService } from '../replication/replication.service';
 import { SiteContext } from '../sites/site-context';
 import { DataRepository } from './data.repository';
 import { IngestRepository, type InsertedObject } from './ingest.repository';
@@ -32,6 +33,13 @@ export const MAX_BATCH_FILES = 10_000;
 /** Storage key of one version of an object's bytes at this site. */
 const storageKey = (objectId: bigint, version: number): string => `${objectId}.v${version}`;
 
+/** Where an object's bytes are read from: a key in this site's storage, or a peer site. */
+export type ByteSource =
+  { kind: 'local'; key: string } | { kind: 'remote'; siteId: string; objectId: bigint };
+
+/** A peer's route to the bytes of an object it holds (see PeerDataController). */
+export const PEER_OBJECT_PATH = '/api/v1/replication/peer/objects';
+
 @Injectable()
 export class DataService {
   constructor(
@@ -43,6 +51,7 @@ export class DataService {
     private readonly access: AccessService,
     private readonly site: SiteContext,
     private readonly metrics: MetricsRegistry,
+    private readonly replication: ReplicationService,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
   ) {}
 
@@ -353,26 +362,62 @@ export class DataService {
     if (committedKey) await this.storage.remove(committedKey);
   }
 
-  /** Checks read access and finds this site's copy of the object's bytes. */
-  async openForRead(principal: Principal, path: string): Promise<{ object: ObjectRecord; key: string }> {
+  /**
+   * Checks read access and finds where to read the object's bytes: this site's copy, or else a
+   * good copy at another site (read through that site, transparently to the caller).
+   */
+  async openForRead(
+    principal: Principal,
+    path: string,
+  ): Promise<{ object: ObjectRecord; source: ByteSource }> {
     this.access.assertWithinToken(principal, path);
     const entry = await this.namespace.resolve(path);
     if (!entry) throw notFound(path);
     if (entry.kind !== 'object')
       throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; list it instead`);
     await this.access.require(principal, { path, kind: 'object', objectId: entry.id }, 'read');
-    const replica = entry.replicas.find((r) => r.siteId === this.site.siteId && r.status === 'good');
-    if (!replica) {
+    const good = entry.replicas.filter((r) => r.status === 'good');
+    const local = good.find((r) => r.siteId === this.site.siteId);
+    if (local) return { object: entry, source: { kind: 'local', key: local.physicalPath } };
+    const remote = good.find((r) => this.replication.peers.peer(r.siteId));
+    if (!remote) {
       throw new DomainError(
         ErrorCode.ReplicaUnavailable,
-        `the bytes of ${path} are held at ${entry.site ?? 'no site'}; fetching from other sites comes with replication`,
+        good.length === 0
+          ? `${path} has no good copy of its bytes at any site`
+          : `the bytes of ${path} are held at ${good.map((r) => r.siteId).join(', ')}, which this site has no peer link to`,
       );
     }
-    return { object: entry, key: replica.physicalPath };
+    return { object: entry, source: { kind: 'remote', siteId: remote.siteId, objectId: entry.id } };
   }
 
-  read(key: string, range?: { start: number; end: number }): Readable {
-    return this.storage.open(key, range);
+  /** The bytes (or a range of them) from where `openForRead` found them. */
+  async read(source: ByteSource, range?: { start: number; end: number }): Promise<Readable> {
+    if (source.kind === 'local') return this.storage.open(source.key, range);
+    const path = `${PEER_OBJECT_PATH}/${source.objectId}`;
+    const res = await this.replication.peers
+      .stream(source.siteId, path, range ? { range: `bytes=${range.start}-${range.end}` } : {})
+      .catch((err: unknown) => {
+        throw new DomainError(
+          ErrorCode.ReplicaUnavailable,
+          `the bytes are held at ${source.siteId}, which cannot be reached now: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      });
+    if (!res.ok || !res.body || (range && res.status !== 206)) {
+      await res.body?.cancel();
+      throw new DomainError(
+        ErrorCode.ReplicaUnavailable,
+        `the bytes are held at ${source.siteId}, which answered ${res.status}; try again later`,
+      );
+    }
+    return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
+  }
+
+  /** For a peer's request: this site's own copy of an object's bytes, by object id. */
+  async openLocalCopy(objectId: bigint): Promise<{ size: number; checksum: string; key: string }> {
+    const entry = await this.repo.localReplica(objectId, this.site.siteId);
+    if (!entry) throw new DomainError(ErrorCode.NotFound, `object ${objectId} has no good copy at this site`);
+    return entry;
   }
 
   countSent(bytes: number): void {

@@ -2,6 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { joinPath } from '@tributary/shared';
 import { PrismaService } from '../database/prisma.service';
 
+/** The site cannot be registered as configured (an operator must change its settings). */
+export class SiteRegistrationError extends Error {}
+
 @Injectable()
 export class SitesRepository {
   constructor(private readonly prisma: PrismaService) {}
@@ -19,6 +22,17 @@ export class SitesRepository {
     return this.prisma.$transaction(async (tx) => {
       const existing = await tx.site.findFirst({ where: { isLocal: true } });
       if (existing) return existing;
+      // A site that joined from a snapshot sees every registered site: ranges must stay disjoint.
+      const clash = await tx.site.findFirst({
+        where: { OR: [{ id }, { idRangeStart: { lte: range.end }, idRangeEnd: { gte: range.start } }] },
+      });
+      if (clash) {
+        throw new SiteRegistrationError(
+          clash.id === id
+            ? `a site named ${id} is already registered in this federation; choose another SITE_ID`
+            : `this site's id range (SITE_INDEX) is already registered to site ${clash.id}; choose another SITE_INDEX`,
+        );
+      }
       const site = await tx.site.create({
         data: { id, name, url, idRangeStart: range.start, idRangeEnd: range.end, isLocal: true },
       });

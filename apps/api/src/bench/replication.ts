@@ -1,0 +1,385 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import {
+  catalogDigest,
+  Dispatcher,
+  Extractor,
+  Injector,
+  LatestTimestampWins,
+  MemoryTransport,
+  Collector,
+  silentLogger,
+} from '@tributary/replication';
+import pg from 'pg';
+import { loadConfig, type SiteConfig } from '../config/config';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
+import { migrate } from '../database/migrator';
+import { BenchClient, httpTransport } from './client';
+import { startWorker } from './site';
+
+const USAGE = `npm run bench:replication -- [--json] [--quick]
+
+Measures the replication engine on an embedded PostgreSQL (fsync on) in a temp directory:
+  inject_changes_per_s   one site's injector applying a queue of 100,000 changes (100 origin
+                         transactions of 1,000), against a plain bulk insert of the same rows
+  converge_seconds       three sites (worker threads, real HTTP, 1 s cycle): after 10,000 changes
+                         at one site, seconds until all three catalog digests agree
+  write_overhead_ratio   ingest of 1000 x 10 KB files (batch upload) at a replicating site divided
+                         by the same at a site with change capture off, same run
+  --json    one JSON object on stdout, nothing else
+  --quick   10x smaller (smoke check)`;
+
+interface Figures {
+  inject_changes_per_s: number;
+  inject_changes: number;
+  inject_seconds: number;
+  bulk_insert_changes_per_s: number;
+  inject_vs_bulk_insert: number;
+  inject_small_tx_changes_per_s: number;
+  converge_seconds: number;
+  converge_changes: number;
+  converge_cycle_seconds: number;
+  write_on_seconds: number;
+  write_off_seconds: number;
+  write_overhead_ratio: number;
+  goals: { inject_changes_per_s: number; converge_seconds: number; write_overhead_ratio: number };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { json: { type: 'boolean' }, quick: { type: 'boolean' }, help: { type: 'boolean' } },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const scale = values.quick ? 10 : 1;
+  const say = (line: string): void => {
+    (values.json ? process.stderr : process.stdout).write(line + '\n');
+  };
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-bench-repl-'));
+  await fs.chmod(root, 0o755);
+  let server: EmbeddedServer | undefined;
+  try {
+    server = await startEmbeddedPostgres(path.join(root, 'postgres'), { fast: false });
+    say(`embedded PostgreSQL (fsync on) in ${root}`);
+    const inject = await benchInject(server, 100_000 / scale, say);
+    const small = await benchInjectSmall(server, 10_000 / scale, say);
+    const converge = await benchConverge(server, root, 10_000 / scale, say);
+    const figures: Figures = {
+      inject_changes_per_s: Math.round(inject.rate),
+      inject_changes: inject.changes,
+      inject_seconds: round(inject.seconds),
+      bulk_insert_changes_per_s: Math.round(inject.baselineRate),
+      inject_vs_bulk_insert: round(inject.rate / inject.baselineRate),
+      inject_small_tx_changes_per_s: Math.round(small),
+      converge_seconds: round(converge.seconds),
+      converge_changes: converge.changes,
+      converge_cycle_seconds: 1,
+      write_on_seconds: round(converge.writeOn),
+      write_off_seconds: round(converge.writeOff),
+      write_overhead_ratio: round(converge.writeOn / converge.writeOff),
+      goals: { inject_changes_per_s: 20_000, converge_seconds: 3, write_overhead_ratio: 1.15 },
+    };
+    if (values.json) console.log(JSON.stringify(figures));
+    else {
+      say('');
+      say(
+        `inject_changes_per_s   ${figures.inject_changes_per_s} (goal >= 20000; bulk insert baseline ${figures.bulk_insert_changes_per_s}/s, ratio ${figures.inject_vs_bulk_insert})`,
+      );
+      say(`  single-change transactions: ${figures.inject_small_tx_changes_per_s} changes/s`);
+      say(
+        `converge_seconds       ${figures.converge_seconds} (goal <= 3; ${figures.converge_changes} changes, 1 s cycle = baseline, ratio ${figures.converge_seconds})`,
+      );
+      say(
+        `write_overhead_ratio   ${figures.write_overhead_ratio} (goal <= 1.15; median on ${figures.write_on_seconds} s, off ${figures.write_off_seconds} s)`,
+      );
+    }
+  } finally {
+    await server?.stop().catch(() => undefined);
+    await fs.rm(root, { recursive: true, force: true });
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 1000) / 1000;
+}
+
+async function catalog(
+  server: EmbeddedServer,
+  name: string,
+  siteId: string,
+  index: number,
+): Promise<pg.Pool> {
+  const connection = await server.database(name);
+  await migrate(connection);
+  const pool = new pg.Pool({ ...connection, max: 4 });
+  const start = BigInt(index) * 2n ** 48n;
+  await pool.query(
+    `INSERT INTO sites (id, name, id_range_start, id_range_end, is_local, updated_at) VALUES ($1, $1, $2, $3, true, now())`,
+    [siteId, start.toString(), (start + 2n ** 48n - 1n).toString()],
+  );
+  await pool.query(
+    `ALTER SEQUENCE catalog_id_seq MINVALUE ${start} MAXVALUE ${start + 2n ** 48n - 1n} START ${start} RESTART ${start}`,
+  );
+  return pool;
+}
+
+/** Objects with a replica each, `perTx` changes per transaction (half objects, half replicas). */
+async function makeObjects(db: pg.Pool, changes: number, perTx: number): Promise<void> {
+  const setup = await db.query<{ user_id: string; coll: string; res: string }>(
+    `WITH u AS (INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ('bench', 'Bench', 'x', now()) RETURNING id),
+          r AS (INSERT INTO storage_resources (site_id, name, root_path, updated_at) SELECT id, 'default', '/tmp', now() FROM sites WHERE is_local RETURNING id),
+          c AS (INSERT INTO collections (name, path, owner_id, updated_at) SELECT '', '/', id, now() FROM u RETURNING id)
+     SELECT u.id AS user_id, c.id AS coll, r.id AS res FROM u, c, r`,
+  );
+  const { user_id, coll, res } = setup.rows[0]!;
+  for (let done = 0; done < changes; done += perTx) {
+    const n = perTx / 2;
+    await db.query(
+      `WITH o AS (
+         INSERT INTO data_objects (collection_id, name, size, checksum, owner_id, updated_at)
+         SELECT $1, 'f' || ($4::int + g) || '.dat', 10240, repeat('ab', 32), $2, now() FROM generate_series(1, $5::int) g
+         RETURNING id)
+       INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, updated_at)
+       SELECT o.id, (SELECT id FROM sites WHERE is_local), $3, 'objects/' || o.id, 10240, repeat('ab', 32), now() FROM o`,
+      [coll, user_id, res, done, n],
+    );
+  }
+}
+
+async function ship(origin: pg.Pool, target: pg.Pool, originId: string, targetId: string): Promise<number> {
+  const transport = new MemoryTransport();
+  const collector = new Collector(target);
+  transport.register(targetId, (batch) => collector.receive(originId, batch));
+  const extracted = await new Extractor(origin).extract([targetId]);
+  const dispatched = await new Dispatcher(origin, originId, transport).dispatch(targetId);
+  if (!dispatched.ok) throw new Error(dispatched.error);
+  return extracted.changes;
+}
+
+async function benchInject(
+  server: EmbeddedServer,
+  changes: number,
+  say: (l: string) => void,
+): Promise<{ rate: number; seconds: number; changes: number; baselineRate: number }> {
+  const origin = await catalog(server, 'bench_inject_lsu', 'lsu', 1);
+  const target = await catalog(server, 'bench_inject_tulane', 'tulane', 2);
+  const plain = await catalog(server, 'bench_inject_plain', 'plain', 3);
+  try {
+    await makeObjects(origin, changes, 1000);
+    const shipped = await ship(origin, target, 'lsu', 'tulane');
+    say(`inject: ${shipped} changes queued at tulane (origin lsu, transactions of 1,000)`);
+    const injector = new Injector(target, new LatestTimestampWins(), silentLogger);
+    const t0 = performance.now();
+    const result = await injector.injectAll(['lsu']);
+    const seconds = (performance.now() - t0) / 1000;
+    if (result.changes !== shipped) throw new Error(`injected ${result.changes} of ${shipped} changes`);
+    // Baseline: the same rows written by one bulk INSERT per table, without any replication bookkeeping.
+    await plain.query(`ALTER DATABASE bench_inject_plain SET tributary.capture = 'off'`);
+    const rows = await origin.query<{ t: string; rows: string }>(
+      `SELECT 'users' AS t, jsonb_agg(to_jsonb(x))::text AS rows FROM users x UNION ALL
+       SELECT 'storage_resources', jsonb_agg(to_jsonb(x))::text FROM storage_resources x UNION ALL
+       SELECT 'collections', jsonb_agg(to_jsonb(x))::text FROM collections x UNION ALL
+       SELECT 'data_objects', jsonb_agg(to_jsonb(x))::text FROM data_objects x UNION ALL
+       SELECT 'replicas', jsonb_agg(to_jsonb(x))::text FROM replicas x`,
+    );
+    const client = await plain.connect();
+    await client.query(`SET tributary.capture = 'off'`);
+    await client.query(
+      `INSERT INTO sites (id, name, id_range_start, id_range_end, updated_at) VALUES ('lsu', 'lsu', 1, 2, now())`,
+    );
+    const b0 = performance.now();
+    await client.query('BEGIN');
+    for (const r of rows.rows) {
+      await client.query(`INSERT INTO ${r.t} SELECT * FROM jsonb_populate_recordset(NULL::${r.t}, $1)`, [
+        r.rows,
+      ]);
+    }
+    await client.query('COMMIT');
+    const baseline = (performance.now() - b0) / 1000;
+    client.release();
+    say(
+      `inject: ${shipped} changes in ${seconds.toFixed(2)} s (${Math.round(shipped / seconds)}/s); bulk insert of the same rows ${baseline.toFixed(2)} s`,
+    );
+    return { rate: shipped / seconds, seconds, changes: shipped, baselineRate: shipped / baseline };
+  } finally {
+    await Promise.all([origin.end(), target.end(), plain.end()]);
+  }
+}
+
+async function benchInjectSmall(
+  server: EmbeddedServer,
+  changes: number,
+  say: (l: string) => void,
+): Promise<number> {
+  const origin = await catalog(server, 'bench_small_lsu', 'lsu', 1);
+  const target = await catalog(server, 'bench_small_tulane', 'tulane', 2);
+  try {
+    for (let i = 0; i < changes; i += 500) {
+      await origin.query(
+        `DO $$ BEGIN FOR i IN 1..500 LOOP
+           INSERT INTO project_groups (name, updated_at) VALUES ('g' || ${i} + i, now());
+           COMMIT;
+         END LOOP; END $$`,
+      );
+    }
+    const shipped = await ship(origin, target, 'lsu', 'tulane');
+    const injector = new Injector(target, new LatestTimestampWins(), silentLogger);
+    const t0 = performance.now();
+    const result = await injector.injectAll(['lsu']);
+    const seconds = (performance.now() - t0) / 1000;
+    if (result.changes !== shipped) throw new Error(`injected ${result.changes} of ${shipped}`);
+    say(
+      `inject: ${shipped} single-change transactions in ${seconds.toFixed(2)} s (${Math.round(shipped / seconds)}/s)`,
+    );
+    return shipped / seconds;
+  } finally {
+    await Promise.all([origin.end(), target.end()]);
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function benchConverge(
+  server: EmbeddedServer,
+  root: string,
+  changes: number,
+  say: (l: string) => void,
+): Promise<{ seconds: number; changes: number; writeOn: number; writeOff: number }> {
+  const ids = ['lsu', 'tulane', 'uno', 'solo'];
+  const ports = await Promise.all(ids.map(() => freePort()));
+  const keys: Record<string, string> = {};
+  const key = (a: string, b: string): string =>
+    (keys[[a, b].sort().join(':')] ??= randomBytes(32).toString('base64url'));
+  const password = randomBytes(18).toString('base64url');
+  const stops: Array<() => Promise<void>> = [];
+  const pools: Record<string, pg.Pool> = {};
+  const connections: Record<string, pg.ClientConfig> = {};
+  try {
+    const start = async (id: string, index: number): Promise<void> => {
+      const federation = id !== 'solo';
+      const connection = await server.database(`bench_site_${id}`);
+      await migrate(connection);
+      connections[id] = connection;
+      if (!federation) {
+        // The comparison site: change capture off, no replication cycle.
+        const c = new pg.Client(connection);
+        await c.connect();
+        await c.query(`ALTER DATABASE bench_site_solo SET tributary.capture = 'off'`);
+        await c.end();
+      }
+      const peers = federation
+        ? ids
+            .slice(0, 3)
+            .filter((p) => p !== id)
+            .map((p) => ({ id: p, url: `http://127.0.0.1:${ports[ids.indexOf(p)]}`, key: key(id, p) }))
+        : [];
+      const config: SiteConfig = loadConfig({
+        TRIBUTARY_DATA_DIR: path.join(root, 'data'),
+        HOST: '127.0.0.1',
+        PORT: String(ports[index]),
+        PUBLIC_URL: `http://127.0.0.1:${ports[index]}`,
+        SITE_ID: id,
+        SITE_INDEX: String(index + 1),
+        ADMIN_PASSWORD: password,
+        LOG_LEVEL: 'error',
+        PORTAL_DIR: path.join(root, 'no-portal'),
+        REPLICATION_PEERS: JSON.stringify(peers),
+        REPLICATION_CYCLE_SECONDS: '1',
+        REPLICATION_ENABLED: federation ? 'true' : 'false',
+        JOIN_FROM: federation && index > 0 ? 'lsu' : '',
+      });
+      const started = await startWorker({ config, connection });
+      stops.push(started.stop);
+      pools[id] = new pg.Pool({ ...connection, max: 2 });
+    };
+    await start('lsu', 0);
+    await Promise.all([start('tulane', 1), start('uno', 2), start('solo', 3)]);
+    const client = async (id: string): Promise<BenchClient> => {
+      const transport = httpTransport(`http://127.0.0.1:${ports[ids.indexOf(id)]}`, 8);
+      return new BenchClient(transport, await BenchClient.createWriteToken(transport, 'admin', password));
+    };
+    const lsu = await client('lsu');
+    const solo = await client('solo');
+    const federationPools = ['lsu', 'tulane', 'uno'].map((id) => pools[id]!);
+
+    // write_overhead_ratio: 1000 x 10 KB at the replicating lsu and at solo, alternating, medians.
+    const files = (n: number, tag: string) =>
+      Array.from({ length: n }, (_, i) => ({ name: `${tag}-${i}.dat`, data: randomBytes(10 * 1024) }));
+    const ingest = async (c: BenchClient, dir: string, n: number): Promise<number> => {
+      await c.makeCollection(dir);
+      const all = files(n, 'f');
+      const t0 = performance.now();
+      await Promise.all([c.putBatch(dir, all.slice(0, n / 2)), c.putBatch(dir, all.slice(n / 2))]);
+      return (performance.now() - t0) / 1000;
+    };
+    await ingest(lsu, '/projects/warm-on', 100);
+    await ingest(solo, '/projects/warm-off', 100);
+    const on: number[] = [];
+    const off: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      if (round % 2 === 0) {
+        on.push(await ingest(lsu, `/projects/on-${round}`, 1000));
+        off.push(await ingest(solo, `/projects/off-${round}`, 1000));
+      } else {
+        off.push(await ingest(solo, `/projects/off-${round}`, 1000));
+        on.push(await ingest(lsu, `/projects/on-${round}`, 1000));
+      }
+    }
+    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    say(
+      `write overhead: replication on ${on.map((x) => x.toFixed(2)).join(' ')} s; off ${off.map((x) => x.toFixed(2)).join(' ')} s`,
+    );
+    await waitForAgreement(federationPools, 120);
+
+    // converge_seconds: 10,000 changes (5,000 objects with a replica each) at lsu, then the clock runs.
+    const objects = changes / 2;
+    await lsu.makeCollection('/projects/converge');
+    const dataset = files(objects, 'c');
+    const writeStart = performance.now();
+    for (let i = 0; i < objects; i += 1000)
+      await lsu.putBatch('/projects/converge', dataset.slice(i, i + 1000));
+    const written = performance.now();
+    const seconds = await waitForAgreement(federationPools, 120);
+    say(
+      `converge: ${changes} changes written at lsu in ${((written - writeStart) / 1000).toFixed(2)} s; all three digests agreed ${seconds.toFixed(2)} s after the last write`,
+    );
+    return { seconds, changes, writeOn: median(on), writeOff: median(off) };
+  } finally {
+    await Promise.all(Object.values(pools).map((p) => p.end()));
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  }
+}
+
+/** Seconds until every catalog's digest is the same (polled every 50 ms). */
+async function waitForAgreement(pools: pg.Pool[], timeoutSeconds: number): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    const digests = await Promise.all(pools.map((p) => catalogDigest(p)));
+    if (digests.every((d) => d.digest === digests[0]!.digest)) return (performance.now() - t0) / 1000;
+    if (performance.now() - t0 > timeoutSeconds * 1000)
+      throw new Error(`digests did not agree within ${timeoutSeconds} s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

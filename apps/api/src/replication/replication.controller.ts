@@ -1,0 +1,111 @@
+import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import {
+  ErrorCode,
+  type CatalogDigestDto,
+  type ReplicationConflictDto,
+  type ReplicationStatusDto,
+} from '@tributary/shared';
+import { BatchRejectedError, type Batch } from '@tributary/replication';
+import type { Request, Response } from 'express';
+import { createZodDto } from 'nestjs-zod';
+import { z } from 'zod';
+import { CurrentPrincipal, Public, RequireScope } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { PeerAuthService, readRawBody } from './peer-auth.service';
+import { ReplicationAdminService } from './replication-admin.service';
+import { ReplicationService } from './replication.service';
+
+/** Largest batch a peer may send (the dispatcher sends about 10,000 changes per request). */
+const MAX_BATCH_BYTES = 256 * 1024 * 1024;
+
+class ConflictsQueryDto extends createZodDto(
+  z.object({
+    limit: z.coerce.number().int().min(1).max(500).default(100),
+    /** Only conflicts detected before this time (ISO 8601), for paging back. */
+    before: z.iso.datetime({ offset: true }).optional(),
+  }),
+) {}
+
+/** Operators' view of replication: status, the catalog digest, conflicts, and a cycle on demand. */
+@ApiTags('replication')
+@Controller('api/v1/replication')
+export class ReplicationController {
+  constructor(private readonly admin: ReplicationAdminService) {}
+
+  @Get('status')
+  status(@CurrentPrincipal() p: Principal): Promise<ReplicationStatusDto> {
+    return this.admin.status(p);
+  }
+
+  /** A digest of the replicated catalog: equal at two sites means their catalogs agree. */
+  @Get('digest')
+  digest(@CurrentPrincipal() p: Principal): Promise<CatalogDigestDto> {
+    return this.admin.digest(p);
+  }
+
+  @Get('conflicts')
+  conflicts(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: ConflictsQueryDto,
+  ): Promise<ReplicationConflictDto[]> {
+    return this.admin.conflicts(p, q.limit, q.before);
+  }
+
+  /** Runs a replication cycle now instead of waiting for the next one. */
+  @Post('cycle')
+  @HttpCode(200)
+  @RequireScope('admin')
+  cycle(@CurrentPrincipal() p: Principal): Promise<ReplicationStatusDto['cycles'][number]> {
+    return this.admin.cycle(p);
+  }
+}
+
+/**
+ * What peer sites call: signed requests only (see PeerAuthService), answers signed. Not part of the
+ * public API documentation's client surface.
+ */
+@ApiTags('replication-peer')
+@Public()
+@Controller('api/v1/replication/peer')
+export class PeerController {
+  constructor(
+    private readonly auth: PeerAuthService,
+    private readonly replication: ReplicationService,
+  ) {}
+
+  /** The collector: a peer's batch of its own transactions; answers what is stored here. */
+  @Post('batch')
+  async batch(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const body = await readRawBody(req, MAX_BATCH_BYTES);
+    const peer = await this.auth.verify(req, body);
+    try {
+      let batch: Batch;
+      try {
+        batch = JSON.parse(body.toString('utf8')) as Batch;
+      } catch {
+        throw new DomainError(ErrorCode.BatchRejected, 'the batch is not valid JSON');
+      }
+      const ack = await this.replication.engine.receive(peer.peer, batch).catch((err: unknown) => {
+        if (err instanceof BatchRejectedError) throw new DomainError(ErrorCode.BatchRejected, err.message);
+        throw err;
+      });
+      this.auth.sendSigned(res, peer, 200, ack);
+    } catch (err) {
+      this.auth.sendError(res, peer, err);
+    }
+  }
+
+  /** A consistent copy of this site's catalog for a site joining the federation. */
+  @Post('snapshot')
+  async snapshot(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const body = await readRawBody(req, 1024 * 1024);
+    const peer = await this.auth.verify(req, body);
+    try {
+      this.auth.sendSigned(res, peer, 200, await this.replication.snapshotFor(peer.peer));
+    } catch (err) {
+      this.auth.sendError(res, peer, err);
+    }
+  }
+}

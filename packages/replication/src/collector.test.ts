@@ -1,0 +1,215 @@
+import { describe, expect, it } from 'vitest';
+import { BatchRejectedError, Collector } from './collector';
+import type { Batch, Change, Db } from './types';
+
+interface Call {
+  text: string;
+  values: unknown[];
+}
+
+/** A stand-in for the catalog pool: records every query and answers the incoming queue's `have`. */
+class FakeDb {
+  readonly calls: Call[] = [];
+  have = '0';
+
+  query(text: string, values: unknown[] = []): Promise<{ rows: Array<{ have: string }>; rowCount: number }> {
+    this.calls.push({ text, values });
+    return Promise.resolve({ rows: [{ have: this.have }], rowCount: 1 });
+  }
+
+  connect(): Promise<never> {
+    return Promise.reject(new Error('the collector must not open a transaction'));
+  }
+
+  asDb(): Db {
+    return this as unknown as Db;
+  }
+}
+
+function change(overrides: Partial<Change> = {}): Change {
+  return {
+    t: 'users',
+    o: 'I',
+    k: '281474976710657',
+    d: { id: '281474976710657', username: 'ada' },
+    s: 1_763_000_000_000_001,
+    b: null,
+    bs: null,
+    ...overrides,
+  };
+}
+
+function batch(txs: Batch['txs'], origin = 'lsu'): Batch {
+  return { origin, txs };
+}
+
+/** Builds a batch from untyped JSON, as the HTTP collector receives it. */
+function wire(value: unknown): Batch {
+  return value as Batch;
+}
+
+async function expectRefused(collector: Collector, db: FakeDb, peer: string, b: Batch, message: RegExp) {
+  const result = collector.receive(peer, b);
+  await expect(result).rejects.toBeInstanceOf(BatchRejectedError);
+  await expect(result).rejects.toThrow(message);
+  expect(db.calls).toEqual([]);
+}
+
+describe('Collector', () => {
+  it('stores a valid batch in the incoming queue and answers what it has', async () => {
+    const db = new FakeDb();
+    db.have = '2';
+    const collector = new Collector(db.asDb());
+    const b = batch([
+      { seq: 1, changes: [change()] },
+      { seq: 2, changes: [change({ o: 'U', b: 1, bs: 'lsu' }), change({ o: 'D', t: 'memberships' })] },
+    ]);
+    const ack = await collector.receive('lsu', b);
+    expect(ack).toEqual({ have: 2 });
+    const stored = db.calls.find((c) => c.text.includes('INSERT INTO repl_incoming'));
+    expect(stored).toBeDefined();
+    expect(stored!.values[0]).toBe('lsu');
+    expect(JSON.parse(stored!.values[1] as string)).toEqual(b.txs);
+  });
+
+  it('an empty batch is valid (it asks what the peer has) and still queries', async () => {
+    const db = new FakeDb();
+    db.have = '7';
+    const ack = await new Collector(db.asDb()).receive('tulane', batch([], 'tulane'));
+    expect(ack).toEqual({ have: 7 });
+    expect(db.calls.length).toBeGreaterThan(0);
+  });
+
+  it('accepts seqs with gaps as long as they increase', async () => {
+    const db = new FakeDb();
+    await new Collector(db.asDb()).receive(
+      'lsu',
+      batch([
+        { seq: 3, changes: [change()] },
+        { seq: 9, changes: [change()] },
+      ]),
+    );
+    expect(db.calls.length).toBeGreaterThan(0);
+  });
+
+  it("refuses a batch carrying another origin's changes", async () => {
+    const db = new FakeDb();
+    await expectRefused(
+      new Collector(db.asDb()),
+      db,
+      'tulane',
+      batch([{ seq: 1, changes: [change()] }], 'lsu'),
+      /peer tulane sent changes of origin lsu/,
+    );
+  });
+
+  it('refuses an origin mismatch even for an empty batch', async () => {
+    const db = new FakeDb();
+    await expectRefused(new Collector(db.asDb()), db, 'tulane', batch([], 'uno'), /origin uno/);
+  });
+
+  it('refuses txs that are not an array', async () => {
+    const db = new FakeDb();
+    await expectRefused(new Collector(db.asDb()), db, 'lsu', wire({ origin: 'lsu', txs: {} }), /array/);
+  });
+
+  it.each([
+    ['repeated', [1, 1]],
+    ['decreasing', [2, 1]],
+    ['zero', [0]],
+    ['negative', [-1]],
+    ['fractional', [1.5]],
+    ['unsafe', [2 ** 53]],
+  ])('refuses %s seqs', async (_name, seqs) => {
+    const db = new FakeDb();
+    await expectRefused(
+      new Collector(db.asDb()),
+      db,
+      'lsu',
+      batch(seqs.map((seq) => ({ seq, changes: [change()] }))),
+      /increasing positive integer seq/,
+    );
+  });
+
+  it('refuses a string seq from the wire', async () => {
+    const db = new FakeDb();
+    await expectRefused(
+      new Collector(db.asDb()),
+      db,
+      'lsu',
+      wire({ origin: 'lsu', txs: [{ seq: '1', changes: [change()] }] }),
+      /seq/,
+    );
+  });
+
+  it('refuses a transaction with no changes, even after a valid one', async () => {
+    const db = new FakeDb();
+    await expectRefused(
+      new Collector(db.asDb()),
+      db,
+      'lsu',
+      batch([
+        { seq: 1, changes: [change()] },
+        { seq: 2, changes: [] },
+      ]),
+      /transaction 2 has no changes/,
+    );
+  });
+
+  it('refuses a transaction whose changes are not an array', async () => {
+    const db = new FakeDb();
+    await expectRefused(
+      new Collector(db.asDb()),
+      db,
+      'lsu',
+      wire({ origin: 'lsu', txs: [{ seq: 1, changes: 'nope' }] }),
+      /no changes/,
+    );
+  });
+
+  it.each([
+    ['a null transaction', null],
+    ['a string transaction', 'tx'],
+  ])('refuses %s as a rejected batch, storing nothing', async (_name, bad) => {
+    const db = new FakeDb();
+    await expectRefused(
+      new Collector(db.asDb()),
+      db,
+      'lsu',
+      wire({ origin: 'lsu', txs: [{ seq: 1, changes: [change()] }, bad] }),
+      /./,
+    );
+  });
+
+  const malformed: Array<[string, unknown]> = [
+    ['a bad op', { ...change(), o: 'X' }],
+    ['a lower-case op', { ...change(), o: 'i' }],
+    ['a fractional stamp', { ...change(), s: 1.5 }],
+    ['a string stamp', { ...change(), s: '1763000000000001' }],
+    ['an unsafe stamp', { ...change(), s: 2 ** 60 }],
+    ['a missing stamp', { ...change(), s: undefined }],
+    ['a numeric key', { ...change(), k: 42 }],
+    ['a missing table', { ...change(), t: undefined }],
+    ['null data', { ...change(), d: null }],
+    ['string data', { ...change(), d: 'row' }],
+    ['a null change', null],
+    ['a string change', 'I users 1'],
+  ];
+
+  it.each(malformed)('refuses %s, storing nothing of the batch', async (_name, bad) => {
+    const db = new FakeDb();
+    await expectRefused(
+      new Collector(db.asDb()),
+      db,
+      'lsu',
+      wire({
+        origin: 'lsu',
+        txs: [
+          { seq: 1, changes: [change()] },
+          { seq: 2, changes: [change(), bad] },
+        ],
+      }),
+      /transaction 2 has a malformed change/,
+    );
+  });
+});

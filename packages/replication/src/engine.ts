@@ -1,0 +1,321 @@
+import { Archive } from './archive';
+import { Collector } from './collector';
+import { LatestTimestampWins, type ConflictResolver } from './conflict-resolver';
+import { catalogDigest, type CatalogDigest } from './digest';
+import { Dispatcher, type DispatchResult } from './dispatcher';
+import { Extractor } from './extractor';
+import { IncomingQueue } from './incoming-queue';
+import { Injector } from './injector';
+import { OutgoingQueue } from './outgoing-queue';
+import {
+  silentLogger,
+  systemClock,
+  type Ack,
+  type Batch,
+  type Clock,
+  type Db,
+  type ReplicationLogger,
+  type Transport,
+} from './types';
+
+export interface EngineOptions {
+  db: Db;
+  /** This site's id. */
+  siteId: string;
+  /** The peers this site exchanges with. */
+  peers: readonly string[];
+  transport: Transport;
+  /** Pause between cycles; 30 s by default. */
+  cycleMs?: number;
+  clock?: Clock;
+  resolver?: ConflictResolver;
+  logger?: ReplicationLogger;
+  /** How long applied (archived) and acknowledged (logged) transactions are kept; 7 days by default. */
+  retentionMs?: number;
+}
+
+export interface CycleReport {
+  startedAt: Date;
+  durationMs: number;
+  injected: { txs: number; changes: number; conflicts: number };
+  extracted: { txs: number; changes: number };
+  dispatched: DispatchResult[];
+  waiting: Record<string, string>;
+  error?: string;
+}
+
+export interface PeerStatus {
+  peer: string;
+  /** Transactions and changes queued for the peer, not yet acknowledged. */
+  backlog: { txs: number; changes: number };
+  /** Transactions and changes received from the peer, not yet applied here. */
+  incoming: { txs: number; changes: number };
+  /** Highest seq of the peer's transactions applied here. */
+  appliedSeq: number;
+  lastSuccessAt: Date | null;
+  lastAttemptAt: Date | null;
+  /** Age of the oldest change waiting for the peer, in seconds (0 when it has everything). */
+  lagSeconds: number;
+  lastError: string | null;
+  lastErrorAt: Date | null;
+  /** Why the peer's next transaction is not applied yet, if it waits. */
+  waitingOn: string | null;
+}
+
+export interface EngineStatus {
+  site: string;
+  running: boolean;
+  cycleSeconds: number;
+  lastSeq: number;
+  pendingCapture: number;
+  conflicts: number;
+  peers: PeerStatus[];
+  cycles: CycleReport[];
+}
+
+const RECENT_CYCLES = 20;
+
+/**
+ * One site's replication engine and its cycle: inject (apply what peers sent), extract (take local
+ * changes into the per-peer queues), dispatch (send the queues), then sleep. The collector side
+ * (`receive`) works at any time. No NestJS here: the API wires the database, transport and clock.
+ */
+export class ReplicationEngine {
+  readonly siteId: string;
+  readonly extractor: Extractor;
+  readonly injector: Injector;
+  readonly dispatcher: Dispatcher;
+  readonly collector: Collector;
+  readonly incoming: IncomingQueue;
+  readonly archive: Archive;
+  private readonly db: Db;
+  private readonly peers: string[];
+  private readonly clock: Clock;
+  private readonly logger: ReplicationLogger;
+  private readonly cycleMs: number;
+  private readonly retentionMs: number;
+  private readonly recent: CycleReport[] = [];
+  private running: Promise<void> | undefined;
+  private abort: AbortController | undefined;
+  private cycleInFlight: Promise<CycleReport> | undefined;
+  private wake: AbortController | undefined;
+  private cyclesRun = 0;
+  private readonly peerErrors = new Map<string, string>();
+  private readonly dispatching = new Map<string, Promise<DispatchResult>>();
+  /** Called after every cycle (metrics). */
+  onCycle: ((report: CycleReport) => void) | undefined;
+
+  constructor(options: EngineOptions) {
+    this.db = options.db;
+    this.siteId = options.siteId;
+    this.peers = [...options.peers];
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.cycleMs = options.cycleMs ?? 30_000;
+    this.retentionMs = options.retentionMs ?? 7 * 24 * 3600_000;
+    this.extractor = new Extractor(this.db);
+    this.injector = new Injector(this.db, options.resolver ?? new LatestTimestampWins(), this.logger);
+    this.dispatcher = new Dispatcher(this.db, this.siteId, options.transport);
+    this.collector = new Collector(this.db);
+    this.incoming = new IncomingQueue(this.db);
+    this.archive = new Archive(this.db);
+  }
+
+  get peerIds(): readonly string[] {
+    return this.peers;
+  }
+
+  /** The collector's entry point: a batch from an authenticated peer. */
+  receive(peer: string, batch: Batch): Promise<Ack> {
+    return this.collector.receive(peer, batch);
+  }
+
+  /** Runs one cycle now (serialised with the running loop's cycles). */
+  runCycle(): Promise<CycleReport> {
+    const previous = this.cycleInFlight ?? Promise.resolve(undefined);
+    const next = previous.catch(() => undefined).then(() => this.cycle());
+    this.cycleInFlight = next;
+    return next;
+  }
+
+  /** Starts the cycle loop. */
+  start(): void {
+    if (this.running) return;
+    const abort = (this.abort = new AbortController());
+    this.running = (async () => {
+      while (!abort.signal.aborted) {
+        await this.runCycle().catch((err: unknown) =>
+          this.logger.error(`replication cycle failed: ${err instanceof Error ? err.message : String(err)}`),
+        );
+        if (abort.signal.aborted) break;
+        this.wake = new AbortController();
+        await this.clock.sleep(this.cycleMs, AbortSignal.any([abort.signal, this.wake.signal]));
+      }
+    })();
+  }
+
+  /** Ends the sleep and starts the next cycle at once (used after a join or by operators). */
+  nudge(): void {
+    this.wake?.abort();
+  }
+
+  /** Stops the loop after the cycle in flight. */
+  async stop(): Promise<void> {
+    this.abort?.abort();
+    await this.running;
+    await this.cycleInFlight?.catch(() => undefined);
+    await Promise.all([...this.dispatching.values()]);
+    this.running = undefined;
+  }
+
+  private async cycle(): Promise<CycleReport> {
+    const startedAt = new Date(this.clock.now());
+    const report: CycleReport = {
+      startedAt,
+      durationMs: 0,
+      injected: { txs: 0, changes: 0, conflicts: 0 },
+      extracted: { txs: 0, changes: 0 },
+      dispatched: [],
+      waiting: {},
+    };
+    try {
+      const origins = await this.incoming.origins();
+      const injected = await this.injector.injectAll(origins);
+      report.injected = { txs: injected.txs, changes: injected.changes, conflicts: injected.conflicts };
+      report.waiting = injected.waiting;
+      const extracted = await this.extractor.extract(this.peers);
+      report.extracted = { txs: extracted.txs, changes: extracted.changes };
+      report.dispatched = await this.dispatchAll();
+      if (++this.cyclesRun % 100 === 0) await this.prune();
+    } catch (err) {
+      report.error = err instanceof Error ? err.message : String(err);
+      throw err;
+    } finally {
+      report.durationMs = this.clock.now() - startedAt.getTime();
+      this.recent.unshift(report);
+      this.recent.length = Math.min(this.recent.length, RECENT_CYCLES);
+      this.onCycle?.(report);
+    }
+    return report;
+  }
+
+  /**
+   * Sends every peer its queue, each independently: a slow or hung peer does not hold up the cycle
+   * (nor the others) for more than about one cycle; its send goes on in the background and it is
+   * skipped until that finishes.
+   */
+  private async dispatchAll(): Promise<DispatchResult[]> {
+    const sends = this.peers.map((peer) => {
+      let send = this.dispatching.get(peer);
+      if (!send) {
+        send = this.dispatcher
+          .dispatch(peer)
+          .then((d) => {
+            this.notePeerHealth(d);
+            return d;
+          })
+          .finally(() => this.dispatching.delete(peer));
+        this.dispatching.set(peer, send);
+      }
+      return send;
+    });
+    const patience = new AbortController();
+    const waited = this.clock.sleep(Math.max(this.cycleMs, 2000), patience.signal).then(() => undefined);
+    try {
+      return await Promise.all(
+        sends.map(async (send, i): Promise<DispatchResult> => {
+          const done = await Promise.race([send, waited]);
+          return (
+            done ?? {
+              peer: this.peers[i] as string,
+              ok: false,
+              txs: 0,
+              changes: 0,
+              error: 'still sending (the peer is slow to answer); continues in the background',
+            }
+          );
+        }),
+      );
+    } finally {
+      patience.abort();
+    }
+  }
+
+  /** Logs a peer's failures when they start or change, and its recovery; not every cycle. */
+  private notePeerHealth(d: DispatchResult): void {
+    const previous = this.peerErrors.get(d.peer);
+    if (d.ok) {
+      if (previous !== undefined) this.logger.log(`peer ${d.peer} is reachable again`);
+      this.peerErrors.delete(d.peer);
+      return;
+    }
+    const error = d.error ?? 'failed';
+    if (previous !== error)
+      this.logger.warn(`peer ${d.peer}: ${error}; its queue waits and is retried every cycle`);
+    this.peerErrors.set(d.peer, error);
+  }
+
+  /** Drops archived and fully acknowledged log entries older than the retention period. */
+  async prune(): Promise<void> {
+    const before = new Date(this.clock.now() - this.retentionMs);
+    await this.archive.prune(before);
+    await this.db.query(
+      `DELETE FROM repl_log l WHERE l.extracted_at < $1 AND NOT EXISTS (SELECT 1 FROM repl_outgoing o WHERE o.seq = l.seq)`,
+      [before],
+    );
+    await this.db.query(`DELETE FROM repl_nonces WHERE seen_at < now() - interval '1 hour'`);
+  }
+
+  async status(): Promise<EngineStatus> {
+    const [local, pending, conflicts, peerRows, incoming] = await Promise.all([
+      this.db.query<{ last_seq: string }>('SELECT last_seq FROM repl_local'),
+      this.db.query<{ n: string }>('SELECT count(*) AS n FROM repl_changes'),
+      this.db.query<{ n: string }>('SELECT count(*) AS n FROM repl_conflicts'),
+      this.db.query<{
+        peer_id: string;
+        applied_seq: string;
+        last_success_at: Date | null;
+        last_attempt_at: Date | null;
+        last_error: string | null;
+        last_error_at: Date | null;
+        waiting_on: string | null;
+      }>('SELECT * FROM repl_peers'),
+      this.incoming.backlog(),
+    ]);
+    const now = this.clock.now();
+    const peers: PeerStatus[] = [];
+    for (const peer of this.peers) {
+      const row = peerRows.rows.find((r) => r.peer_id === peer);
+      const backlog = await new OutgoingQueue(this.db, peer).backlog();
+      const inc = incoming.find((i) => i.origin === peer);
+      peers.push({
+        peer,
+        backlog: { txs: backlog.txs, changes: backlog.changes },
+        incoming: { txs: inc?.txs ?? 0, changes: inc?.changes ?? 0 },
+        appliedSeq: Number(row?.applied_seq ?? 0),
+        lastSuccessAt: row?.last_success_at ?? null,
+        lastAttemptAt: row?.last_attempt_at ?? null,
+        lagSeconds: backlog.oldestCapturedAt
+          ? Math.max(0, (now - backlog.oldestCapturedAt.getTime()) / 1000)
+          : 0,
+        lastError: row?.last_error ?? null,
+        lastErrorAt: row?.last_error_at ?? null,
+        waitingOn: row?.waiting_on ?? null,
+      });
+    }
+    return {
+      site: this.siteId,
+      running: this.running !== undefined,
+      cycleSeconds: this.cycleMs / 1000,
+      lastSeq: Number(local.rows[0]?.last_seq ?? 0),
+      pendingCapture: Number(pending.rows[0]?.n ?? 0),
+      conflicts: Number(conflicts.rows[0]?.n ?? 0),
+      peers,
+      cycles: [...this.recent],
+    };
+  }
+
+  digest(): Promise<CatalogDigest> {
+    return catalogDigest(this.db);
+  }
+}

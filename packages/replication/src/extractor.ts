@@ -1,0 +1,69 @@
+import { inTransaction } from './sql';
+import type { Db } from './types';
+
+export interface ExtractResult {
+  txs: number;
+  changes: number;
+  /** The highest seq this site has extracted so far. */
+  lastSeq: number;
+}
+
+/** Serialises extraction (cycle, snapshot for a joining site) on one catalog. */
+export const EXTRACT_LOCK = 7_215_000_001;
+
+/**
+ * The extractor: moves locally originated, committed changes from the change table into this site's
+ * log, one log entry per local transaction numbered in origin order, and queues each entry for every
+ * peer. Changes the injector applied for peers were never captured, so they are never sent on.
+ *
+ * Transactions are ordered by their last change: a transaction that saw another's writes changed
+ * rows after that one committed, so it always sorts after it.
+ */
+export class Extractor {
+  constructor(private readonly db: Db) {}
+
+  async extract(peerIds: readonly string[]): Promise<ExtractResult> {
+    return inTransaction(this.db, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [EXTRACT_LOCK]);
+      return Extractor.extractWith(client, peerIds);
+    });
+  }
+
+  /** Extraction inside a caller's transaction (which must hold EXTRACT_LOCK). */
+  static async extractWith(
+    client: { query: Db['query'] },
+    peerIds: readonly string[],
+  ): Promise<ExtractResult> {
+    const local = await client.query<{ last_seq: string }>('SELECT last_seq FROM repl_local FOR UPDATE');
+    const before = Number(local.rows[0]?.last_seq ?? 0);
+    const moved = await client.query<{ txs: string; changes: string | null }>(
+      `WITH moved AS (DELETE FROM repl_changes RETURNING *),
+       grouped AS (
+         SELECT max(id) AS last_id, min(captured_at) AS captured_at, count(*)::int AS n,
+                jsonb_agg(jsonb_build_object('t', tbl, 'o', op, 'k', row_key, 'd', data, 's', stamp,
+                                             'b', base_stamp, 'bs', base_site) ORDER BY id) AS changes
+           FROM moved GROUP BY tx_id),
+       logged AS (
+         INSERT INTO repl_log (seq, changes, change_count, captured_at)
+         SELECT $1::bigint + row_number() OVER (ORDER BY last_id), changes, n, captured_at FROM grouped
+         RETURNING change_count)
+       SELECT count(*) AS txs, sum(change_count) AS changes FROM logged`,
+      [before],
+    );
+    const txs = Number(moved.rows[0]?.txs ?? 0);
+    const changes = Number(moved.rows[0]?.changes ?? 0);
+    const lastSeq = before + txs;
+    if (txs > 0) {
+      await client.query('UPDATE repl_local SET last_seq = $1', [lastSeq]);
+      if (peerIds.length > 0) {
+        await client.query(
+          `INSERT INTO repl_outgoing (peer_id, seq)
+           SELECT p, s FROM unnest($1::text[]) p CROSS JOIN generate_series($2::bigint, $3::bigint) s
+           ON CONFLICT DO NOTHING`,
+          [peerIds, before + 1, lastSeq],
+        );
+      }
+    }
+    return { txs, changes, lastSeq };
+  }
+}

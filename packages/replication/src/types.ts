@@ -1,0 +1,79 @@
+import type pg from 'pg';
+
+/** The catalog connection the engine works on: a `pg.Pool` (queues live in the catalog database). */
+export type Db = pg.Pool;
+
+/**
+ * One captured row change, as stored in the log and sent to peers. Short keys: a batch of a
+ * hundred thousand changes is mostly these names.
+ */
+export interface Change {
+  /** table */
+  t: string;
+  /** operation: insert, update, delete */
+  o: 'I' | 'U' | 'D';
+  /** row key (the primary key as text) */
+  k: string;
+  /** the row after the change (before it, for a delete), without local-only columns */
+  d: Record<string, unknown>;
+  /** version stamp of the row after this change: microseconds, monotonic per row */
+  s: number;
+  /** stamp of the version this change replaced (null for an insert) */
+  b: number | null;
+  /** site that made the replaced version */
+  bs: string | null;
+}
+
+/** One origin transaction: applied atomically and in `seq` order at every peer. */
+export interface OriginTx {
+  seq: number;
+  changes: Change[];
+}
+
+/** What a site sends a peer: transactions it originated, oldest first. */
+export interface Batch {
+  origin: string;
+  txs: OriginTx[];
+}
+
+/**
+ * A peer's answer: every transaction of the sender's origin up to `have` is stored or applied
+ * there. The sender's queue drops those; a `have` below what the sender last queued asks for a resend.
+ */
+export interface Ack {
+  have: number;
+}
+
+/** How batches reach peers: HTTP between real sites, in memory in tests. */
+export interface Transport {
+  send(peerId: string, batch: Batch): Promise<Ack>;
+}
+
+/** Time, injected so tests control it. */
+export interface Clock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve) => {
+      if (signal?.aborted) return resolve();
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      }
+      signal?.addEventListener('abort', done, { once: true });
+    }),
+};
+
+export interface ReplicationLogger {
+  log(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export const silentLogger: ReplicationLogger = { log: () => {}, warn: () => {}, error: () => {} };

@@ -224,10 +224,17 @@ BEGIN
       RAISE EXCEPTION 'catalog has no local site yet: register the site before changing replicated tables';
     END IF;
   END IF;
-  SELECT "stamp", "site" INTO v_cur FROM "repl_versions" WHERE "tbl" = v_tbl AND "row_key" = v_key;
-  v_stamp := GREATEST((extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT, COALESCE(v_cur."stamp", 0) + 1);
-  INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp", "base_stamp", "base_site")
-  VALUES (v_tbl, left(TG_OP, 1), v_key, v_data, v_stamp, v_cur."stamp", v_cur."site");
+  v_stamp := (extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT;
+  IF TG_OP = 'INSERT' THEN
+    -- A new row (ids are never reused): no version to build on.
+    INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp")
+    VALUES (v_tbl, 'I', v_key, v_data, v_stamp);
+  ELSE
+    SELECT "stamp", "site" INTO v_cur FROM "repl_versions" WHERE "tbl" = v_tbl AND "row_key" = v_key;
+    v_stamp := GREATEST(v_stamp, COALESCE(v_cur."stamp", 0) + 1);
+    INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp", "base_stamp", "base_site")
+    VALUES (v_tbl, left(TG_OP, 1), v_key, v_data, v_stamp, v_cur."stamp", v_cur."site");
+  END IF;
   INSERT INTO "repl_versions" ("tbl", "row_key", "stamp", "site", "deleted")
   VALUES (v_tbl, v_key, v_stamp, v_site, TG_OP = 'DELETE')
   ON CONFLICT ("tbl", "row_key") DO UPDATE

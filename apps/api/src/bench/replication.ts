@@ -120,6 +120,7 @@ async function catalog(
   const connection = await server.database(name);
   await migrate(connection);
   const pool = new pg.Pool({ ...connection, max: 4 });
+  pool.on('error', () => undefined);
   const start = BigInt(index) * 2n ** 48n;
   await pool.query(
     `INSERT INTO sites (id, name, id_range_start, id_range_end, is_local, updated_at) VALUES ($1, $1, $2, $3, true, now())`,
@@ -183,28 +184,36 @@ async function benchInject(
     if (result.changes !== shipped) throw new Error(`injected ${result.changes} of ${shipped} changes`);
     // Baseline: the same rows written by one bulk INSERT per table, without any replication bookkeeping.
     await plain.query(`ALTER DATABASE bench_inject_plain SET tributary.capture = 'off'`);
-    const rows = await origin.query<{ t: string; rows: string }>(
-      `SELECT 'users' AS t, jsonb_agg(to_jsonb(x))::text AS rows FROM users x UNION ALL
-       SELECT 'storage_resources', jsonb_agg(to_jsonb(x))::text FROM storage_resources x UNION ALL
-       SELECT 'collections', jsonb_agg(to_jsonb(x))::text FROM collections x UNION ALL
-       SELECT 'data_objects', jsonb_agg(to_jsonb(x))::text FROM data_objects x UNION ALL
-       SELECT 'replicas', jsonb_agg(to_jsonb(x))::text FROM replicas x`,
-    );
-    const client = await plain.connect();
-    await client.query(`SET tributary.capture = 'off'`);
-    await client.query(
-      `INSERT INTO sites (id, name, id_range_start, id_range_end, updated_at) VALUES ('lsu', 'lsu', 1, 2, now())`,
-    );
-    const b0 = performance.now();
-    await client.query('BEGIN');
-    for (const r of rows.rows) {
-      await client.query(`INSERT INTO ${r.t} SELECT * FROM jsonb_populate_recordset(NULL::${r.t}, $1)`, [
-        r.rows,
-      ]);
+    // Referenced tables first.
+    const rows = { rows: [] as Array<{ t: string; rows: string }> };
+    for (const t of ['users', 'storage_resources', 'collections', 'data_objects', 'replicas']) {
+      const res = await origin.query<{ rows: string }>(
+        `SELECT jsonb_agg(to_jsonb(x))::text AS rows FROM ${t} x`,
+      );
+      rows.rows.push({ t, rows: res.rows[0]!.rows });
     }
-    await client.query('COMMIT');
-    const baseline = (performance.now() - b0) / 1000;
-    client.release();
+    const client = await plain.connect();
+    let baseline: number;
+    try {
+      await client.query(`SET tributary.capture = 'off'`);
+      await client.query(
+        `INSERT INTO sites (id, name, id_range_start, id_range_end, updated_at) VALUES ('lsu', 'lsu', 1, 2, now())`,
+      );
+      const b0 = performance.now();
+      await client.query('BEGIN');
+      for (const r of rows.rows) {
+        await client.query(`INSERT INTO ${r.t} SELECT * FROM jsonb_populate_recordset(NULL::${r.t}, $1)`, [
+          r.rows,
+        ]);
+      }
+      await client.query('COMMIT');
+      baseline = (performance.now() - b0) / 1000;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw new Error(`the bulk-insert baseline failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      client.release();
+    }
     say(
       `inject: ${shipped} changes in ${seconds.toFixed(2)} s (${Math.round(shipped / seconds)}/s); bulk insert of the same rows ${baseline.toFixed(2)} s`,
     );
@@ -308,6 +317,7 @@ async function benchConverge(
       const started = await startWorker({ config, connection });
       stops.push(started.stop);
       pools[id] = new pg.Pool({ ...connection, max: 2 });
+      pools[id].on('error', () => undefined);
     };
     await start('lsu', 0);
     await Promise.all([start('tulane', 1), start('uno', 2), start('solo', 3)]);
@@ -333,7 +343,7 @@ async function benchConverge(
     await ingest(solo, '/projects/warm-off', 100);
     const on: number[] = [];
     const off: number[] = [];
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < 9; round++) {
       if (round % 2 === 0) {
         on.push(await ingest(lsu, `/projects/on-${round}`, 1000));
         off.push(await ingest(solo, `/projects/off-${round}`, 1000));

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -18,7 +17,7 @@ import {
 } from '@tributary/replication';
 import pg from 'pg';
 import { loadConfig, type SiteConfig } from '../config/config';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
+import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
 import { migrate } from '../database/migrator';
 import { BenchClient, httpTransport } from './client';
 import { startWorker } from './site';
@@ -252,17 +251,6 @@ async function benchInjectSmall(
   } finally {
     await Promise.all([origin.end(), target.end()]);
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function benchConverge(

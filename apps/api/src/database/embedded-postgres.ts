@@ -13,7 +13,8 @@ export interface EmbeddedServer {
   database(name: string): Promise<pg.ClientConfig>;
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port free on loopback right now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);

@@ -14,6 +14,7 @@ import {
 import pg from 'pg';
 import { inject } from 'vitest';
 import type { SiteReady } from '../cli/site';
+import { adminConnection, cloneTemplate, dropDatabase, withClient } from './databases';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, TestClient } from './test-site';
 import './provided-context';
 
@@ -90,43 +91,6 @@ export interface Federation {
   /** The tail of every site's output, for failure messages. */
   outputs(maxCharsPerSite?: number): string;
   close(): Promise<void>;
-}
-
-function adminConnection(database = 'postgres'): pg.ClientConfig {
-  const pgInfo = inject('postgres');
-  return { host: pgInfo.host, port: pgInfo.port, user: pgInfo.user, password: pgInfo.password, database };
-}
-
-async function withClient<T>(connection: pg.ClientConfig, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client(connection);
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function createDatabase(name: string): Promise<void> {
-  const template = inject('postgres').template;
-  await withClient(adminConnection(), async (client) => {
-    // Another worker cloning at the same instant makes the template "being accessed"; retry briefly.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
-        return;
-      } catch (err) {
-        if (attempt >= 40 || !/being accessed by other users/.test((err as Error).message)) throw err;
-        await sleep(50 + Math.random() * 100);
-      }
-    }
-  });
-}
-
-async function dropDatabase(name: string): Promise<void> {
-  await withClient(adminConnection(), (client) =>
-    client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
-  );
 }
 
 export function sleep(ms: number): Promise<void> {
@@ -361,7 +325,7 @@ export async function startFederation(options: FederationOptions): Promise<Feder
 
   try {
     for (const s of sites) {
-      await createDatabase(s.database);
+      await cloneTemplate(s.database);
       databases.push(s.database);
     }
     const founder = sites[0] as SiteHandle;

@@ -5,9 +5,10 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { ErrorBody, ErrorCode, SessionDto, UserDto } from '@tributary/shared';
 import pg from 'pg';
-import { expect, inject } from 'vitest';
+import { expect } from 'vitest';
 import { createSiteApp, type SiteApp } from '../app.factory';
 import { loadConfig, type SiteConfig } from '../config/config';
+import { adminConnection, cloneTemplate, dropDatabase, withClient } from './databases';
 import { newPassword, uniqueUsername } from './factories';
 import './provided-context';
 
@@ -178,49 +179,6 @@ export interface TestSite {
     params?: unknown[],
   ): Promise<pg.QueryResult<R>>;
   close(): Promise<void>;
-}
-
-function adminConnection(): pg.ClientConfig {
-  const pgInfo = inject('postgres');
-  return {
-    host: pgInfo.host,
-    port: pgInfo.port,
-    user: pgInfo.user,
-    password: pgInfo.password,
-    database: 'postgres',
-  };
-}
-
-async function withClient<T>(connection: pg.ClientConfig, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client(connection);
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function cloneTemplate(name: string): Promise<void> {
-  const template = inject('postgres').template;
-  await withClient(adminConnection(), async (client) => {
-    // Two workers cloning at the same instant can see the template "being accessed"; retry briefly.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
-        return;
-      } catch (err) {
-        if (attempt >= 20 || !/being accessed by other users/.test((err as Error).message)) throw err;
-        await new Promise((r) => setTimeout(r, 50 + Math.random() * 100));
-      }
-    }
-  });
-}
-
-async function dropDatabase(name: string): Promise<void> {
-  await withClient(adminConnection(), (client) =>
-    client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
-  );
 }
 
 /**

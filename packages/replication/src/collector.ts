@@ -25,7 +25,7 @@ export class Collector {
     }
     validateBatch(batch);
     const have = await this.incoming.store(batch.origin, JSON.stringify(batch.txs));
-    return { have };
+    return { have, applied: await this.incoming.applied(batch.origin) };
   }
 }
 

@@ -34,6 +34,12 @@ export class Dispatcher {
         const txs = await queue.peek(BATCH_CHANGES);
         const ack = await this.transport.send(peerId, { origin: this.localSite, txs });
         await queue.acknowledge(ack.have);
+        if (ack.applied !== undefined) {
+          await this.db.query(
+            'UPDATE repl_peers SET peer_applied_seq = GREATEST(peer_applied_seq, $2) WHERE peer_id = $1',
+            [peerId, ack.applied],
+          );
+        }
         const sentThrough = txs.at(-1)?.seq ?? 0;
         for (const tx of txs) {
           if (tx.seq > ack.have) break;

@@ -1,9 +1,11 @@
 import { Archive } from './archive';
 import { Collector } from './collector';
-import { LatestTimestampWins, type ConflictResolver } from './conflict-resolver';
+import { CatalogResolver, ConflictRecords } from './catalog-conflicts';
+import type { ConflictResolver } from './conflict-resolver';
 import { catalogDigest, type CatalogDigest } from './digest';
 import { Dispatcher, type DispatchResult } from './dispatcher';
 import { Extractor } from './extractor';
+import { settleDeletes } from './trash-settlement';
 import { IncomingQueue } from './incoming-queue';
 import { Injector } from './injector';
 import { OutgoingQueue } from './outgoing-queue';
@@ -28,7 +30,10 @@ export interface EngineOptions {
   /** Pause between cycles; 30 s by default. */
   cycleMs?: number;
   clock?: Clock;
+  /** Decides conflicts provisionally; the catalog's rules (latest wins, updates rescue from the trash) by default. */
   resolver?: ConflictResolver;
+  /** How long people have to decide a conflict before its provisional winner is final; 24 h by default. */
+  conflictDeadlineMs?: number;
   logger?: ReplicationLogger;
   /** How long applied (archived) and acknowledged (logged) transactions are kept; 7 days by default. */
   retentionMs?: number;
@@ -115,7 +120,12 @@ export class ReplicationEngine {
     this.cycleMs = options.cycleMs ?? 30_000;
     this.retentionMs = options.retentionMs ?? 7 * 24 * 3600_000;
     this.extractor = new Extractor(this.db);
-    this.injector = new Injector(this.db, options.resolver ?? new LatestTimestampWins(), this.logger);
+    this.injector = new Injector(
+      this.db,
+      options.resolver ?? new CatalogResolver(),
+      this.logger,
+      new ConflictRecords(options.conflictDeadlineMs ?? 24 * 3600_000),
+    );
     this.dispatcher = new Dispatcher(this.db, this.siteId, options.transport);
     this.collector = new Collector(this.db);
     this.incoming = new IncomingQueue(this.db);
@@ -200,6 +210,7 @@ export class ReplicationEngine {
       const extracted = await this.extractor.extract(this.peers);
       report.extracted = { txs: extracted.txs, changes: extracted.changes };
       report.dispatched = await this.dispatchAll();
+      await settleDeletes(this.db, this.siteId, this.peers);
       if (++this.cyclesRun % 100 === 0) await this.prune();
     } catch (err) {
       report.error = err instanceof Error ? err.message : String(err);

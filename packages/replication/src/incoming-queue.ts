@@ -44,6 +44,15 @@ export class IncomingQueue {
     return Number(res.rows[0]?.have ?? 0);
   }
 
+  /** The highest seq of `origin` applied here. */
+  async applied(origin: string): Promise<number> {
+    const res = await this.db.query<{ applied_seq: string }>(
+      'SELECT applied_seq FROM repl_peers WHERE peer_id = $1',
+      [origin],
+    );
+    return Number(res.rows[0]?.applied_seq ?? 0);
+  }
+
   /** The highest seq of `origin` up to which everything is stored or applied here. */
   async have(origin: string): Promise<number> {
     return this.store(origin, '[]');

@@ -13,3 +13,5 @@ export * from './transport';
 export * from './digest';
 export * from './snapshot';
 export * from './engine';
+export * from './catalog-conflicts';
+export * from './trash-settlement';

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { ConflictRecords, isTrashed } from './catalog-conflicts';
 import {
   conflictId,
   type ConflictKind,
@@ -49,6 +50,7 @@ export class Injector {
     private readonly db: Db,
     private readonly resolver: ConflictResolver,
     private readonly logger: ReplicationLogger,
+    private readonly records: ConflictRecords = new ConflictRecords(24 * 3600_000),
   ) {}
 
   async injectAll(origins: readonly string[]): Promise<InjectResult> {
@@ -159,6 +161,8 @@ export class Injector {
     let conflicts = 0;
     let idx = 0;
     let step: number | null = null; // null: as far as possible; 1: one change at a time
+    // Moves to the trash overruled by an update: undone once the whole transaction is applied.
+    const rescues = new Set<string>();
     while (idx < total) {
       await client.query('SAVEPOINT change');
       let stop: ApplyStop | undefined;
@@ -200,11 +204,15 @@ export class Injector {
             WHERE tbl = $2 AND row_key = $3 ORDER BY id LIMIT 1`,
           [origin, change.t, change.k, JSON.stringify(change)],
         );
+      } else if (change.t === 'conflicts' && (stop.reason === 'exists' || stop.reason === 'concurrent')) {
+        // Two copies of one conflict record (each site writes what it detects): they merge.
+        await this.records.mergeIncoming(client, origin, change);
       } else {
-        conflicts += await this.resolve(client, origin, change, stop);
+        conflicts += await this.resolve(client, origin, change, stop, rescues);
       }
       idx = stop.idx + 1;
     }
+    for (const trashId of rescues) await this.records.rescue(client, origin, trashId);
     return { changes: total, conflicts };
   }
 
@@ -223,6 +231,7 @@ export class Injector {
     origin: string,
     change: Change,
     stop: ApplyStop,
+    rescues: Set<string>,
   ): Promise<number> {
     const held = {
       stamp: stop.cur_stamp === null ? null : Number(stop.cur_stamp),
@@ -249,6 +258,15 @@ export class Injector {
     };
     const decision = this.resolver.resolve(conflict);
     const resolution = decision.reason;
+    if (kind === 'update' || kind === 'update-deleted' || kind === 'delete-updated') {
+      await this.records.noteConcurrent(client, origin, conflict, change.b, change.bs);
+      // A live version won over a move to the trash: the rest of what was trashed comes back too.
+      const loser = decision.winner === 'incoming' ? held.row : change.o === 'D' ? null : change.d;
+      const winnerRow = decision.winner === 'incoming' ? change.d : held.row;
+      if (isTrashed(change.t, loser) && !isTrashed(change.t, winnerRow) && loser) {
+        rescues.add(String(loser.trash_id));
+      }
+    }
     if (decision.winner === 'incoming') {
       await client.query('SAVEPOINT forced');
       try {
@@ -303,6 +321,8 @@ export class Injector {
         kind = 'delete-referenced';
       }
     } else if (err.code === '23505') {
+      // Two records created with one name: the later one is renamed, both stay.
+      if (await this.records.renameOnClash(client, origin, change, err)) return 1;
       kind = 'same-name';
     } else {
       throw new Defer(`error applying ${change.t} ${change.k}: ${err.message}`);

@@ -114,7 +114,11 @@ export class HttpTransport implements Transport {
 
   async send(peerId: string, batch: Batch): Promise<Ack> {
     const ack = await this.client.request<Ack>(peerId, 'POST', BATCH_PATH, batch, BATCH_TIMEOUT_MS);
-    if (!Number.isSafeInteger(ack.have) || ack.have < 0) {
+    if (
+      !Number.isSafeInteger(ack.have) ||
+      ack.have < 0 ||
+      (ack.applied !== undefined && (!Number.isSafeInteger(ack.applied) || ack.applied < 0))
+    ) {
       throw new PeerRequestError(`${peerId} sent a malformed acknowledgement`);
     }
     return ack;

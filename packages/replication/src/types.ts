@@ -42,6 +42,8 @@ export interface Batch {
  */
 export interface Ack {
   have: number;
+  /** Every transaction of the sender's origin up to this seq is applied there (a delete may then be purged). */
+  applied?: number;
 }
 
 /** How batches reach peers: HTTP between real sites, in memory in tests. */

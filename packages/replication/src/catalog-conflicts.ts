@@ -1,0 +1,567 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import {
+  compareVersions,
+  LatestTimestampWins,
+  type ConflictResolver,
+  type DetectedConflict,
+  type Resolution,
+} from './conflict-resolver';
+import { asPgError, type PgError } from './sql';
+import type { Change } from './types';
+
+/**
+ * The catalog's conflict rules on top of the generic engine (docs/conflicts.md):
+ * - an update that meets a move to the trash wins over it (it rescues the record from the trash);
+ * - two records created with one name: the later one is renamed `name_1` (`data_1.csv`);
+ * - every conflict people may negotiate is written to the replicated `conflicts` table under an id
+ *   every site computes alike, and copies of one conflict merge.
+ */
+
+/** Kinds of negotiable conflict. */
+export type NegotiableKind = 'update' | 'delete' | 'same-name';
+
+/** Tables whose rows move to the trash (`trash_id` ≠ 0) instead of being deleted. */
+const TRASHABLE = new Set(['data_objects', 'collections']);
+
+/**
+ * Tables whose conflicts are bookkeeping rather than something people decide (they stay in the
+ * engine's log, `repl_conflicts`): the federation's own rows, replicas, trash entries, and the
+ * conflict records themselves (their copies merge).
+ */
+const NOT_NEGOTIATED = new Set(['sites', 'storage_resources', 'replicas', 'trash_entries', 'conflicts']);
+
+/** Tables where two rows may not share a name, the column, and what the name is unique within. */
+const NAMED: Record<string, { name: string; parent: string | null; trash: boolean; extension: boolean }> = {
+  data_objects: { name: 'name', parent: 'collection_id', trash: true, extension: true },
+  collections: { name: 'name', parent: 'parent_id', trash: true, extension: false },
+  users: { name: 'username', parent: null, trash: false, extension: false },
+  project_groups: { name: 'name', parent: null, trash: false, extension: false },
+};
+
+export function isNegotiable(table: string): boolean {
+  return !NOT_NEGOTIATED.has(table);
+}
+
+/** Whether a row (as JSON) is in the trash. */
+export function isTrashed(table: string, row: Record<string, unknown> | null | undefined): boolean {
+  if (!TRASHABLE.has(table) || !row) return false;
+  const t = row.trash_id;
+  return t !== undefined && t !== null && String(t) !== '0';
+}
+
+/** One version of a record in a conflict. */
+export interface ConflictVersion {
+  site: string;
+  stamp: number;
+  /** Deleted outright (not moved to the trash). */
+  deleted: boolean;
+  /** The user who made it (`updated_by` of the row), when known. */
+  by: string | null;
+  /** For `same-name`: which record this is. */
+  key?: string;
+  data: Record<string, unknown> | null;
+}
+
+/** A row of `conflicts` (as JSON: timestamps as ISO text). */
+export interface ConflictRow {
+  id: string;
+  kind: NegotiableKind;
+  tbl: string;
+  row_key: string;
+  versions: ConflictVersion[];
+  winner_site: string;
+  winner_stamp: number;
+  detail: Record<string, unknown>;
+  collection_id: string | null;
+  opened_at: string;
+  deadline: string;
+  status: 'open' | 'decided';
+  decision: string | null;
+  decided_value: unknown;
+  decided_by: string | null;
+  decided_by_name: string | null;
+  decided_policy: string | null;
+  decided_at: string | null;
+  decided_at_site: string | null;
+}
+
+/**
+ * The provisional winner among concurrent versions of one record: the latest (ties to the greater
+ * site id), except that a live version wins over one that moved the record to the trash.
+ */
+export function provisionalWinner(table: string, versions: readonly ConflictVersion[]): ConflictVersion {
+  const live = versions.filter((v) => !v.deleted && !isTrashed(table, v.data));
+  const trashed = versions.filter((v) => !v.deleted && isTrashed(table, v.data));
+  const pool = live.length > 0 && trashed.length > 0 ? live : versions;
+  let best = pool[0] as ConflictVersion;
+  for (const v of pool) if (compareVersions(v, best) > 0) best = v;
+  return best;
+}
+
+/** The seed's rule plus the trash rule: an update rescues what another site moved to the trash. */
+export class CatalogResolver implements ConflictResolver {
+  private readonly latest = new LatestTimestampWins();
+
+  resolve(conflict: DetectedConflict): Resolution {
+    const { table, incoming, held } = conflict;
+    const change = incoming.change;
+    if (TRASHABLE.has(table) && !held.deleted && change.o !== 'D' && held.row) {
+      const incomingTrashed = isTrashed(table, change.d);
+      const heldTrashed = isTrashed(table, held.row);
+      if (incomingTrashed !== heldTrashed) {
+        return incomingTrashed
+          ? { winner: 'held', reason: 'an update made here rescues it from the trash' }
+          : { winner: 'incoming', reason: 'the incoming update rescues it from the trash' };
+      }
+    }
+    return this.latest.resolve(conflict);
+  }
+}
+
+function hashId(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 32);
+}
+
+function sortVersions(versions: ConflictVersion[]): ConflictVersion[] {
+  return [...versions].sort((a, b) => compareVersions(a, b) || (a.key ?? '').localeCompare(b.key ?? ''));
+}
+
+function versionId(v: ConflictVersion): string {
+  return `${v.stamp}@${v.site}#${v.key ?? ''}`;
+}
+
+function iso(micros: number): string {
+  return new Date(Math.floor(micros / 1000)).toISOString();
+}
+
+/** A conflict opens when a second version appears: the stamp of the second-earliest one. */
+function openedAt(versions: readonly ConflictVersion[]): number {
+  const stamps = versions.map((v) => v.stamp).sort((x, y) => x - y);
+  return stamps[Math.min(1, stamps.length - 1)] ?? 0;
+}
+
+/** How long a record gives people to decide (the deadline setting of the site that wrote it), in ms. */
+function span(row: ConflictRow): number {
+  return Date.parse(row.deadline) - Date.parse(row.opened_at);
+}
+
+/**
+ * Merges two copies of one conflict (each site writes what it detected): the union of their
+ * versions, the earliest opening and the latest deadline, and the decision if one was taken (the
+ * later one if both were). Commutative, so every site ends with the same record.
+ */
+export function mergeConflictRows(a: ConflictRow, b: ConflictRow): ConflictRow {
+  // Two sites may describe one version slightly differently (text forms): keep the same one everywhere.
+  const byId = new Map<string, ConflictVersion>();
+  for (const v of [...a.versions, ...b.versions]) {
+    const seen = byId.get(versionId(v));
+    if (!seen || canonical(v) < canonical(seen)) byId.set(versionId(v), v);
+  }
+  const versions = sortVersions([...byId.values()]);
+  let winner = { site: a.winner_site, stamp: a.winner_stamp };
+  if (a.kind === 'same-name') {
+    if (compareVersions({ stamp: b.winner_stamp, site: b.winner_site }, winner) > 0)
+      winner = { site: b.winner_site, stamp: b.winner_stamp };
+  } else {
+    const w = provisionalWinner(a.tbl, versions);
+    winner = { site: w.site, stamp: w.stamp };
+  }
+  const decided = pickDecision(a, b);
+  const detail = canonical(a.detail) <= canonical(b.detail) ? a.detail : b.detail;
+  return {
+    ...decided,
+    id: a.id,
+    kind: a.kind,
+    tbl: a.tbl,
+    row_key: a.row_key,
+    versions,
+    winner_site: winner.site,
+    winner_stamp: winner.stamp,
+    detail,
+    collection_id: a.collection_id ?? b.collection_id,
+    opened_at: iso(openedAt(versions)),
+    deadline: iso(openedAt(versions) + 1000 * Math.max(span(a), span(b))),
+  };
+}
+
+function pickDecision(a: ConflictRow, b: ConflictRow): ConflictRow {
+  if (a.status !== 'decided') return b.status === 'decided' ? b : a;
+  if (b.status !== 'decided') return a;
+  const ta = Date.parse(a.decided_at ?? '') || 0;
+  const tb = Date.parse(b.decided_at ?? '') || 0;
+  if (ta !== tb) return ta > tb ? a : b;
+  return (a.decided_at_site ?? '') >= (b.decided_at_site ?? '') ? a : b;
+}
+
+function splitExtension(name: string, keepExtension: boolean): [string, string] {
+  if (!keepExtension) return [name, ''];
+  const compound = /\.tar\.(gz|bz2|xz|zst)$/i.exec(name);
+  const dot = compound ? compound.index : name.lastIndexOf('.');
+  return dot <= 0 ? [name, ''] : [name.slice(0, dot), name.slice(dot)];
+}
+
+/**
+ * `data.csv` → `data_1.csv`; `run.tar.gz` → `run_1.tar.gz`; `notes` → `notes_1`. A name that is
+ * already numbered counts on from its stem (`data_1.csv` → `data_2.csv`, not `data_1_1.csv`), so a
+ * record renamed twice while changes cross ends with the same name at every site.
+ */
+export function numberedName(name: string, n: number, keepExtension: boolean): string {
+  const [stem, extension] = splitExtension(name, keepExtension);
+  const base = /^(.+)_\d+$/.exec(stem)?.[1] ?? stem;
+  return `${base}_${n}${extension}`;
+}
+
+function quoteIdent(name: string): string {
+  return '"' + name.replace(/"/g, '""') + '"';
+}
+
+function microsOf(timestamp: unknown): number {
+  const ms = typeof timestamp === 'string' ? Date.parse(timestamp) : NaN;
+  return Number.isFinite(ms) ? ms * 1000 : 0;
+}
+
+function idOrder(a: unknown, b: unknown): number {
+  const x = BigInt(String(a));
+  const y = BigInt(String(b));
+  return x === y ? 0 : x > y ? 1 : -1;
+}
+
+/**
+ * Writes and merges conflict records, renames on a name clash, and rescues from the trash, inside
+ * the injector's transaction. Records are written as local changes (captured and replicated) even
+ * though the injector works on behalf of a peer.
+ */
+export class ConflictRecords {
+  constructor(private readonly deadlineMs: number) {}
+
+  /** Records an update or delete conflict the resolver decided. */
+  async noteConcurrent(
+    client: pg.PoolClient,
+    origin: string,
+    conflict: DetectedConflict,
+    baseStamp: number | null,
+    baseSite: string | null,
+  ): Promise<void> {
+    if (!isNegotiable(conflict.table)) return;
+    const change = conflict.incoming.change;
+    const held = conflict.held;
+    const incomingVersion: ConflictVersion = {
+      site: origin,
+      stamp: change.s,
+      deleted: change.o === 'D',
+      by: byOf(change.d),
+      data: change.d,
+    };
+    const heldVersion: ConflictVersion = {
+      site: held.site ?? '?',
+      stamp: held.stamp ?? 0,
+      deleted: held.deleted,
+      by: byOf(held.row),
+      data: held.row,
+    };
+    const versions = sortVersions([incomingVersion, heldVersion]);
+    const deleteKind =
+      versions.some((v) => v.deleted) ||
+      isTrashed(conflict.table, incomingVersion.data) !== isTrashed(conflict.table, heldVersion.data);
+    const winner = provisionalWinner(conflict.table, versions);
+    const openedMicros = openedAt(versions);
+    const collection = collectionOf(conflict.table, winner.data ?? change.d);
+    await this.write(client, origin, {
+      id: hashId('concurrent', conflict.table, conflict.key, `${baseStamp ?? ''}@${baseSite ?? ''}`),
+      kind: deleteKind ? 'delete' : 'update',
+      tbl: conflict.table,
+      row_key: conflict.key,
+      versions,
+      winner_site: winner.site,
+      winner_stamp: winner.stamp,
+      detail: {},
+      collection_id: collection,
+      opened_at: iso(openedMicros),
+      deadline: iso(openedMicros + this.deadlineMs * 1000),
+      status: 'open',
+      decision: null,
+      decided_value: null,
+      decided_by: null,
+      decided_by_name: null,
+      decided_policy: null,
+      decided_at: null,
+      decided_at_site: null,
+    });
+  }
+
+  /**
+   * A change refused because its name is taken here by another record. The later-created of the two
+   * (created_at, then id: the same order at every site) gets the next free `name_N`; the other keeps
+   * the name. The site that created the renamed record makes the rename a change of its own, which
+   * replicates; elsewhere it is applied provisionally until that change arrives. Returns false when
+   * the clash is not a name clash this rule handles.
+   */
+  async renameOnClash(client: pg.PoolClient, origin: string, change: Change, err: PgError): Promise<boolean> {
+    const spec = NAMED[change.t];
+    if (!spec || change.o === 'D') return false;
+    const d = change.d;
+    const name = d[spec.name];
+    if (typeof name !== 'string') return false;
+    const where = [`x.${quoteIdent(spec.name)} = $1`, `x.id::text <> $2`];
+    const params: unknown[] = [name, change.k];
+    if (spec.parent) {
+      params.push(d[spec.parent] === null || d[spec.parent] === undefined ? null : String(d[spec.parent]));
+      where.push(`x.${quoteIdent(spec.parent)}::text IS NOT DISTINCT FROM $${params.length}`);
+    }
+    if (spec.trash) {
+      params.push(String(d.trash_id ?? 0));
+      where.push(`x.trash_id::text = $${params.length}`);
+    }
+    const clash = await client.query<{ row: Record<string, unknown> }>(
+      `SELECT to_jsonb(x) AS row FROM ${quoteIdent(change.t)} x WHERE ${where.join(' AND ')} FOR UPDATE`,
+      params,
+    );
+    const held = clash.rows[0]?.row;
+    if (!held) return false;
+    const incomingLater =
+      microsOf(d.created_at) !== microsOf(held.created_at)
+        ? microsOf(d.created_at) > microsOf(held.created_at)
+        : idOrder(d.id, held.id) > 0;
+    const loser = incomingLater ? d : held;
+    const keeper = incomingLater ? held : d;
+    const newName = await this.freeName(client, change.t, loser, name);
+
+    await client.query('SAVEPOINT rename_clash');
+    try {
+      if (incomingLater) {
+        const renamed = { ...d, [spec.name]: newName };
+        if (change.t === 'collections') renamed.path = await this.pathFor(client, d.parent_id, newName);
+        await client.query('SELECT repl_apply_forced($1, $2)', [
+          origin,
+          JSON.stringify({ ...change, d: renamed }),
+        ]);
+      } else {
+        const createdHere = await client.query(
+          'SELECT 1 FROM sites WHERE is_local AND $1::bigint BETWEEN id_range_start AND id_range_end',
+          [String(held.id)],
+        );
+        // The creating site's rename is the one that replicates; elsewhere it is provisional.
+        if (createdHere.rowCount) await client.query(`SELECT set_config('tributary.origin', '', true)`);
+        if (change.t === 'collections') {
+          // Name and path in one change (a peer applying the name alone would meet the old path).
+          const oldPath = String(held.path);
+          const newPath = await this.pathFor(client, held.parent_id, newName);
+          await client.query(
+            `UPDATE collections SET path = $2 || substr(path, length($1) + 1)
+              WHERE left(path, length($1) + 1) = $1 || '/'`,
+            [oldPath, newPath],
+          );
+          await client.query('UPDATE collections SET name = $1, path = $2 WHERE id = $3::bigint', [
+            newName,
+            newPath,
+            String(held.id),
+          ]);
+        } else {
+          await client.query(
+            `UPDATE ${quoteIdent(change.t)} SET ${quoteIdent(spec.name)} = $1 WHERE id = $2::bigint`,
+            [newName, String(held.id)],
+          );
+        }
+        await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
+        await client.query('SELECT repl_apply_forced($1, $2)', [origin, JSON.stringify(change)]);
+      }
+      await client.query('RELEASE SAVEPOINT rename_clash');
+    } catch (e) {
+      await client.query('ROLLBACK TO SAVEPOINT rename_clash');
+      await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
+      throw Object.assign(new Error(`renaming on a name clash failed: ${asPgError(e).message}`), {
+        cause: e,
+        original: err,
+      });
+    }
+
+    const sites = await client.query<{ id: string; key: string }>(
+      `SELECT s.id, k.key FROM unnest($1::bigint[]) AS k(key)
+         JOIN sites s ON k.key BETWEEN s.id_range_start AND s.id_range_end`,
+      [[String(keeper.id), String(loser.id)]],
+    );
+    const siteOf = (row: Record<string, unknown>): string =>
+      sites.rows.find((r) => String(r.key) === String(row.id))?.id ?? '?';
+    const versionOf = (row: Record<string, unknown>): ConflictVersion => ({
+      site: siteOf(row),
+      stamp: microsOf(row.created_at),
+      deleted: false,
+      by: row.created_by === null || row.created_by === undefined ? null : String(row.created_by),
+      key: String(row.id),
+      // Only what every site holds alike: the record as it was created under the contested name.
+      data: {
+        id: row.id,
+        [spec.name]: name,
+        ...(spec.parent ? { [spec.parent]: row[spec.parent] } : {}),
+        created_at: row.created_at,
+        created_by: row.created_by ?? null,
+      },
+    });
+    const versions = sortVersions([versionOf(keeper), versionOf(loser)]);
+    const keeperVersion = versionOf(keeper);
+    const openedMicros = openedAt(versions);
+    await this.write(client, origin, {
+      id: hashId('same-name', change.t, String(loser.id), name),
+      kind: 'same-name',
+      tbl: change.t,
+      row_key: String(loser.id),
+      versions,
+      winner_site: keeperVersion.site,
+      winner_stamp: keeperVersion.stamp,
+      detail: { name, renamedTo: newName, kept: String(keeper.id), renamed: String(loser.id) },
+      collection_id: spec.parent ? nullableText(loser[spec.parent]) : null,
+      opened_at: iso(openedMicros),
+      deadline: iso(openedMicros + this.deadlineMs * 1000),
+      status: 'open',
+      decision: null,
+      decided_value: null,
+      decided_by: null,
+      decided_by_name: null,
+      decided_policy: null,
+      decided_at: null,
+      decided_at_site: null,
+    });
+    return true;
+  }
+
+  /**
+   * Restores what a move to the trash took, when an update to part of it won over that move: the
+   * whole trashed collection (or object) comes back and its trash entry goes. Every site does the
+   * same once it holds both changes, so this is not captured. A name taken since leaves it in the
+   * trash (the conflict record still shows both versions).
+   */
+  async rescue(client: pg.PoolClient, origin: string, trashId: string): Promise<void> {
+    await client.query('SAVEPOINT rescue');
+    try {
+      await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
+      await client.query('UPDATE collections SET trash_id = 0 WHERE trash_id = $1::bigint', [trashId]);
+      await client.query('UPDATE data_objects SET trash_id = 0 WHERE trash_id = $1::bigint', [trashId]);
+      await client.query('DELETE FROM trash_entries WHERE id = $1::bigint', [trashId]);
+      await client.query('RELEASE SAVEPOINT rescue');
+    } catch {
+      await client.query('ROLLBACK TO SAVEPOINT rescue');
+    }
+  }
+
+  /**
+   * A peer's copy of a conflict record met the copy held here (both sites detected it, or both
+   * decided it): the merge of the two stands, with the incoming version recorded.
+   */
+  async mergeIncoming(client: pg.PoolClient, origin: string, change: Change): Promise<void> {
+    const held = await client.query<{ row: ConflictRow }>(
+      'SELECT to_jsonb(c) AS row FROM conflicts c WHERE id = $1 FOR UPDATE',
+      [change.k],
+    );
+    const current = held.rows[0]?.row;
+    const merged =
+      change.o === 'D' || !current
+        ? change.d
+        : mergeConflictRows(normalise(current), normalise(change.d as unknown as ConflictRow));
+    await client.query('SELECT repl_apply_forced($1, $2)', [origin, JSON.stringify({ ...change, d: merged })]);
+  }
+
+  /** Inserts a record detected here, or merges it into the copy held here; captured either way. */
+  private async write(client: pg.PoolClient, origin: string, row: ConflictRow): Promise<void> {
+    const held = await client.query<{ row: ConflictRow }>(
+      'SELECT to_jsonb(c) AS row FROM conflicts c WHERE id = $1 FOR UPDATE',
+      [row.id],
+    );
+    const current = held.rows[0]?.row;
+    const next = current ? mergeConflictRows(normalise(current), row) : row;
+    if (current && canonical(normalise(current)) === canonical(normalise(next))) return;
+    await client.query(`SELECT set_config('tributary.origin', '', true)`);
+    try {
+      await client.query(
+        `INSERT INTO conflicts SELECT * FROM jsonb_populate_record(NULL::conflicts, $1)
+         ON CONFLICT (id) DO UPDATE SET
+           versions = EXCLUDED.versions, winner_site = EXCLUDED.winner_site,
+           winner_stamp = EXCLUDED.winner_stamp, detail = EXCLUDED.detail,
+           collection_id = EXCLUDED.collection_id, opened_at = EXCLUDED.opened_at,
+           deadline = EXCLUDED.deadline`,
+        [JSON.stringify(next)],
+      );
+    } finally {
+      await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
+    }
+  }
+
+  private async freeName(
+    client: pg.PoolClient,
+    table: string,
+    loser: Record<string, unknown>,
+    name: string,
+  ): Promise<string> {
+    const spec = NAMED[table] as (typeof NAMED)[string];
+    for (let n = 1; ; n++) {
+      const candidate = numberedName(name, n, spec.extension);
+      const where = [`${quoteIdent(spec.name)} = $1`];
+      const params: unknown[] = [candidate];
+      if (spec.parent) {
+        params.push(nullableText(loser[spec.parent]));
+        where.push(`${quoteIdent(spec.parent)}::text IS NOT DISTINCT FROM $${params.length}`);
+      }
+      if (spec.trash) {
+        params.push(String(loser.trash_id ?? 0));
+        where.push(`trash_id::text = $${params.length}`);
+      }
+      const taken = await client.query(
+        `SELECT 1 FROM ${quoteIdent(table)} WHERE ${where.join(' AND ')} LIMIT 1`,
+        params,
+      );
+      if (taken.rowCount === 0) return candidate;
+    }
+  }
+
+  private async pathFor(client: pg.PoolClient, parentId: unknown, name: string): Promise<string> {
+    const parent = await client.query<{ path: string }>('SELECT path FROM collections WHERE id = $1::bigint', [
+      String(parentId),
+    ]);
+    const p = parent.rows[0]?.path ?? '/';
+    return p === '/' ? `/${name}` : `${p}/${name}`;
+  }
+}
+
+/** JSON text with object keys sorted: equal values give equal text whatever their key order. */
+export function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function nullableText(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+function byOf(row: Record<string, unknown> | null | undefined): string | null {
+  const by = row?.updated_by ?? row?.created_by;
+  return by === null || by === undefined ? null : String(by);
+}
+
+/** The collection a record belongs to, for permissions and policies. */
+function collectionOf(table: string, row: Record<string, unknown> | null): string | null {
+  if (!row) return null;
+  if (table === 'data_objects') return nullableText(row.collection_id);
+  if (table === 'collections') return nullableText(row.id);
+  if (table === 'permissions') return nullableText(row.collection_id);
+  return nullableText(row.collection_id ?? null);
+}
+
+/** A record read back from PostgreSQL, in the shape the merge compares (timestamps as ISO text). */
+function normalise(row: ConflictRow): ConflictRow {
+  const ts = (v: string | null): string | null => (v === null ? null : new Date(v).toISOString());
+  return {
+    ...row,
+    winner_stamp: Number(row.winner_stamp),
+    collection_id: nullableText(row.collection_id),
+    decided_by: nullableText(row.decided_by),
+    opened_at: ts(row.opened_at) as string,
+    deadline: ts(row.deadline) as string,
+    decided_at: ts(row.decided_at),
+  };
+}

@@ -1,0 +1,278 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ConflictRow } from './catalog-conflicts';
+import { createFederation, type TestFederation } from './testing/federation';
+
+/**
+ * Each kind of conflict reproduced deterministically on real catalogs (in-memory transport): the
+ * sites make their concurrent changes with no cycle in between, then cycles run, and every site is
+ * checked: the provisional winner, the conflict record (one, equal everywhere), renames and rescues.
+ */
+
+const SITES = ['lsu', 'tulane', 'uno'];
+let fed: TestFederation;
+
+beforeEach(async () => {
+  fed = await createFederation(SITES);
+});
+afterEach(async () => {
+  await fed.close();
+});
+
+const db = (site: string) => fed.sites[site]!.catalog.db;
+
+async function one<T>(site: string, sql: string, params: unknown[] = []): Promise<T> {
+  const res = await db(site).query(sql, params);
+  return res.rows[0] as T;
+}
+
+async function addUser(site: string, username: string): Promise<string> {
+  return (
+    await one<{ id: string }>(
+      site,
+      `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ($1, $1, 'x', now()) RETURNING id`,
+      [username],
+    )
+  ).id;
+}
+
+async function addCollection(site: string, parentId: string | null, name: string, path: string): Promise<string> {
+  return (
+    await one<{ id: string }>(
+      site,
+      `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
+       VALUES ($1, $2, $3, (SELECT min(id) FROM users), now()) RETURNING id`,
+      [parentId, name, path],
+    )
+  ).id;
+}
+
+async function addObject(site: string, collectionId: string, name: string): Promise<string> {
+  return (
+    await one<{ id: string }>(
+      site,
+      `INSERT INTO data_objects (collection_id, name, size, checksum, owner_id, updated_at)
+       VALUES ($1, $2, 1, 'sha256:x', (SELECT min(id) FROM users), now()) RETURNING id`,
+      [collectionId, name],
+    )
+  ).id;
+}
+
+/** Moves an object or a collection subtree to the trash as the API does; returns the trash entry id. */
+async function trash(site: string, kind: 'object' | 'collection', id: string, path: string): Promise<string> {
+  const client = await db(site).connect();
+  try {
+    await client.query('BEGIN');
+    const t = await client.query<{ id: string }>(
+      `INSERT INTO trash_entries (kind, collection_id, object_id, original_path, deleted_by_id, deleted_at_site, updated_at)
+       VALUES ($1, $2, $3, $4, (SELECT min(id) FROM users), $5, now()) RETURNING id`,
+      [kind, kind === 'collection' ? id : null, kind === 'object' ? id : null, path, site],
+    );
+    const trashId = t.rows[0]!.id;
+    if (kind === 'object') {
+      await client.query('UPDATE data_objects SET trash_id = $1 WHERE id = $2', [trashId, id]);
+    } else {
+      await client.query(
+        `UPDATE data_objects SET trash_id = $1 WHERE trash_id = 0 AND collection_id IN
+           (SELECT id FROM collections WHERE path = $2 OR path LIKE $2 || '/%')`,
+        [trashId, path],
+      );
+      await client.query(`UPDATE collections SET trash_id = $1 WHERE path = $2 OR path LIKE $2 || '/%'`, [
+        trashId,
+        path,
+      ]);
+    }
+    await client.query('COMMIT');
+    return trashId;
+  } finally {
+    client.release();
+  }
+}
+
+async function conflicts(site: string): Promise<ConflictRow[]> {
+  const res = await db(site).query<{ row: ConflictRow }>('SELECT to_jsonb(c) AS row FROM conflicts c ORDER BY id');
+  return res.rows.map((r) => r.row);
+}
+
+/** Runs cycles until quiet, then requires equal catalogs (conflict records included) everywhere. */
+async function converge(): Promise<void> {
+  await fed.settle();
+  const digests = await fed.digests();
+  if (new Set(digests).size !== 1) {
+    for (const site of SITES) {
+      const t = await fed.sites[site]!.engine.digest();
+      console.log(site, JSON.stringify(t.tables));
+      console.log(site, JSON.stringify(await conflicts(site)));
+      console.log(site, JSON.stringify((await db(site).query('SELECT * FROM trash_entries')).rows));
+    }
+  }
+  expect(new Set(digests).size).toBe(1);
+}
+
+async function base(): Promise<{ root: string; proj: string }> {
+  await addUser('lsu', 'owner');
+  const root = await addCollection('lsu', null, '', '/');
+  const proj = await addCollection('lsu', root, 'proj', '/proj');
+  await converge();
+  return { root, proj };
+}
+
+describe('conflicts between sites', () => {
+  it('concurrent updates: the latest wins everywhere and one record holds both versions', async () => {
+    const id = await addUser('lsu', 'dee');
+    await converge();
+    await db('lsu').query(`UPDATE users SET display_name = 'from lsu' WHERE id = $1`, [id]);
+    await db('tulane').query(`UPDATE users SET display_name = 'from tulane' WHERE id = $1`, [id]);
+    await converge();
+    for (const site of SITES) {
+      const u = await one<{ display_name: string }>(site, 'SELECT display_name FROM users WHERE id = $1', [id]);
+      expect(u.display_name, site).toBe('from tulane');
+      const records = await conflicts(site);
+      expect(records).toHaveLength(1);
+      const c = records[0]!;
+      expect(c).toMatchObject({ kind: 'update', tbl: 'users', row_key: id, status: 'open', winner_site: 'tulane' });
+      expect(c.versions.map((v) => [v.site, v.data?.display_name])).toEqual([
+        ['lsu', 'from lsu'],
+        ['tulane', 'from tulane'],
+      ]);
+      const openedMs = Date.parse(c.opened_at);
+      expect(Date.parse(c.deadline) - openedMs).toBe(24 * 3600_000);
+    }
+  });
+
+  it('three sites updating one record: one record with three versions, equal everywhere', async () => {
+    const id = await addUser('lsu', 'eve');
+    await converge();
+    for (const site of SITES) {
+      await db(site).query(`UPDATE users SET display_name = $2 WHERE id = $1`, [id, `from ${site}`]);
+    }
+    await converge();
+    const everywhere = await Promise.all(SITES.map((s) => conflicts(s)));
+    for (const records of everywhere) {
+      expect(records).toHaveLength(1);
+      expect(records[0]!.versions.map((v) => v.site).sort()).toEqual(SITES);
+      expect(records[0]!.winner_site).toBe('uno');
+    }
+  });
+
+  it('same name created at two sites: both kept, the later one renamed name_1 everywhere', async () => {
+    const { proj } = await base();
+    const early = await addObject('lsu', proj, 'data.csv');
+    const late = await addObject('tulane', proj, 'data.csv');
+    await converge();
+    for (const site of SITES) {
+      const res = await db(site).query<{ id: string; name: string }>(
+        'SELECT id::text, name FROM data_objects WHERE collection_id = $1 ORDER BY name',
+        [proj],
+      );
+      expect(res.rows, site).toEqual([
+        { id: early, name: 'data.csv' },
+        { id: late, name: 'data_1.csv' },
+      ]);
+      const [c] = await conflicts(site);
+      expect(c).toMatchObject({
+        kind: 'same-name',
+        tbl: 'data_objects',
+        row_key: late,
+        collection_id: Number(proj),
+        detail: { name: 'data.csv', renamedTo: 'data_1.csv', kept: early, renamed: late },
+      });
+    }
+    // The rename is tulane's own change (it created the renamed object), so it replicates.
+    const v = await one<{ site: string }>('uno', `SELECT site FROM repl_versions WHERE tbl = 'data_objects' AND row_key = $1`, [late]);
+    expect(v.site).toBe('tulane');
+  });
+
+  it('same name when name_1 is taken too: name_2; collections renamed keep their subtree paths', async () => {
+    const { proj } = await base();
+    await addObject('lsu', proj, 'run.tar.gz');
+    await addObject('lsu', proj, 'run_1.tar.gz');
+    await addObject('tulane', proj, 'run.tar.gz');
+    const a = await addCollection('lsu', proj, 'out', '/proj/out');
+    const b = await addCollection('uno', proj, 'out', '/proj/out');
+    await addCollection('uno', b, 'deep', '/proj/out/deep');
+    await converge();
+    for (const site of SITES) {
+      const names = await db(site).query<{ name: string }>(
+        'SELECT name FROM data_objects WHERE collection_id = $1 ORDER BY name',
+        [proj],
+      );
+      expect(names.rows.map((r) => r.name)).toEqual(['run.tar.gz', 'run_1.tar.gz', 'run_2.tar.gz']);
+      const cols = await db(site).query<{ id: string; path: string }>(
+        `SELECT id::text, path FROM collections WHERE path LIKE '/proj/%' ORDER BY path`,
+      );
+      expect(cols.rows).toEqual([
+        { id: a, path: '/proj/out' },
+        { id: b, path: '/proj/out_1' },
+        { id: expect.any(String), path: '/proj/out_1/deep' },
+      ]);
+      // The object met two names in turn (run.tar.gz, then run_1.tar.gz when it arrived): two records.
+      const records = await conflicts(site);
+      expect(records.map((c) => [c.kind, c.tbl, c.detail.name]).sort()).toEqual([
+        ['same-name', 'collections', 'out'],
+        ['same-name', 'data_objects', 'run.tar.gz'],
+        ['same-name', 'data_objects', 'run_1.tar.gz'],
+      ]);
+    }
+  });
+
+  it('an update meets a move to the trash: the update rescues the object, a delete conflict opens', async () => {
+    const { proj } = await base();
+    const obj = await addObject('lsu', proj, 'keep-me.dat');
+    await converge();
+    const trashId = await trash('lsu', 'object', obj, '/proj/keep-me.dat');
+    await db('tulane').query(`UPDATE data_objects SET name = 'renamed.dat' WHERE id = $1`, [obj]);
+    await converge();
+    for (const site of SITES) {
+      const o = await one<{ name: string; trash_id: string }>(
+        site,
+        'SELECT name, trash_id::text FROM data_objects WHERE id = $1',
+        [obj],
+      );
+      expect(o, site).toEqual({ name: 'renamed.dat', trash_id: '0' });
+      const gone = await db(site).query('SELECT 1 FROM trash_entries WHERE id = $1', [trashId]);
+      expect(gone.rowCount, `trash entry at ${site}`).toBe(0);
+      const [c] = await conflicts(site);
+      expect(c).toMatchObject({ kind: 'delete', tbl: 'data_objects', row_key: obj, winner_site: 'tulane' });
+    }
+  });
+
+  it('an update inside a collection moved to the trash brings the whole collection back', async () => {
+    const { proj } = await base();
+    const dir = await addCollection('lsu', proj, 'dir', '/proj/dir');
+    const x = await addObject('lsu', dir, 'x');
+    const y = await addObject('lsu', dir, 'y');
+    await converge();
+    await trash('lsu', 'collection', dir, '/proj/dir');
+    await db('uno').query(`UPDATE data_objects SET content_type = 'text/plain' WHERE id = $1`, [y]);
+    await converge();
+    for (const site of SITES) {
+      const live = await db(site).query<{ id: string }>(
+        `SELECT id::text FROM data_objects WHERE id IN ($1, $2) AND trash_id = 0 ORDER BY id`,
+        [x, y],
+      );
+      expect(live.rows.map((r) => r.id), site).toEqual([x, y].sort());
+      const d = await one<{ trash_id: string }>(site, 'SELECT trash_id::text FROM collections WHERE id = $1', [dir]);
+      expect(d.trash_id).toBe('0');
+      expect((await conflicts(site)).map((c) => c.kind)).toEqual(['delete']);
+    }
+  });
+
+  it('a delete is settled (purgeable) only once every peer has applied it, not in its own cycle', async () => {
+    const { proj } = await base();
+    const obj = await addObject('lsu', proj, 'old.dat');
+    await converge();
+    const trashId = await trash('lsu', 'object', obj, '/proj/old.dat');
+    const settledAt = async (site: string) =>
+      (await one<{ settled_at: string | null }>(site, 'SELECT settled_at FROM trash_entries WHERE id = $1', [trashId]))
+        ?.settled_at ?? null;
+    fed.transport.down.add('uno');
+    for (let i = 0; i < 4; i++) {
+      await fed.sites.lsu!.engine.runCycle();
+      await fed.sites.tulane!.engine.runCycle();
+    }
+    expect(await settledAt('lsu'), 'uno has not applied the delete').toBeNull();
+    fed.transport.down.delete('uno');
+    await converge();
+    for (const site of SITES) expect(await settledAt(site), site).not.toBeNull();
+  });
+});

@@ -5,6 +5,7 @@ import { createZodValidationPipe, ZodValidationException } from 'nestjs-zod';
 import type pg from 'pg';
 import { AccessModule } from './access/access.module';
 import { AuthModule } from './auth/auth.module';
+import { ConflictsModule } from './conflicts/conflicts.module';
 import { AllExceptionsFilter } from './common/exception.filter';
 import { SITE_CONFIG, type SiteConfig } from './config/config';
 import { DatabaseModule } from './database/database.module';
@@ -41,6 +42,7 @@ export class AppModule {
         DataModule,
         ReplicationModule,
         UploadsModule,
+        ConflictsModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

@@ -172,7 +172,8 @@ export function mergeConflictRows(a: ConflictRow, b: ConflictRow): ConflictRow {
   return {
     ...decided,
     id: a.id,
-    kind: a.kind,
+    // One site may have seen only the updates, another the delete too: the delete makes it a delete conflict.
+    kind: a.kind === b.kind ? a.kind : a.kind === 'delete' || b.kind === 'delete' ? 'delete' : a.kind,
     tbl: a.tbl,
     row_key: a.row_key,
     versions,
@@ -454,11 +455,32 @@ export class ConflictRecords {
       [change.k],
     );
     const current = held.rows[0]?.row;
-    const merged =
-      change.o === 'D' || !current
-        ? change.d
-        : mergeConflictRows(normalise(current), normalise(change.d as unknown as ConflictRow));
-    await client.query('SELECT repl_apply_forced($1, $2)', [origin, JSON.stringify({ ...change, d: merged })]);
+    const version = await client.query<{ stamp: string; site: string }>(
+      `SELECT stamp, site FROM repl_versions WHERE tbl = 'conflicts' AND row_key = $1`,
+      [change.k],
+    );
+    await client.query('SELECT repl_apply_forced($1, $2)', [origin, JSON.stringify(change)]);
+    if (change.o === 'D' || !current) return;
+    const incoming = normalise(change.d as unknown as ConflictRow);
+    const merged = mergeConflictRows(normalise(current), incoming);
+    if (canonical(merged) !== canonical(incoming)) {
+      // The merge holds more than the incoming copy: written as a change of this site, so that the
+      // sites that sent or already hold the incoming copy get the union too.
+      await this.upsert(client, origin, merged);
+      return;
+    }
+    // The row's version never goes back: later changes based on the newer one must not wait for it.
+    const before = version.rows[0];
+    if (
+      before &&
+      compareVersions({ stamp: Number(before.stamp), site: before.site }, { stamp: change.s, site: origin }) >
+        0
+    ) {
+      await client.query(
+        `UPDATE repl_versions SET stamp = $2, site = $3 WHERE tbl = 'conflicts' AND row_key = $1`,
+        [change.k, before.stamp, before.site],
+      );
+    }
   }
 
   /** Inserts a record detected here, or merges it into the copy held here; captured either way. */
@@ -470,16 +492,24 @@ export class ConflictRecords {
     const current = held.rows[0]?.row;
     const next = current ? mergeConflictRows(normalise(current), row) : row;
     if (current && canonical(normalise(current)) === canonical(normalise(next))) return;
+    await this.upsert(client, origin, next);
+  }
+
+  /** Writes a conflict record as a change of this site (captured, so it replicates). */
+  private async upsert(client: pg.PoolClient, origin: string, row: ConflictRow): Promise<void> {
     await client.query(`SELECT set_config('tributary.origin', '', true)`);
     try {
       await client.query(
         `INSERT INTO conflicts SELECT * FROM jsonb_populate_record(NULL::conflicts, $1)
          ON CONFLICT (id) DO UPDATE SET
-           versions = EXCLUDED.versions, winner_site = EXCLUDED.winner_site,
+           kind = EXCLUDED.kind, versions = EXCLUDED.versions, winner_site = EXCLUDED.winner_site,
            winner_stamp = EXCLUDED.winner_stamp, detail = EXCLUDED.detail,
            collection_id = EXCLUDED.collection_id, opened_at = EXCLUDED.opened_at,
-           deadline = EXCLUDED.deadline`,
-        [JSON.stringify(next)],
+           deadline = EXCLUDED.deadline, status = EXCLUDED.status, decision = EXCLUDED.decision,
+           decided_value = EXCLUDED.decided_value, decided_by = EXCLUDED.decided_by,
+           decided_by_name = EXCLUDED.decided_by_name, decided_policy = EXCLUDED.decided_policy,
+           decided_at = EXCLUDED.decided_at, decided_at_site = EXCLUDED.decided_at_site`,
+        [JSON.stringify(row)],
       );
     } finally {
       await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
@@ -514,9 +544,10 @@ export class ConflictRecords {
   }
 
   private async pathFor(client: pg.PoolClient, parentId: unknown, name: string): Promise<string> {
-    const parent = await client.query<{ path: string }>('SELECT path FROM collections WHERE id = $1::bigint', [
-      String(parentId),
-    ]);
+    const parent = await client.query<{ path: string }>(
+      'SELECT path FROM collections WHERE id = $1::bigint',
+      [String(parentId)],
+    );
     const p = parent.rows[0]?.path ?? '/';
     return p === '/' ? `/${name}` : `${p}/${name}`;
   }

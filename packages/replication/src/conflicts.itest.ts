@@ -35,7 +35,12 @@ async function addUser(site: string, username: string): Promise<string> {
   ).id;
 }
 
-async function addCollection(site: string, parentId: string | null, name: string, path: string): Promise<string> {
+async function addCollection(
+  site: string,
+  parentId: string | null,
+  name: string,
+  path: string,
+): Promise<string> {
   return (
     await one<{ id: string }>(
       site,
@@ -89,7 +94,9 @@ async function trash(site: string, kind: 'object' | 'collection', id: string, pa
 }
 
 async function conflicts(site: string): Promise<ConflictRow[]> {
-  const res = await db(site).query<{ row: ConflictRow }>('SELECT to_jsonb(c) AS row FROM conflicts c ORDER BY id');
+  const res = await db(site).query<{ row: ConflictRow }>(
+    'SELECT to_jsonb(c) AS row FROM conflicts c ORDER BY id',
+  );
   return res.rows.map((r) => r.row);
 }
 
@@ -124,12 +131,20 @@ describe('conflicts between sites', () => {
     await db('tulane').query(`UPDATE users SET display_name = 'from tulane' WHERE id = $1`, [id]);
     await converge();
     for (const site of SITES) {
-      const u = await one<{ display_name: string }>(site, 'SELECT display_name FROM users WHERE id = $1', [id]);
+      const u = await one<{ display_name: string }>(site, 'SELECT display_name FROM users WHERE id = $1', [
+        id,
+      ]);
       expect(u.display_name, site).toBe('from tulane');
       const records = await conflicts(site);
       expect(records).toHaveLength(1);
       const c = records[0]!;
-      expect(c).toMatchObject({ kind: 'update', tbl: 'users', row_key: id, status: 'open', winner_site: 'tulane' });
+      expect(c).toMatchObject({
+        kind: 'update',
+        tbl: 'users',
+        row_key: id,
+        status: 'open',
+        winner_site: 'tulane',
+      });
       expect(c.versions.map((v) => [v.site, v.data?.display_name])).toEqual([
         ['lsu', 'from lsu'],
         ['tulane', 'from tulane'],
@@ -178,7 +193,11 @@ describe('conflicts between sites', () => {
       });
     }
     // The rename is tulane's own change (it created the renamed object), so it replicates.
-    const v = await one<{ site: string }>('uno', `SELECT site FROM repl_versions WHERE tbl = 'data_objects' AND row_key = $1`, [late]);
+    const v = await one<{ site: string }>(
+      'uno',
+      `SELECT site FROM repl_versions WHERE tbl = 'data_objects' AND row_key = $1`,
+      [late],
+    );
     expect(v.site).toBe('tulane');
   });
 
@@ -250,8 +269,15 @@ describe('conflicts between sites', () => {
         `SELECT id::text FROM data_objects WHERE id IN ($1, $2) AND trash_id = 0 ORDER BY id`,
         [x, y],
       );
-      expect(live.rows.map((r) => r.id), site).toEqual([x, y].sort());
-      const d = await one<{ trash_id: string }>(site, 'SELECT trash_id::text FROM collections WHERE id = $1', [dir]);
+      expect(
+        live.rows.map((r) => r.id),
+        site,
+      ).toEqual([x, y].sort());
+      const d = await one<{ trash_id: string }>(
+        site,
+        'SELECT trash_id::text FROM collections WHERE id = $1',
+        [dir],
+      );
       expect(d.trash_id).toBe('0');
       expect((await conflicts(site)).map((c) => c.kind)).toEqual(['delete']);
     }
@@ -263,8 +289,11 @@ describe('conflicts between sites', () => {
     await converge();
     const trashId = await trash('lsu', 'object', obj, '/proj/old.dat');
     const settledAt = async (site: string) =>
-      (await one<{ settled_at: string | null }>(site, 'SELECT settled_at FROM trash_entries WHERE id = $1', [trashId]))
-        ?.settled_at ?? null;
+      (
+        await one<{ settled_at: string | null }>(site, 'SELECT settled_at FROM trash_entries WHERE id = $1', [
+          trashId,
+        ])
+      )?.settled_at ?? null;
     fed.transport.down.add('uno');
     for (let i = 0; i < 4; i++) {
       await fed.sites.lsu!.engine.runCycle();

@@ -189,7 +189,7 @@ export class Injector {
         continue;
       }
       const change = await this.changeAt(client, origin, seq, stop.idx);
-      if (stop.reason === 'missing' || stop.reason === 'behind') {
+      if (stop.reason === 'missing' || (stop.reason === 'behind' && change.t !== 'conflicts')) {
         throw new Defer(
           stop.reason === 'missing'
             ? `${change.t} ${change.k}, changed at ${change.bs ?? 'another site'}, has not arrived yet`
@@ -204,7 +204,10 @@ export class Injector {
             WHERE tbl = $2 AND row_key = $3 ORDER BY id LIMIT 1`,
           [origin, change.t, change.k, JSON.stringify(change)],
         );
-      } else if (change.t === 'conflicts' && (stop.reason === 'exists' || stop.reason === 'concurrent')) {
+      } else if (
+        change.t === 'conflicts' &&
+        (stop.reason === 'exists' || stop.reason === 'concurrent' || stop.reason === 'behind')
+      ) {
         // Two copies of one conflict record (each site writes what it detects): they merge.
         await this.records.mergeIncoming(client, origin, change);
       } else {

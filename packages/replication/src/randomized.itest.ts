@@ -117,7 +117,7 @@ async function ids(db: pg.Pool | pg.PoolClient, sql: string): Promise<string[]> 
  */
 async function explainDifferences(f: TestFederation): Promise<string> {
   const lines: string[] = [];
-  for (const table of ['users', 'project_groups', 'memberships']) {
+  for (const table of ['users', 'project_groups', 'memberships', 'conflicts']) {
     const copies = new Map<string, Record<string, string>>();
     for (const s of SITES) {
       const res = await f.sites[s]!.catalog.db.query<{ id: string; row: string }>(

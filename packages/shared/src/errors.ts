@@ -36,6 +36,8 @@ export const ErrorCode = {
   PeerUnauthorized: 'PEER_UNAUTHORIZED',
   BatchRejected: 'BATCH_REJECTED',
   SnapshotRefused: 'SNAPSHOT_REFUSED',
+  PurgeNotYet: 'PURGE_NOT_YET',
+  ConflictClosed: 'CONFLICT_CLOSED',
   Internal: 'INTERNAL',
 } as const;
 
@@ -76,6 +78,8 @@ export const errorStatus: Record<ErrorCode, number> = {
   PEER_UNAUTHORIZED: 401,
   BATCH_REJECTED: 422,
   SNAPSHOT_REFUSED: 409,
+  PURGE_NOT_YET: 409,
+  CONFLICT_CLOSED: 409,
   INTERNAL: 500,
 };
 

@@ -6,4 +6,5 @@ export * from './dto/tokens';
 export * from './dto/namespace';
 export * from './dto/replication';
 export * from './dto/uploads';
+export * from './dto/conflicts';
 export * from './client';

@@ -38,6 +38,7 @@ const EnvSchema = z.object({
   REPLICATION_PEERS: z.string().optional(),
   REPLICATION_CYCLE_SECONDS: z.coerce.number().positive().max(86_400).default(30),
   REPLICATION_RETENTION_HOURS: z.coerce.number().positive().default(168),
+  CONFLICT_DEADLINE_HOURS: z.coerce.number().positive().max(8760).default(24),
   REPLICATION_ENABLED: z
     .enum(['true', 'false'])
     .default('true')
@@ -80,6 +81,8 @@ export interface SiteConfig {
     retentionMs: number;
     /** Peer whose catalog a new site copies before it takes part in the cycle. */
     joinFrom?: string;
+    /** How long people have to decide a conflict before its provisional winner is final. */
+    conflictDeadlineMs: number;
   };
 }
 
@@ -123,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
       cycleMs: e.REPLICATION_CYCLE_SECONDS * 1000,
       retentionMs: e.REPLICATION_RETENTION_HOURS * 3600_000,
       joinFrom: e.JOIN_FROM,
+      conflictDeadlineMs: Math.round(e.CONFLICT_DEADLINE_HOURS * 3600_000),
     },
   };
 }

@@ -47,5 +47,6 @@ export function toTrashDto(t: TrashRecord): TrashEntryDto {
     deletedBy: t.deletedBy,
     deletedAt: iso(t.createdAt),
     deletedAtSite: t.deletedAtSite,
+    purgeAllowed: t.settledAt !== null,
   };
 }

@@ -73,6 +73,7 @@ export interface TrashRecord {
   deletedBy: string;
   deletedAtSite: string;
   createdAt: Date;
+  settledAt: Date | null;
 }
 
 export interface GrantRecord {

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import {
   ancestorPaths,
   ErrorCode,
@@ -14,6 +14,7 @@ import {
 } from '@tributary/shared';
 import { AccessService, levelAtLeast, maxLevel } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import type { Principal } from '../common/principal';
 import { HOME_ROOT, PROJECTS_ROOT, SiteContext } from '../sites/site-context';
 import { StorageService } from '../data/storage.service';
@@ -37,7 +38,12 @@ export class NamespaceService {
     private readonly access: AccessService,
     private readonly site: SiteContext,
     private readonly storage: StorageService,
+    @Inject(SITE_CONFIG) private readonly config: SiteConfig,
   ) {}
+
+  private get cycleSeconds(): number {
+    return Math.round(this.config.replication.cycleMs / 1000);
+  }
 
   /** The live collection or object at a normalised path, or null. */
   async resolve(path: string, tx?: Tx): Promise<EntryRecord | null> {
@@ -287,9 +293,20 @@ export class NamespaceService {
   }
 
   async purge(principal: Principal, trashId: bigint): Promise<void> {
-    const replicas = await this.repo.transaction(async (tx) =>
-      this.repo.purge(tx, await this.loadTrash(principal, trashId, tx)),
-    );
+    const replicas = await this.repo.transaction(async (tx) => {
+      const trash = await this.loadTrash(principal, trashId, tx);
+      if (!trash.settledAt) {
+        // An update made at another site before the delete reached it must still be able to rescue it.
+        throw new DomainError(
+          ErrorCode.PurgeNotYet,
+          `${trash.originalPath} was deleted at ${trash.deletedAtSite} and not every site has applied the delete yet; ` +
+            `purging becomes possible after the next replication exchange (within about ${this.cycleSeconds * 2} s)`,
+          undefined,
+          { 'retry-after': String(this.cycleSeconds) },
+        );
+      }
+      return this.repo.purge(tx, trash);
+    });
     // The catalog no longer refers to these bytes; remove them after the commit.
     await Promise.all(
       replicas.filter((r) => r.siteId === this.site.siteId).map((r) => this.storage.remove(r.physicalPath)),

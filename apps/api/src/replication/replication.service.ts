@@ -51,14 +51,23 @@ export class ReplicationService implements OnApplicationShutdown {
       transport: new HttpTransport(this.peers),
       cycleMs: r.cycleMs,
       retentionMs: r.retentionMs,
+      conflictDeadlineMs: r.conflictDeadlineMs,
       logger,
     });
     this.counters = { cycles: registerMetrics(metrics, this.engine) };
     this.engine.onCycle = (report: CycleReport) => {
       this.counters.cycles.inc();
+      for (const listener of this.cycleListeners) listener(report);
       if (report.injected.conflicts > 0)
         this.logger.warn(`${report.injected.conflicts} conflict(s) resolved provisionally this cycle`);
     };
+  }
+
+  private readonly cycleListeners: Array<(report: CycleReport) => void> = [];
+
+  /** Calls `listener` after every replication cycle (conflict policies run then). */
+  afterCycle(listener: (report: CycleReport) => void): void {
+    this.cycleListeners.push(listener);
   }
 
   /** Copies the catalog of JOIN_FROM into this site's new, empty catalog (retrying while it starts). */

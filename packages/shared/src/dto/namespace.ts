@@ -94,4 +94,6 @@ export interface TrashEntryDto {
   deletedBy: string;
   deletedAt: string;
   deletedAtSite: string;
+  /** Every site has applied the delete: it may be purged (docs/conflicts.md). */
+  purgeAllowed: boolean;
 }

@@ -1,0 +1,186 @@
+import { z } from 'zod';
+import { NameSchema, PathSchema, text } from './common';
+
+/**
+ * Conflicts people negotiate (docs/conflicts.md): concurrent updates of one record (`update`), an
+ * update that met a delete (`delete`), and two records created with one name (`same-name`).
+ */
+export const CONFLICT_KINDS = ['update', 'delete', 'same-name'] as const;
+export type ConflictKind = (typeof CONFLICT_KINDS)[number];
+
+/** `final`: open past its deadline, so the provisional winner stands. `closed`: decided or final. */
+export const CONFLICT_STATUS_FILTERS = ['open', 'decided', 'final', 'closed', 'all'] as const;
+export type ConflictStatus = 'open' | 'decided' | 'final';
+
+/** Default decisions a collection's owner can set per kind of conflict. */
+export const CONFLICT_POLICIES = ['keep', 'prefer-site', 'newest'] as const;
+export type ConflictPolicy = (typeof CONFLICT_POLICIES)[number];
+
+const SiteIdSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,39}$/, 'must be a site id (lower-case letters, digits and dashes)');
+
+export const ConflictIdSchema = z
+  .string()
+  .regex(/^[0-9a-f]{32}$/, 'must be a conflict id (32 hexadecimal digits)');
+
+export const ConflictIdParamSchema = z.object({ id: ConflictIdSchema });
+
+const FilterFields = {
+  kind: z.enum(CONFLICT_KINDS).optional(),
+  /** Only conflicts about records at or below this path. */
+  path: PathSchema.optional(),
+  /** Only conflicts with a version from this site. */
+  site: SiteIdSchema.optional(),
+};
+
+export const ConflictListQuerySchema = z.object({
+  ...FilterFields,
+  status: z.enum(CONFLICT_STATUS_FILTERS).default('open'),
+  /** `me`: only conflicts about the caller's records or changes (the in-app notices). */
+  involving: z.enum(['me']).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  cursor: text(0, 200).optional(),
+});
+export type ConflictListQuery = z.input<typeof ConflictListQuerySchema>;
+
+/**
+ * keep: the provisional winner stands (same-name: accept the new name); choose: version `version`
+ * (its index in `versions`) stands; merge: the record's current state with the fields in `value`;
+ * rename (same-name): give the renamed record `name` instead.
+ */
+export const ConflictDecisionSchema = z
+  .object({
+    action: z.enum(['keep', 'choose', 'merge', 'rename']),
+    version: z.number().int().min(0).max(1000).optional(),
+    value: z.record(z.string(), z.unknown()).optional(),
+    name: NameSchema.optional(),
+  })
+  .superRefine((b, ctx) => {
+    const needs = { keep: null, choose: 'version', merge: 'value', rename: 'name' } as const;
+    const field = needs[b.action];
+    if (field && b[field] === undefined) {
+      ctx.addIssue({ code: 'custom', path: [field], message: `${b.action} needs ${field}` });
+    }
+  });
+export type ConflictDecisionRequest = z.input<typeof ConflictDecisionSchema>;
+
+/** A decision after validation: what each action carries. */
+export type ConflictDecision =
+  | { action: 'keep' }
+  | { action: 'choose'; version: number }
+  | { action: 'merge'; value: Record<string, unknown> }
+  | { action: 'rename'; name: string };
+
+/** The decision a validated request describes. */
+export function toConflictDecision(body: ConflictDecisionRequest): ConflictDecision {
+  switch (body.action) {
+    case 'choose':
+      return { action: 'choose', version: body.version as number };
+    case 'merge':
+      return { action: 'merge', value: body.value as Record<string, unknown> };
+    case 'rename':
+      return { action: 'rename', name: body.name as string };
+    default:
+      return { action: 'keep' };
+  }
+}
+
+export const BulkConflictDecisionSchema = z
+  .object({
+    filter: z.object({ ...FilterFields, ids: z.array(ConflictIdSchema).min(1).max(1000).optional() }),
+    /** keep: provisional winners stand; prefer-site: that site's version; newest: the latest version. */
+    action: z.enum(CONFLICT_POLICIES),
+    site: SiteIdSchema.optional(),
+  })
+  .refine((b) => b.action !== 'prefer-site' || b.site !== undefined, {
+    message: 'prefer-site needs the site whose versions should stand',
+    path: ['site'],
+  });
+export type BulkConflictDecisionRequest = z.input<typeof BulkConflictDecisionSchema>;
+
+export const ConflictPolicyRequestSchema = z
+  .object({
+    path: PathSchema,
+    kind: z.enum(CONFLICT_KINDS),
+    policy: z.enum(CONFLICT_POLICIES),
+    site: SiteIdSchema.optional(),
+  })
+  .refine((b) => b.policy !== 'prefer-site' || b.site !== undefined, {
+    message: 'prefer-site needs the site whose versions should stand',
+    path: ['site'],
+  });
+export type ConflictPolicyRequest = z.input<typeof ConflictPolicyRequestSchema>;
+
+export const ConflictPolicyQuerySchema = z.object({
+  path: PathSchema,
+  kind: z.enum(CONFLICT_KINDS).optional(),
+});
+
+export interface ConflictVersionDto {
+  index: number;
+  site: string;
+  /** When this version was made (ISO 8601). */
+  at: string;
+  deleted: boolean;
+  trashed: boolean;
+  /** Username of who made it, when known. */
+  by: string | null;
+  /** Same-name: which record this is. */
+  recordId?: string;
+  /** The record's fields in this version (password and token hashes redacted). */
+  values: Record<string, unknown> | null;
+  provisionalWinner: boolean;
+}
+
+export interface ConflictDecisionDto {
+  action: string;
+  by: string | null;
+  /** Set when a collection's default policy decided. */
+  policy: string | null;
+  at: string;
+  site: string;
+  value: unknown;
+}
+
+export interface ConflictDto {
+  id: string;
+  kind: ConflictKind;
+  table: string;
+  recordId: string;
+  /** Where the record is now, for namespace records. */
+  path: string | null;
+  status: ConflictStatus;
+  openedAt: string;
+  deadline: string;
+  versions: ConflictVersionDto[];
+  /** Fields whose values differ between the versions. */
+  changedFields: string[];
+  detail: Record<string, unknown>;
+  decision: ConflictDecisionDto | null;
+  /** About the caller's own records or changes. */
+  involvesMe: boolean;
+  /** The caller may decide it (and it is still open). */
+  canDecide: boolean;
+}
+
+export interface ConflictSummaryDto {
+  open: number;
+  byKind: Record<ConflictKind, number>;
+  /** Open conflicts about the caller's records or changes (the header badge). */
+  involvingMe: number;
+}
+
+export interface BulkConflictDecisionDto {
+  decided: string[];
+  skipped: Array<{ id: string; reason: string }>;
+}
+
+export interface ConflictPolicyDto {
+  path: string;
+  kind: ConflictKind;
+  policy: ConflictPolicy;
+  site: string | null;
+  setBy: string | null;
+  updatedAt: string;
+}

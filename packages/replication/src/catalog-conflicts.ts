@@ -47,7 +47,7 @@ export function isNegotiable(table: string): boolean {
 export function isTrashed(table: string, row: Record<string, unknown> | null | undefined): boolean {
   if (!TRASHABLE.has(table) || !row) return false;
   const t = row.trash_id;
-  return t !== undefined && t !== null && String(t) !== '0';
+  return t !== undefined && t !== null && scalarText(t) !== '0';
 }
 
 /** One version of a record in a conflict. */
@@ -223,8 +223,8 @@ function microsOf(timestamp: unknown): number {
 }
 
 function idOrder(a: unknown, b: unknown): number {
-  const x = BigInt(String(a));
-  const y = BigInt(String(b));
+  const x = BigInt(scalarText(a));
+  const y = BigInt(scalarText(b));
   return x === y ? 0 : x > y ? 1 : -1;
 }
 
@@ -307,11 +307,13 @@ export class ConflictRecords {
     const where = [`x.${quoteIdent(spec.name)} = $1`, `x.id::text <> $2`];
     const params: unknown[] = [name, change.k];
     if (spec.parent) {
-      params.push(d[spec.parent] === null || d[spec.parent] === undefined ? null : String(d[spec.parent]));
+      params.push(
+        d[spec.parent] === null || d[spec.parent] === undefined ? null : scalarText(d[spec.parent]),
+      );
       where.push(`x.${quoteIdent(spec.parent)}::text IS NOT DISTINCT FROM $${params.length}`);
     }
     if (spec.trash) {
-      params.push(String(d.trash_id ?? 0));
+      params.push(scalarText(d.trash_id ?? 0));
       where.push(`x.trash_id::text = $${params.length}`);
     }
     const clash = await client.query<{ row: Record<string, unknown> }>(
@@ -340,13 +342,13 @@ export class ConflictRecords {
       } else {
         const createdHere = await client.query(
           'SELECT 1 FROM sites WHERE is_local AND $1::bigint BETWEEN id_range_start AND id_range_end',
-          [String(held.id)],
+          [scalarText(held.id)],
         );
         // The creating site's rename is the one that replicates; elsewhere it is provisional.
         if (createdHere.rowCount) await client.query(`SELECT set_config('tributary.origin', '', true)`);
         if (change.t === 'collections') {
           // Name and path in one change (a peer applying the name alone would meet the old path).
-          const oldPath = String(held.path);
+          const oldPath = scalarText(held.path);
           const newPath = await this.pathFor(client, held.parent_id, newName);
           await client.query(
             `UPDATE collections SET path = $2 || substr(path, length($1) + 1)
@@ -356,12 +358,12 @@ export class ConflictRecords {
           await client.query('UPDATE collections SET name = $1, path = $2 WHERE id = $3::bigint', [
             newName,
             newPath,
-            String(held.id),
+            scalarText(held.id),
           ]);
         } else {
           await client.query(
             `UPDATE ${quoteIdent(change.t)} SET ${quoteIdent(spec.name)} = $1 WHERE id = $2::bigint`,
-            [newName, String(held.id)],
+            [newName, scalarText(held.id)],
           );
         }
         await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
@@ -380,16 +382,16 @@ export class ConflictRecords {
     const sites = await client.query<{ id: string; key: string }>(
       `SELECT s.id, k.key FROM unnest($1::bigint[]) AS k(key)
          JOIN sites s ON k.key BETWEEN s.id_range_start AND s.id_range_end`,
-      [[String(keeper.id), String(loser.id)]],
+      [[scalarText(keeper.id), scalarText(loser.id)]],
     );
     const siteOf = (row: Record<string, unknown>): string =>
-      sites.rows.find((r) => String(r.key) === String(row.id))?.id ?? '?';
+      sites.rows.find((r) => scalarText(r.key) === scalarText(row.id))?.id ?? '?';
     const versionOf = (row: Record<string, unknown>): ConflictVersion => ({
       site: siteOf(row),
       stamp: microsOf(row.created_at),
       deleted: false,
-      by: row.created_by === null || row.created_by === undefined ? null : String(row.created_by),
-      key: String(row.id),
+      by: row.created_by === null || row.created_by === undefined ? null : scalarText(row.created_by),
+      key: scalarText(row.id),
       // Only what every site holds alike: the record as it was created under the contested name.
       data: {
         id: row.id,
@@ -403,14 +405,14 @@ export class ConflictRecords {
     const keeperVersion = versionOf(keeper);
     const openedMicros = openedAt(versions);
     await this.write(client, origin, {
-      id: hashId('same-name', change.t, String(loser.id), name),
+      id: hashId('same-name', change.t, scalarText(loser.id), name),
       kind: 'same-name',
       tbl: change.t,
-      row_key: String(loser.id),
+      row_key: scalarText(loser.id),
       versions,
       winner_site: keeperVersion.site,
       winner_stamp: keeperVersion.stamp,
-      detail: { name, renamedTo: newName, kept: String(keeper.id), renamed: String(loser.id) },
+      detail: { name, renamedTo: newName, kept: scalarText(keeper.id), renamed: scalarText(loser.id) },
       collection_id: spec.parent ? nullableText(loser[spec.parent]) : null,
       opened_at: iso(openedMicros),
       deadline: iso(openedMicros + this.deadlineMs * 1000),
@@ -532,7 +534,7 @@ export class ConflictRecords {
         where.push(`${quoteIdent(spec.parent)}::text IS NOT DISTINCT FROM $${params.length}`);
       }
       if (spec.trash) {
-        params.push(String(loser.trash_id ?? 0));
+        params.push(scalarText(loser.trash_id ?? 0));
         where.push(`trash_id::text = $${params.length}`);
       }
       const taken = await client.query(
@@ -553,6 +555,14 @@ export class ConflictRecords {
   }
 }
 
+/** A scalar JSON value (an id, a number) as text; anything else as its JSON. */
+export function scalarText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean')
+    return String(value);
+  return JSON.stringify(value) ?? '';
+}
+
 /** JSON text with object keys sorted: equal values give equal text whatever their key order. */
 export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
@@ -566,12 +576,12 @@ export function canonical(value: unknown): string {
 }
 
 function nullableText(value: unknown): string | null {
-  return value === null || value === undefined ? null : String(value);
+  return value === null || value === undefined ? null : scalarText(value);
 }
 
 function byOf(row: Record<string, unknown> | null | undefined): string | null {
   const by = row?.updated_by ?? row?.created_by;
-  return by === null || by === undefined ? null : String(by);
+  return by === null || by === undefined ? null : scalarText(by);
 }
 
 /** The collection a record belongs to, for permissions and policies. */

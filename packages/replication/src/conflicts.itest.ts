@@ -208,7 +208,7 @@ describe('conflicts between sites', () => {
     await addObject('tulane', proj, 'run.tar.gz');
     const a = await addCollection('lsu', proj, 'out', '/proj/out');
     const b = await addCollection('uno', proj, 'out', '/proj/out');
-    await addCollection('uno', b, 'deep', '/proj/out/deep');
+    const deep = await addCollection('uno', b, 'deep', '/proj/out/deep');
     await converge();
     for (const site of SITES) {
       const names = await db(site).query<{ name: string }>(
@@ -222,7 +222,7 @@ describe('conflicts between sites', () => {
       expect(cols.rows).toEqual([
         { id: a, path: '/proj/out' },
         { id: b, path: '/proj/out_1' },
-        { id: expect.any(String), path: '/proj/out_1/deep' },
+        { id: deep, path: '/proj/out_1/deep' },
       ]);
       // The object met two names in turn (run.tar.gz, then run_1.tar.gz when it arrived): two records.
       const records = await conflicts(site);

@@ -225,6 +225,7 @@ describe('hardening', () => {
       const path = `/home/${alice.username}/${uniqueName('race')}`;
       expectStatus(await put(alice.client, path, 'keep me'), 201);
       const id = await trash(alice.client, path);
+      await site.runReplicationCycle(); // purgeable from the next cycle on
       const [restore, purge] = await Promise.all([
         alice.client.post(`/api/v1/trash/${id}/restore`),
         alice.client.delete(`/api/v1/trash/${id}`),

@@ -18,7 +18,7 @@ import {
   type ConflictSummaryDto,
   type Page,
 } from '@tributary/shared';
-import { compareVersions, isTrashed, type ConflictVersion } from '@tributary/replication';
+import { compareVersions, isTrashed, scalarText, type ConflictVersion } from '@tributary/replication';
 import type pg from 'pg';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
@@ -177,7 +177,7 @@ export class ConflictsService implements OnModuleInit {
         result.skipped.push({ id: record.id, reason: 'you may not decide it' });
         continue;
       }
-      const decision = decisionFor(record, body.action as ConflictPolicy, body.site ?? null);
+      const decision = decisionFor(record, body.action, body.site ?? null);
       if ('skip' in decision) {
         result.skipped.push({ id: record.id, reason: decision.skip });
         continue;
@@ -395,7 +395,7 @@ export class ConflictsService implements OnModuleInit {
       record.versions.some((v) => v.by === me) ||
       record.owner_id === me ||
       (record.tbl === 'users' && record.row_key === me) ||
-      record.versions.some((v) => String(v.data?.user_id ?? '') === me);
+      record.versions.some((v) => scalarText(v.data?.user_id ?? '') === me);
     const place = record.path ?? record.collection_path;
     if (
       NAMESPACE_TABLES.has(record.tbl) ||
@@ -417,7 +417,9 @@ export class ConflictsService implements OnModuleInit {
     }
     if (record.tbl === 'project_groups' || record.tbl === 'memberships') {
       const groupId =
-        record.tbl === 'project_groups' ? record.row_key : String(provisional(record)?.data?.group_id ?? '');
+        record.tbl === 'project_groups'
+          ? record.row_key
+          : scalarText(provisional(record)?.data?.group_id ?? '');
       const manager = (await this.repo.managedGroups(p.userId)).has(groupId);
       return { see: manager || involved, decide: manager && !confined, involved };
     }

@@ -425,6 +425,7 @@ describe('object data', () => {
       const again = (
         await alice.client.delete<TrashEntryDto>('/api/v1/namespace', { query: { path: target } })
       ).body;
+      await site.runReplicationCycle(); // purgeable from the next cycle on
       expectStatus(await alice.client.delete(`/api/v1/trash/${again.id}`), 204);
       const files = await filesBelow(path.join(site.config.storageRoot, 'objects'));
       expect(files.map((f) => path.basename(f))).not.toContain(rows[0]?.physical_path);
@@ -437,6 +438,7 @@ describe('object data', () => {
       await put(alice.client, `${base}/sub/b`, 'b');
       const del = (await alice.client.delete<TrashEntryDto>('/api/v1/namespace', { query: { path: base } }))
         .body;
+      await site.runReplicationCycle();
       expectStatus(await alice.client.delete(`/api/v1/trash/${del.id}`), 204);
       // afterEach: the two files are gone along with their replicas.
     });

@@ -583,6 +583,10 @@ describe('namespace', () => {
         await alice.client.delete<TrashEntryDto>('/api/v1/namespace', { query: { path } }),
         200,
       );
+      // Not in the cycle of the delete: a purge waits for the next replication cycle.
+      expect(del.body.purgeAllowed).toBe(false);
+      expectError(await alice.client.delete(`/api/v1/trash/${del.body.id}`), 409, ErrorCode.PurgeNotYet);
+      await site.runReplicationCycle();
       expectStatus(await alice.client.delete(`/api/v1/trash/${del.body.id}`), 204);
       expectError(await alice.client.post(`/api/v1/trash/${del.body.id}/restore`), 404, ErrorCode.NotFound);
       expectError(await stat(alice.client, path), 404, ErrorCode.NotFound);
@@ -602,6 +606,7 @@ describe('namespace', () => {
         await alice.client.delete<TrashEntryDto>('/api/v1/namespace', { query: { path: base } }),
         200,
       );
+      await site.runReplicationCycle();
       expectStatus(await alice.client.delete(`/api/v1/trash/${late.body.id}`), 204);
       // The earlier entry's parent is gone for good: restoring it is a 404, never a 500.
       expectError(await alice.client.post(`/api/v1/trash/${early.body.id}/restore`), 404, ErrorCode.NotFound);

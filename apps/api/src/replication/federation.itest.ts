@@ -147,7 +147,8 @@ describe('a federation of real sites', () => {
         // Deletes: one into the trash, one purged from it.
         const trashed = await c.remove(`${dir}/trashed.bin`);
         const purged = await c.remove(`${dir}/purged.bin`);
-        await c.purge(purged.id);
+        // Purging waits until every site has applied the delete.
+        await expect(c.purge(purged.id)).rejects.toMatchObject({ status: 409, code: 'PURGE_NOT_YET' });
         // Accounts and permissions.
         const username = uniqueUsername(site.id);
         const groupName = uniqueGroupName(site.id);
@@ -159,7 +160,17 @@ describe('a federation of real sites', () => {
         );
         await c.setPermission({ path: dir, user: username, level: 'read' });
         await c.setPermission({ path: dir, group: groupName, level: 'write' });
-        return { site, dir, a2, b, trashedId: trashed.id, username, groupName };
+        return { site, dir, a2, b, trashedId: trashed.id, purgedId: purged.id, username, groupName };
+      }),
+    );
+    await fed.waitForConvergence(30_000);
+    await Promise.all(
+      made.map(async (m) => {
+        const ok = await until(async () => {
+          await m.site.client.purge(m.purgedId);
+          return true;
+        }, 30_000);
+        expect(ok, `purge of ${m.dir}/purged.bin at ${m.site.id} once the delete is everywhere`).toBe(true);
       }),
     );
     await fed.waitForConvergence(30_000);

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { expect } from 'vitest';
 import { createSiteApp, type SiteApp } from '../app.factory';
 import { loadConfig, type SiteConfig } from '../config/config';
+import { ReplicationService } from '../replication/replication.service';
 import { adminConnection, cloneTemplate, dropDatabase, withClient } from './databases';
 import { newPassword, uniqueUsername } from './factories';
 import './provided-context';
@@ -173,6 +174,8 @@ export interface TestSite {
   createAccount(options?: NewAccount): Promise<Omit<TestUser, 'client'>>;
   /** Creates an account through the API as the administrator and signs in as it. */
   createUser(options?: NewAccount): Promise<TestUser>;
+  /** Runs one replication cycle now (deletes become purgeable after one). */
+  runReplicationCycle(): Promise<void>;
   /** Runs SQL on this site's catalog database (for setting up states the API cannot reach). */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     sql: string,
@@ -237,6 +240,9 @@ export async function startTestSite(overrides: Record<string, string> = {}): Pro
     asToken: (secret) => new TestClient(url, { kind: 'token', secret }),
     session: (cookie, csrfToken) => new TestClient(url, { kind: 'session', cookie, csrfToken }),
     anonymous: () => new TestClient(url, { kind: 'anonymous' }),
+    async runReplicationCycle() {
+      await siteApp.app.get(ReplicationService).engine.runCycle();
+    },
     async createAccount(options = {}) {
       const username = options.username ?? uniqueUsername();
       const password = options.password ?? newPassword();

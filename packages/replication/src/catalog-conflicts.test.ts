@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CatalogResolver,
+  canonical,
+  mergeConflictRows,
+  numberedName,
+  provisionalWinner,
+  type ConflictRow,
+  type ConflictVersion,
+} from './catalog-conflicts';
+import type { DetectedConflict } from './conflict-resolver';
+
+function version(
+  site: string,
+  stamp: number,
+  data: Record<string, unknown> | null = { trash_id: 0 },
+): ConflictVersion {
+  return { site, stamp, deleted: data === null, by: null, data };
+}
+
+function row(versions: ConflictVersion[], extra: Partial<ConflictRow> = {}): ConflictRow {
+  const w = provisionalWinner('data_objects', versions);
+  return {
+    id: 'c1',
+    kind: 'update',
+    tbl: 'data_objects',
+    row_key: '42',
+    versions,
+    winner_site: w.site,
+    winner_stamp: w.stamp,
+    detail: {},
+    collection_id: '7',
+    opened_at: new Date(1_000).toISOString(),
+    deadline: new Date(1_000 + 86_400_000).toISOString(),
+    status: 'open',
+    decision: null,
+    decided_value: null,
+    decided_by: null,
+    decided_by_name: null,
+    decided_policy: null,
+    decided_at: null,
+    decided_at_site: null,
+    ...extra,
+  };
+}
+
+describe('numberedName', () => {
+  it('keeps the extension, also a compound one, and counts on from a numbered stem', () => {
+    expect(numberedName('data.csv', 1, true)).toBe('data_1.csv');
+    expect(numberedName('data.csv', 2, true)).toBe('data_2.csv');
+    expect(numberedName('run.tar.gz', 1, true)).toBe('run_1.tar.gz');
+    expect(numberedName('notes', 1, true)).toBe('notes_1');
+    expect(numberedName('.bashrc', 1, true)).toBe('.bashrc_1');
+    expect(numberedName('data_1.csv', 2, true)).toBe('data_2.csv');
+    expect(numberedName('v1.2', 1, false)).toBe('v1.2_1');
+  });
+});
+
+describe('provisionalWinner', () => {
+  it('is the latest version, ties to the greater site', () => {
+    expect(provisionalWinner('users', [version('lsu', 5), version('uno', 3)]).site).toBe('lsu');
+    expect(provisionalWinner('users', [version('lsu', 5), version('uno', 5)]).site).toBe('uno');
+  });
+
+  it('prefers a live version over a later move to the trash (the update rescues it)', () => {
+    const live = version('lsu', 1, { trash_id: 0 });
+    const trashed = version('uno', 9, { trash_id: 77 });
+    expect(provisionalWinner('data_objects', [live, trashed])).toBe(live);
+    // Not for tables without a trash.
+    expect(provisionalWinner('users', [live, trashed])).toBe(trashed);
+  });
+});
+
+describe('CatalogResolver', () => {
+  const resolver = new CatalogResolver();
+  function conflict(
+    incoming: Record<string, unknown>,
+    held: Record<string, unknown>,
+    stamp: number,
+  ): DetectedConflict {
+    return {
+      kind: 'update',
+      table: 'data_objects',
+      key: '42',
+      incoming: {
+        site: 'uno',
+        change: { t: 'data_objects', o: 'U', k: '42', d: incoming, s: stamp, b: 1, bs: 'lsu' },
+      },
+      held: { stamp: 5, site: 'lsu', deleted: false, row: held },
+    };
+  }
+
+  it('an incoming update wins over a held move to the trash, whatever the stamps', () => {
+    expect(resolver.resolve(conflict({ trash_id: 0 }, { trash_id: 3 }, 1)).winner).toBe('incoming');
+  });
+
+  it('a held update wins over an incoming move to the trash', () => {
+    expect(resolver.resolve(conflict({ trash_id: 3 }, { trash_id: 0 }, 99)).winner).toBe('held');
+  });
+
+  it('otherwise the latest wins', () => {
+    expect(resolver.resolve(conflict({ trash_id: 0 }, { trash_id: 0 }, 99)).winner).toBe('incoming');
+    expect(resolver.resolve(conflict({ trash_id: 0 }, { trash_id: 0 }, 1)).winner).toBe('held');
+  });
+});
+
+describe('mergeConflictRows', () => {
+  const a = row([
+    version('lsu', 1_000_000, { trash_id: 0, name: 'a' }),
+    version('tulane', 2_000_000, { trash_id: 0, name: 'b' }),
+  ]);
+  const b = row([
+    version('lsu', 1_000_000, { trash_id: 0, name: 'a' }),
+    version('uno', 3_000_000, { trash_id: 0, name: 'c' }),
+  ]);
+
+  it('is the union of the versions, with the winner and the deadline derived from it', () => {
+    const m = mergeConflictRows(a, b);
+    expect(m.versions.map((v) => v.site)).toEqual(['lsu', 'tulane', 'uno']);
+    expect(m.winner_site).toBe('uno');
+    expect(m.opened_at).toBe(new Date(2_000).toISOString());
+    expect(Date.parse(m.deadline) - Date.parse(m.opened_at)).toBe(86_400_000);
+  });
+
+  it('is commutative, so every site ends with the same record', () => {
+    expect(canonical(mergeConflictRows(a, b))).toBe(canonical(mergeConflictRows(b, a)));
+    const decided = {
+      ...b,
+      status: 'decided' as const,
+      decision: 'keep',
+      decided_at: new Date(5_000).toISOString(),
+      decided_at_site: 'uno',
+    };
+    expect(canonical(mergeConflictRows(a, decided))).toBe(canonical(mergeConflictRows(decided, a)));
+    expect(mergeConflictRows(a, decided).status).toBe('decided');
+  });
+
+  it('a delete seen at one site only makes the merged record a delete conflict', () => {
+    const del = { ...b, kind: 'delete' as const };
+    expect(mergeConflictRows(a, del).kind).toBe('delete');
+    expect(mergeConflictRows(del, a).kind).toBe('delete');
+  });
+});

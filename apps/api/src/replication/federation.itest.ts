@@ -164,16 +164,14 @@ describe('a federation of real sites', () => {
       }),
     );
     await fed.waitForConvergence(30_000);
-    await Promise.all(
-      made.map(async (m) => {
-        const ok = await until(async () => {
-          await m.site.client.purge(m.purgedId);
-          return true;
-        }, 30_000);
-        expect(ok, `purge of ${m.dir}/purged.bin at ${m.site.id} once the delete is everywhere`).toBe(true);
-      }),
-    );
-    await fed.waitForConvergence(30_000);
+    // xavier is configured as a peer but has not started: it has not applied the deletes, so they
+    // are not purgeable yet anywhere.
+    for (const m of made) {
+      await expect(m.site.client.purge(m.purgedId)).rejects.toMatchObject({
+        status: 409,
+        code: 'PURGE_NOT_YET',
+      });
+    }
 
     // Second round: every site changes rows that another site created.
     await Promise.all(

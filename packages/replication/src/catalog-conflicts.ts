@@ -21,6 +21,18 @@ import type { Change } from './types';
 /** Kinds of negotiable conflict. */
 export type NegotiableKind = 'update' | 'delete' | 'same-name';
 
+/** The decision fields of a conflict nobody has decided yet. */
+const UNDECIDED = {
+  status: 'open',
+  decision: null,
+  decided_value: null,
+  decided_by: null,
+  decided_by_name: null,
+  decided_policy: null,
+  decided_at: null,
+  decided_at_site: null,
+} as const;
+
 /** Tables whose rows move to the trash (`trash_id` ≠ 0) instead of being deleted. */
 const TRASHABLE = new Set(['data_objects', 'collections']);
 
@@ -280,14 +292,7 @@ export class ConflictRecords {
       collection_id: collection,
       opened_at: iso(openedMicros),
       deadline: iso(openedMicros + this.deadlineMs * 1000),
-      status: 'open',
-      decision: null,
-      decided_value: null,
-      decided_by: null,
-      decided_by_name: null,
-      decided_policy: null,
-      decided_at: null,
-      decided_at_site: null,
+      ...UNDECIDED,
     });
   }
 
@@ -416,14 +421,7 @@ export class ConflictRecords {
       collection_id: spec.parent ? nullableText(loser[spec.parent]) : null,
       opened_at: iso(openedMicros),
       deadline: iso(openedMicros + this.deadlineMs * 1000),
-      status: 'open',
-      decision: null,
-      decided_value: null,
-      decided_by: null,
-      decided_by_name: null,
-      decided_policy: null,
-      decided_at: null,
-      decided_at_site: null,
+      ...UNDECIDED,
     });
     return true;
   }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ConflictKind, ConflictPolicy } from '@tributary/shared';
-import type { ConflictRow } from '@tributary/replication';
+import { inTransaction, type ConflictRow } from '@tributary/replication';
 import type pg from 'pg';
 import { SqlPool } from '../database/sql-pool';
 
@@ -88,19 +88,8 @@ export class ConflictsRepository {
   }
 
   /** Runs `fn` in one transaction on one connection. */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.sql.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.sql.pool, fn);
   }
 
   /** Locks a conflict for a decision; its status as stored. */

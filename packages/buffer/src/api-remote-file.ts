@@ -78,6 +78,60 @@ export class ApiRemoteFile implements RemoteFile {
     return body;
   }
 
+  /**
+   * Streams a range into `target` as it arrives. A transfer that breaks off is retried (with
+   * backoff) from the first byte not yet received, so what was already handed on stays valid.
+   */
+  async readInto(
+    offset: number,
+    target: Uint8Array,
+    onProgress: (filled: number) => void,
+    signal?: AbortSignal,
+  ): Promise<number> {
+    if (this.mode !== 'read')
+      throw new Error(`${this.path} is open for writing; reading it back needs close first`);
+    const length = this.size === undefined ? target.length : Math.min(target.length, this.size - offset);
+    let filled = 0;
+    if (length <= 0) return 0;
+    await withRetry(
+      async () => {
+        const from = offset + filled;
+        // 200 means the server sent the whole object (a range it would not serve as such).
+        let skip: number | undefined;
+        await this.api.receive(
+          {
+            method: 'GET',
+            url: dataUrl(this.path),
+            headers: { range: `bytes=${from}-${offset + length - 1}` },
+            signal,
+          },
+          (chunk, response) => {
+            skip ??= response.status === 200 ? from : 0;
+            let piece = chunk;
+            if (skip > 0) {
+              const n = Math.min(skip, piece.length);
+              skip -= n;
+              piece = piece.subarray(n);
+            }
+            const n = Math.min(piece.length, length - filled);
+            if (n > 0) {
+              target.set(n === piece.length ? piece : piece.subarray(0, n), filled);
+              filled += n;
+              onProgress(filled);
+            }
+            return filled < length;
+          },
+        );
+      },
+      this.retry,
+      { signal },
+    ).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === ErrorCode.RangeNotSatisfiable) return;
+      throw err;
+    });
+    return filled;
+  }
+
   async write(offset: number, data: Uint8Array): Promise<void> {
     if (this.mode !== 'write') throw new Error(`${this.path} is open for reading`);
     // Parts may be sent concurrently: the first one opens the session, the others wait for it.

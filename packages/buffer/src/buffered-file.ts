@@ -85,9 +85,14 @@ interface Window {
   /** Bytes taken from the memory budget for this window (0 when fetched without a reservation). */
   reserved: number;
   controller: AbortController;
-  result: Promise<Uint8Array>;
-  /** Set once fetched. */
-  data?: Uint8Array;
+  /** The window's bytes; those before `filled` have arrived and never change. */
+  data: Uint8Array;
+  filled: number;
+  /** Every byte is here (`filled` is final: shorter than `length` only at the end of the file). */
+  done: boolean;
+  failure?: { error: unknown };
+  /** Reads waiting for `need` bytes of this window. */
+  waiters: { need: number; wake: () => void }[];
 }
 
 interface Part {
@@ -247,7 +252,8 @@ export class BufferedFile {
       return undefined;
     const end = offset + length;
     const window = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
-    if (!window?.data || end > window.start + window.data.length) return undefined;
+    // Served as soon as the bytes it needs have arrived, even if the rest of the window has not.
+    if (!window || end > window.start + window.filled) return undefined;
     this.sequentialReads++;
     this.lastReadEnd = Math.max(this.lastReadEnd, end);
     this.lastReadLength = length;
@@ -318,26 +324,31 @@ export class BufferedFile {
       this.dropWindows();
       return this.remote.read(offset, length);
     }
+    // The seed fills its buffer whole before serving from it.
     const current = this.windows[0];
     if (current) {
-      const data = await current.result;
-      const end = current.start + data.length;
-      const atEof = data.length < current.length;
+      try {
+        await this.arrival(current, current.length);
+      } catch (err) {
+        this.dropWindows();
+        throw err;
+      }
+      const end = current.start + current.filled;
+      const atEof = current.filled < current.length;
       if (offset >= current.start && (offset + length <= end || (atEof && offset <= end))) {
-        return data.subarray(offset - current.start, Math.min(end, offset + length) - current.start);
+        return current.data.subarray(offset - current.start, Math.min(end, offset + length) - current.start);
       }
     }
     // Outside the buffer: fetch a buffer-sized block starting at the request.
     this.dropWindows();
     const window = this.issueWindow(offset, this.opts.bufferBytes, length);
-    let data: Uint8Array;
     try {
-      data = await window.result;
+      await this.arrival(window, window.length);
     } catch (err) {
       this.dropWindows();
       throw err;
     }
-    return data.subarray(0, Math.min(length, data.length));
+    return window.data.subarray(0, Math.min(length, window.filled));
   }
 
   // ---- reading, adaptive ----
@@ -429,25 +440,84 @@ export class BufferedFile {
     else if (requiredBytes === undefined) return undefined;
     else length = Math.min(size, requiredBytes);
     const controller = new AbortController();
-    const result = this.remote.read(start, length, controller.signal).then((data) => {
-      if (data.length < length) this.eof = Math.min(this.eof ?? Infinity, start + data.length);
-      return data;
-    });
-    const window: Window = { start, length, reserved, controller, result };
+    const window: Window = {
+      start,
+      length,
+      reserved,
+      controller,
+      data: new Uint8Array(0),
+      filled: 0,
+      done: false,
+      waiters: [],
+    };
+    let fetched: Promise<number>;
+    if (this.remote.readInto) {
+      // Streamed: reads are served from the bytes that have arrived while the rest still travels.
+      window.data = Buffer.allocUnsafe(length);
+      fetched = this.remote.readInto(
+        start,
+        window.data,
+        (filled) => this.arrived(window, filled),
+        controller.signal,
+      );
+    } else {
+      fetched = this.remote.read(start, length, controller.signal).then((data) => {
+        window.data = data;
+        return data.length;
+      });
+    }
     // Read-ahead nobody waits for may fail or be aborted; that is not an error of the file.
-    result.then((data) => (window.data = data)).catch(() => undefined);
+    fetched.then(
+      (filled) => {
+        if (filled < length) this.eof = Math.min(this.eof ?? Infinity, start + filled);
+        window.done = true;
+        this.arrived(window, filled);
+      },
+      (error: unknown) => {
+        window.failure = { error };
+        window.done = true;
+        this.arrived(window, window.filled);
+      },
+    );
     this.held += reserved;
     this.windows.push(window);
     return window;
+  }
+
+  /** More of a window has arrived (or all of it, or it failed): wakes the reads it satisfies. */
+  private arrived(window: Window, filled: number): void {
+    window.filled = Math.min(filled, window.length);
+    if (window.waiters.length === 0) return;
+    const waiting = window.waiters;
+    window.waiters = [];
+    for (const waiter of waiting) {
+      if (window.done || waiter.need <= window.filled) waiter.wake();
+      else window.waiters.push(waiter);
+    }
+  }
+
+  /**
+   * Resolves once the window's first `need` bytes have arrived (or the window ended short at the
+   * end of the file); rejects if fetching it failed.
+   */
+  private arrival(window: Window, need: number): Promise<void> {
+    if (window.failure) return Promise.reject(window.failure.error);
+    if (window.done || window.filled >= need) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      window.waiters.push({
+        need,
+        wake: () => (window.failure ? reject(window.failure.error) : resolve()),
+      });
+    });
   }
 
   private async copyFromWindows(offset: number, length: number): Promise<Uint8Array> {
     const end = offset + length;
     const single = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
     if (single) {
-      // Inside one window: a view, no copy (the window's bytes are never changed once fetched).
-      const data = await single.result;
-      return data.subarray(offset - single.start, Math.min(end - single.start, data.length));
+      // Inside one window: a view, no copy (bytes that have arrived never change).
+      await this.arrival(single, end - single.start);
+      return single.data.subarray(offset - single.start, Math.min(end - single.start, single.filled));
     }
     const out = Buffer.allocUnsafe(length);
     let filled = 0;
@@ -455,14 +525,15 @@ export class BufferedFile {
       const windowEnd = window.start + window.length;
       if (windowEnd <= offset) continue;
       if (window.start >= end) break;
-      const data = await window.result;
+      const to = Math.min(end, windowEnd) - window.start;
+      await this.arrival(window, to);
       const from = Math.max(offset, window.start) - window.start;
-      const to = Math.min(end, window.start + data.length) - window.start;
-      if (to > from) {
-        out.set(data.subarray(from, to), filled);
-        filled += to - from;
+      const upto = Math.min(to, window.filled);
+      if (upto > from) {
+        out.set(window.data.subarray(from, upto), filled);
+        filled += upto - from;
       }
-      if (data.length < window.length) break; // end of file
+      if (window.done && window.filled < window.length) break; // end of file
     }
     return out.subarray(0, filled);
   }

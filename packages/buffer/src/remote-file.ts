@@ -10,6 +10,18 @@ export interface RemoteFile {
    * `signal` aborts read-ahead the buffer no longer needs.
    */
   read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
+  /**
+   * Optional streaming form of `read`: fills `target` with the bytes at `offset` as they arrive,
+   * calling `onProgress(filled)` whenever more of it is valid (bytes before `filled` never change
+   * again), and resolves with the bytes filled (fewer than `target.length` only at the end of the
+   * file). The advance buffer uses it to serve a request as soon as the bytes it needs are here.
+   */
+  readInto?(
+    offset: number,
+    target: Uint8Array,
+    onProgress: (filled: number) => void,
+    signal?: AbortSignal,
+  ): Promise<number>;
   /** Writes `data` at `offset`; resolved once the server has acknowledged the bytes. */
   write(offset: number, data: Uint8Array): Promise<void>;
   /** Makes everything acknowledged so far durable on the server (fsync). */

@@ -316,6 +316,104 @@ describe('adaptive buffer', () => {
   });
 });
 
+describe('streamed read-ahead', () => {
+  const adaptive = { bufferBytes: 1 * MiB, minBufferBytes: 64 * KiB, readAheadWindows: 3 };
+  /** Whether `promise` settles within a few turns of the event loop. */
+  const settlesSoon = async (promise: Promise<unknown>): Promise<boolean> => {
+    let settled = false;
+    promise.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    for (let i = 0; i < 20 && !settled; i++) await new Promise((r) => setImmediate(r));
+    return settled;
+  };
+
+  it('serves a read as soon as the bytes it needs have arrived, before its window is whole', async () => {
+    const content = patternBytes(1 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
+    remote.holdAfter(32 * KiB);
+    const file = new BufferedFile(remote, adaptive);
+    const first = await file.read(0, 4 * KiB);
+    expect(Buffer.from(first).equals(content.subarray(0, 4 * KiB))).toBe(true);
+    // The first window (64 KiB) is still arriving: 32 KiB of it are here.
+    const second = await file.read(4 * KiB, 28 * KiB);
+    expect(Buffer.from(second).equals(content.subarray(4 * KiB, 32 * KiB))).toBe(true);
+    expect(remote.reads()[0]).toEqual({ offset: 0, length: 64 * KiB });
+    expect(remote.streamedBytes).toBeLessThan(64 * KiB * 2);
+    // A read that needs bytes that have not arrived waits for them, and no more.
+    const third = file.read(32 * KiB, 4 * KiB);
+    expect(await settlesSoon(third)).toBe(false);
+    remote.release();
+    expect(Buffer.from(await third).equals(content.subarray(32 * KiB, 36 * KiB))).toBe(true);
+    expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
+  });
+
+  it("the seed's fixed buffer still serves only once its block has arrived whole", async () => {
+    const content = patternBytes(512 * KiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
+    remote.holdAfter(32 * KiB);
+    const file = new BufferedFile(remote, { mode: 'fixed', bufferBytes: 256 * KiB });
+    const read = file.read(0, 4 * KiB);
+    expect(await settlesSoon(read)).toBe(false);
+    remote.release();
+    expect(Buffer.from(await read).equals(content.subarray(0, 4 * KiB))).toBe(true);
+  });
+
+  it('a window that breaks off mid-stream fails the read that needs the missing bytes, not those before', async () => {
+    const content = patternBytes(1 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
+    let breaks = 1;
+    remote.breakStreamWhen((call, filled) =>
+      call.offset === 0 && filled >= 32 * KiB && breaks-- > 0 ? new Error('connection reset') : undefined,
+    );
+    remote.holdAfter(16 * KiB);
+    const file = new BufferedFile(remote, adaptive);
+    expect(Buffer.from(await file.read(0, 8 * KiB)).equals(content.subarray(0, 8 * KiB))).toBe(true);
+    const needsMore = file.read(8 * KiB, 48 * KiB);
+    remote.release();
+    await expect(needsMore).rejects.toThrow('connection reset');
+    expect(file.state.windows).toBe(0);
+    expect(file.state.heldBytes).toBe(0);
+    // The next read fetches again, and the whole file reads back exactly.
+    expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
+  });
+
+  it('a failure in a window ahead surfaces only when a read reaches it', async () => {
+    const content = patternBytes(2 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 32 * KiB });
+    let breaks = 1;
+    remote.breakStreamWhen((call, filled) =>
+      call.offset > 0 && filled >= 32 * KiB && breaks-- > 0 ? new Error('reset ahead') : undefined,
+    );
+    const file = new BufferedFile(remote, adaptive);
+    const failedAt: number[] = [];
+    const parts: Buffer[] = [];
+    for (let offset = 0; offset < content.length; offset += 16 * KiB) {
+      try {
+        parts.push(Buffer.from(await file.read(offset, 16 * KiB)));
+      } catch (err) {
+        expect((err as Error).message).toBe('reset ahead');
+        failedAt.push(offset);
+        parts.push(Buffer.from(await file.read(offset, 16 * KiB))); // the caller retries
+      }
+    }
+    expect(failedAt).toHaveLength(1);
+    expect(failedAt[0]).toBeGreaterThanOrEqual(64 * KiB); // past the first window
+    expect(Buffer.concat(parts).equals(content)).toBe(true);
+  });
+
+  it('works the same over a remote that can only return whole ranges', async () => {
+    const content = patternBytes(3 * MiB + 5);
+    const remote = new FakeRemoteFile(content, 1, false, { streaming: false });
+    expect(remote.readInto).toBeUndefined();
+    const file = new BufferedFile(remote, adaptive);
+    expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
+    expect(remote.reads().length).toBeLessThan(12);
+    expect(remote.maxInFlight).toBeGreaterThan(1);
+  });
+});
+
 describe('many files', () => {
   it('interleaved files are independent: each keeps its own windows and parts', async () => {
     const pool = new AdvanceBufferPool({ bufferBytes: 512 * KiB, minBufferBytes: 64 * KiB });

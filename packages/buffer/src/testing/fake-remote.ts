@@ -121,7 +121,9 @@ export class FakeRemoteFile implements RemoteFile {
   ): Promise<number> {
     const call = { offset, length: target.length };
     await this.enter({ op: 'read', ...call }, signal);
-    const bytes = Buffer.from(this.content.subarray(Math.min(offset, this.content.length), offset + target.length));
+    const bytes = Buffer.from(
+      this.content.subarray(Math.min(offset, this.content.length), offset + target.length),
+    );
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {

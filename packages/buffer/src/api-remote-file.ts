@@ -79,30 +79,31 @@ export class ApiRemoteFile implements RemoteFile {
   }
 
   /**
-   * Streams a range into `target` as it arrives. A transfer that breaks off is retried (with
-   * backoff) from the first byte not yet received, so what was already handed on stays valid.
+   * Streams a range, handing over the body's pieces as they arrive (no copy). A transfer that
+   * breaks off is retried (with backoff) from the first byte not yet delivered, so what was
+   * already handed over stays valid.
    */
-  async readInto(
+  async readStream(
     offset: number,
-    target: Uint8Array,
-    onProgress: (filled: number) => void,
+    length: number,
+    onData: (piece: Uint8Array) => void,
     signal?: AbortSignal,
   ): Promise<number> {
     if (this.mode !== 'read')
       throw new Error(`${this.path} is open for writing; reading it back needs close first`);
-    const length = this.size === undefined ? target.length : Math.min(target.length, this.size - offset);
-    let filled = 0;
-    if (length <= 0) return 0;
+    const wanted = this.size === undefined ? length : Math.min(length, this.size - offset);
+    let delivered = 0;
+    if (wanted <= 0) return 0;
     await withRetry(
       async () => {
-        const from = offset + filled;
+        const from = offset + delivered;
         // 200 means the server sent the whole object (a range it would not serve as such).
         let skip: number | undefined;
         await this.api.receive(
           {
             method: 'GET',
             url: dataUrl(this.path),
-            headers: { range: `bytes=${from}-${offset + length - 1}` },
+            headers: { range: `bytes=${from}-${offset + wanted - 1}` },
             signal,
           },
           (chunk, response) => {
@@ -113,13 +114,12 @@ export class ApiRemoteFile implements RemoteFile {
               skip -= n;
               piece = piece.subarray(n);
             }
-            const n = Math.min(piece.length, length - filled);
-            if (n > 0) {
-              target.set(n === piece.length ? piece : piece.subarray(0, n), filled);
-              filled += n;
-              onProgress(filled);
+            if (piece.length > wanted - delivered) piece = piece.subarray(0, wanted - delivered);
+            if (piece.length > 0) {
+              delivered += piece.length;
+              onData(piece);
             }
-            return filled < length;
+            return delivered < wanted;
           },
         );
       },
@@ -129,7 +129,7 @@ export class ApiRemoteFile implements RemoteFile {
       if (err instanceof ApiError && err.code === ErrorCode.RangeNotSatisfiable) return;
       throw err;
     });
-    return filled;
+    return delivered;
   }
 
   async write(offset: number, data: Uint8Array): Promise<void> {

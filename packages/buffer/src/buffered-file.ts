@@ -85,8 +85,14 @@ interface Window {
   /** Bytes taken from the memory budget for this window (0 when fetched without a reservation). */
   reserved: number;
   controller: AbortController;
-  /** The window's bytes; those before `filled` have arrived and never change. */
-  data: Uint8Array;
+  /**
+   * The window's bytes that have arrived, as the pieces they arrived in (kept, not copied), in
+   * order and without gaps; piece i ends at `ends[i]` (relative to `start`). They never change.
+   */
+  pieces: Uint8Array[];
+  ends: number[];
+  /** The piece the last slice started in (a sequential reader looks there first). */
+  cursor: number;
   filled: number;
   /** Every byte is here (`filled` is final: shorter than `length` only at the end of the file). */
   done: boolean;
@@ -259,7 +265,7 @@ export class BufferedFile {
     this.lastReadLength = length;
     this.dropConsumedWindows(this.lastReadEnd - 2 * length);
     this.readAhead(this.lastReadEnd, this.lastReadEnd);
-    return window.data.subarray(offset - window.start, end - window.start);
+    return this.slice(window, offset - window.start, end - window.start);
   }
 
   private appendToPart(offset: number, data: Uint8Array): boolean {
@@ -336,7 +342,7 @@ export class BufferedFile {
       const end = current.start + current.filled;
       const atEof = current.filled < current.length;
       if (offset >= current.start && (offset + length <= end || (atEof && offset <= end))) {
-        return current.data.subarray(offset - current.start, Math.min(end, offset + length) - current.start);
+        return this.slice(current, offset - current.start, Math.min(end, offset + length) - current.start);
       }
     }
     // Outside the buffer: fetch a buffer-sized block starting at the request.
@@ -348,7 +354,7 @@ export class BufferedFile {
       this.dropWindows();
       throw err;
     }
-    return window.data.subarray(0, Math.min(length, window.filled));
+    return this.slice(window, 0, Math.min(length, window.filled));
   }
 
   // ---- reading, adaptive ----
@@ -445,38 +451,49 @@ export class BufferedFile {
       length,
       reserved,
       controller,
-      data: new Uint8Array(0),
+      pieces: [],
+      ends: [],
+      cursor: 0,
       filled: 0,
       done: false,
       waiters: [],
     };
+    const add = (piece: Uint8Array): void => {
+      if (window.done || piece.length === 0) return;
+      const room = window.length - window.filled;
+      window.pieces.push(piece.length > room ? piece.subarray(0, room) : piece);
+      window.filled += Math.min(piece.length, room);
+      window.ends.push(window.filled);
+    };
     let fetched: Promise<number>;
-    if (this.remote.readInto) {
+    if (this.remote.readStream) {
       // Streamed: reads are served from the bytes that have arrived while the rest still travels.
-      window.data = Buffer.allocUnsafe(length);
-      fetched = this.remote.readInto(
+      fetched = this.remote.readStream(
         start,
-        window.data,
-        (filled) => this.arrived(window, filled),
+        length,
+        (piece) => {
+          add(piece);
+          this.arrived(window);
+        },
         controller.signal,
       );
     } else {
       fetched = this.remote.read(start, length, controller.signal).then((data) => {
-        window.data = data;
+        add(data);
         return data.length;
       });
     }
     // Read-ahead nobody waits for may fail or be aborted; that is not an error of the file.
     fetched.then(
-      (filled) => {
-        if (filled < length) this.eof = Math.min(this.eof ?? Infinity, start + filled);
+      () => {
+        if (window.filled < length) this.eof = Math.min(this.eof ?? Infinity, start + window.filled);
         window.done = true;
-        this.arrived(window, filled);
+        this.arrived(window);
       },
       (error: unknown) => {
         window.failure = { error };
         window.done = true;
-        this.arrived(window, window.filled);
+        this.arrived(window);
       },
     );
     this.held += reserved;
@@ -485,8 +502,7 @@ export class BufferedFile {
   }
 
   /** More of a window has arrived (or all of it, or it failed): wakes the reads it satisfies. */
-  private arrived(window: Window, filled: number): void {
-    window.filled = Math.min(filled, window.length);
+  private arrived(window: Window): void {
     if (window.waiters.length === 0) return;
     const waiting = window.waiters;
     window.waiters = [];
@@ -511,13 +527,47 @@ export class BufferedFile {
     });
   }
 
+  /**
+   * `[from, to)` of a window's bytes that have arrived (offsets relative to its start): a view of
+   * the piece that holds them (no copy; pieces never change), or a copy when they span pieces.
+   */
+  private slice(window: Window, from: number, to: number): Uint8Array {
+    to = Math.min(to, window.filled);
+    if (to <= from) return new Uint8Array(0);
+    const { pieces, ends } = window;
+    let i = window.cursor;
+    if (i >= pieces.length || (i > 0 && ends[i - 1]! > from)) {
+      // Not sequential: binary search for the first piece that ends after `from`.
+      let lo = 0;
+      let hi = pieces.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (ends[mid]! > from) hi = mid;
+        else lo = mid + 1;
+      }
+      i = lo;
+    }
+    while (ends[i]! <= from) i++;
+    window.cursor = i;
+    const pieceStart = i === 0 ? 0 : ends[i - 1]!;
+    if (to <= ends[i]!) return pieces[i]!.subarray(from - pieceStart, to - pieceStart);
+    const out = Buffer.allocUnsafe(to - from);
+    for (let position = from; position < to; i++) {
+      const begins = i === 0 ? 0 : ends[i - 1]!;
+      const upto = Math.min(to, ends[i]!);
+      out.set(pieces[i]!.subarray(position - begins, upto - begins), position - from);
+      position = upto;
+    }
+    return out;
+  }
+
   private async copyFromWindows(offset: number, length: number): Promise<Uint8Array> {
     const end = offset + length;
     const single = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
     if (single) {
       // Inside one window: a view, no copy (bytes that have arrived never change).
       await this.arrival(single, end - single.start);
-      return single.data.subarray(offset - single.start, Math.min(end - single.start, single.filled));
+      return this.slice(single, offset - single.start, end - single.start);
     }
     const out = Buffer.allocUnsafe(length);
     let filled = 0;
@@ -527,12 +577,9 @@ export class BufferedFile {
       if (window.start >= end) break;
       const to = Math.min(end, windowEnd) - window.start;
       await this.arrival(window, to);
-      const from = Math.max(offset, window.start) - window.start;
-      const upto = Math.min(to, window.filled);
-      if (upto > from) {
-        out.set(window.data.subarray(from, upto), filled);
-        filled += upto - from;
-      }
+      const part = this.slice(window, Math.max(offset, window.start) - window.start, to);
+      out.set(part, filled);
+      filled += part.length;
       if (window.done && window.filled < window.length) break; // end of file
     }
     return out.subarray(0, filled);

@@ -11,15 +11,15 @@ export interface RemoteFile {
    */
   read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
   /**
-   * Optional streaming form of `read`: fills `target` with the bytes at `offset` as they arrive,
-   * calling `onProgress(filled)` whenever more of it is valid (bytes before `filled` never change
-   * again), and resolves with the bytes filled (fewer than `target.length` only at the end of the
-   * file). The advance buffer uses it to serve a request as soon as the bytes it needs are here.
+   * Optional streaming form of `read`: hands over the `length` bytes at `offset` piece by piece as
+   * they arrive, in order and without gaps (a piece is never changed afterwards, so it is kept
+   * without copying), and resolves with the number of bytes delivered (fewer only at the end of
+   * the file). The advance buffer uses it to serve a request as soon as the bytes it needs are here.
    */
-  readInto?(
+  readStream?(
     offset: number,
-    target: Uint8Array,
-    onProgress: (filled: number) => void,
+    length: number,
+    onData: (piece: Uint8Array) => void,
     signal?: AbortSignal,
   ): Promise<number>;
   /** Writes `data` at `offset`; resolved once the server has acknowledged the bytes. */

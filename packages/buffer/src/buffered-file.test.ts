@@ -135,6 +135,8 @@ describe('adaptive buffer', () => {
     for (let i = 1; i < reads.length; i++)
       expect(reads[i]!.offset).toBe(reads[i - 1]!.offset + reads[i - 1]!.length);
     expect(remote.maxInFlight).toBeGreaterThan(1);
+    // Never a burst: the window being read and at most readAheadWindows beyond it.
+    expect(remote.maxInFlight).toBeLessThanOrEqual(adaptive.readAheadWindows + 1);
     expect(reads.length).toBeLessThan(20); // unbuffered: 2048 requests
   });
 
@@ -418,6 +420,24 @@ describe('streamed read-ahead', () => {
     const earlier = file.read(284 * KiB, 16 * KiB);
     expect(Buffer.from(await later).equals(content.subarray(300 * KiB, 316 * KiB))).toBe(true);
     expect(Buffer.from(await earlier).equals(content.subarray(284 * KiB, 300 * KiB))).toBe(true);
+  });
+
+  it('lets go of the pieces read past; a read behind them is fetched again, correctly', async () => {
+    const content = patternBytes(2 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
+    const file = new BufferedFile(remote, { ...adaptive, minBufferBytes: 1 * MiB, readAheadWindows: 1 });
+    await readAll(file, 512 * KiB, 4 * KiB);
+    const before = remote.reads().length;
+    // Still inside the first window, but far behind the position: its pieces are gone.
+    const behind = await file.read(64 * KiB, 4 * KiB);
+    expect(Buffer.from(behind).equals(content.subarray(64 * KiB, 68 * KiB))).toBe(true);
+    expect(remote.reads().slice(before)[0]?.offset).toBe(64 * KiB);
+    // Just behind the position (a swapped request) is still served from the window.
+    await readAll(file, 512 * KiB, 4 * KiB);
+    const reads = remote.reads().length;
+    const swapped = await file.read(504 * KiB, 4 * KiB);
+    expect(Buffer.from(swapped).equals(content.subarray(504 * KiB, 508 * KiB))).toBe(true);
+    expect(remote.reads().length).toBe(reads);
   });
 
   it('works the same over a remote that can only return whole ranges', async () => {

@@ -3,8 +3,8 @@ import type { RemoteFile } from './remote-file';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
-/** How much each next window or part grows while access stays sequential (128 KiB to 32 MiB in 4 steps). */
-const GROWTH = 4;
+/** How much each next window or part grows while access stays sequential (128 KiB to 32 MiB in 3 steps). */
+const GROWTH = 8;
 
 /**
  * `fixed` is the seed's advance buffer (PetaShare, section 4): one block of `bufferBytes`, filled
@@ -79,6 +79,8 @@ export class FileClosedError extends Error {
   }
 }
 
+const EMPTY = new Uint8Array(0);
+
 interface Window {
   start: number;
   length: number;
@@ -93,6 +95,13 @@ interface Window {
   ends: number[];
   /** The piece the last slice started in (a sequential reader looks there first). */
   cursor: number;
+  /**
+   * Pieces before this index were let go once read past (the reader tails the stream, so each
+   * piece dies young instead of being held until the whole window is dropped); the window's
+   * bytes before `trimmed` are gone.
+   */
+  live: number;
+  trimmed: number;
   filled: number;
   /** Every byte is here (`filled` is final: shorter than `length` only at the end of the file). */
   done: boolean;
@@ -257,7 +266,7 @@ export class BufferedFile {
     if (!this.adaptive || this.pending > 0 || this.closed || this.mode !== 'read' || length === 0)
       return undefined;
     const end = offset + length;
-    const window = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
+    const window = this.windows.find((w) => offset >= w.start + w.trimmed && end <= w.start + w.length);
     // Served as soon as the bytes it needs have arrived, even if the rest of the window has not.
     if (!window || end > window.start + window.filled) return undefined;
     this.sequentialReads++;
@@ -372,7 +381,8 @@ export class BufferedFile {
       return new Uint8Array(0);
     }
     const first = this.windows[0];
-    const inBuffer = first !== undefined && offset >= first.start && offset < this.windowsEnd();
+    const inBuffer =
+      first !== undefined && offset >= first.start + first.trimmed && offset < this.windowsEnd();
     let windowsFrom = offset;
     if (!inBuffer) {
       this.dropWindows();
@@ -417,16 +427,20 @@ export class BufferedFile {
 
   /**
    * Issues windows so that `[offset, end)` is covered and, once the access has proved sequential,
-   * several windows beyond it are in flight.
+   * several windows beyond it are in flight: at most `readAheadWindows` beyond the one being read
+   * (a burst of requests would delay the one the reader needs next; windows grow instead).
    */
   private readAhead(offset: number, end: number): void {
     const depth = this.sequentialReads >= 2 ? this.opts.readAheadWindows : 1;
     const target = Math.max(end, offset + this.windowBytes * depth);
     let next = this.windows.length > 0 ? this.windowsEnd() : offset;
-    while (next < target && (this.eof === undefined || next < this.eof)) {
+    let ahead = 0;
+    for (const w of this.windows) if (w.start + w.length > offset) ahead++;
+    while (next < target && (this.eof === undefined || next < this.eof) && (next < end || ahead <= depth)) {
       const window = this.issueWindow(next, this.windowBytes, next < end ? end - next : undefined);
       if (!window) break;
       next += window.length;
+      ahead++;
       // Sequential so far: each next window is larger, up to the configured size.
       if (this.sequentialReads >= 2)
         this.windowBytes = Math.min(this.windowBytes * GROWTH, this.opts.bufferBytes);
@@ -454,6 +468,8 @@ export class BufferedFile {
       pieces: [],
       ends: [],
       cursor: 0,
+      live: 0,
+      trimmed: 0,
       filled: 0,
       done: false,
       waiters: [],
@@ -535,10 +551,10 @@ export class BufferedFile {
     to = Math.min(to, window.filled);
     if (to <= from) return new Uint8Array(0);
     const { pieces, ends } = window;
-    let i = window.cursor;
-    if (i >= pieces.length || (i > 0 && ends[i - 1]! > from)) {
+    let i = Math.max(window.cursor, window.live);
+    if (i >= pieces.length || (i > window.live && ends[i - 1]! > from)) {
       // Not sequential: binary search for the first piece that ends after `from`.
-      let lo = 0;
+      let lo = window.live;
       let hi = pieces.length - 1;
       while (lo < hi) {
         const mid = (lo + hi) >> 1;
@@ -563,7 +579,7 @@ export class BufferedFile {
 
   private async copyFromWindows(offset: number, length: number): Promise<Uint8Array> {
     const end = offset + length;
-    const single = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
+    const single = this.windows.find((w) => offset >= w.start + w.trimmed && end <= w.start + w.length);
     if (single) {
       // Inside one window: a view, no copy (bytes that have arrived never change).
       await this.arrival(single, end - single.start);
@@ -593,6 +609,15 @@ export class BufferedFile {
       if (window.start + window.length > position && !beyondEof) break;
       this.windows.shift();
       this.releaseWindow(window);
+    }
+    // Within the window being read, let go of the pieces wholly before the position.
+    const first = this.windows[0];
+    if (!first) return;
+    const upto = position - first.start;
+    while (first.live < first.pieces.length && first.ends[first.live]! <= upto) {
+      first.pieces[first.live] = EMPTY;
+      first.trimmed = first.ends[first.live]!;
+      first.live++;
     }
   }
 

@@ -3,8 +3,8 @@ import type { RemoteFile } from './remote-file';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
-/** How much each next window or part grows while access stays sequential (128 KiB to 32 MiB in 3 steps). */
-const GROWTH = 8;
+/** How much each next window or part grows while access stays sequential (128 KiB, 2 MiB, 32 MiB). */
+const GROWTH = 16;
 
 /**
  * `fixed` is the seed's advance buffer (PetaShare, section 4): one block of `bufferBytes`, filled

@@ -64,7 +64,7 @@ function fakeApi(
   const api = new ApiConnection({
     baseUrl: 'http://api.test',
     token: 'trib_test',
-    fetch: fetchImpl as typeof fetch,
+    fetch: fetchImpl,
   });
   return { api, served };
 }

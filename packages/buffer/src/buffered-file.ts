@@ -105,7 +105,7 @@ interface Window {
   filled: number;
   /** Every byte is here (`filled` is final: shorter than `length` only at the end of the file). */
   done: boolean;
-  failure?: { error: unknown };
+  failure?: Error;
   /** Reads waiting for `need` bytes of this window. */
   waiters: { need: number; wake: () => void }[];
 }
@@ -507,7 +507,7 @@ export class BufferedFile {
         this.arrived(window);
       },
       (error: unknown) => {
-        window.failure = { error };
+        window.failure = error instanceof Error ? error : new Error(String(error));
         window.done = true;
         this.arrived(window);
       },
@@ -533,12 +533,12 @@ export class BufferedFile {
    * end of the file); rejects if fetching it failed.
    */
   private arrival(window: Window, need: number): Promise<void> {
-    if (window.failure) return Promise.reject(window.failure.error);
+    if (window.failure) return Promise.reject(window.failure);
     if (window.done || window.filled >= need) return Promise.resolve();
     return new Promise((resolve, reject) => {
       window.waiters.push({
         need,
-        wake: () => (window.failure ? reject(window.failure.error) : resolve()),
+        wake: () => (window.failure ? reject(window.failure) : resolve()),
       });
     });
   }

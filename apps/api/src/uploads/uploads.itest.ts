@@ -167,7 +167,7 @@ describe('resumable upload sessions', () => {
 
     it('without the hash measured on arrival (a restart), completing hashes the file and still checks it', async () => {
       const bytes = testBytes(200_000, 22);
-      const uploads = site.siteApp.app.get(UploadsService) as unknown as { hashes: Map<string, unknown> };
+      const uploads = site.siteApp.app.get<UploadsService, { hashes: Map<string, unknown> }>(UploadsService);
       const wrong = await create(alice.client, { path: `${dir}/${uniqueName('rehash')}` });
       expectStatus(await putChunk(alice.client, wrong.body.id, 0, bytes), 200);
       uploads.hashes.clear();

@@ -78,6 +78,60 @@ export class ApiRemoteFile implements RemoteFile {
     return body;
   }
 
+  /**
+   * Streams a range, handing over the body's pieces as they arrive (no copy). A transfer that
+   * breaks off is retried (with backoff) from the first byte not yet delivered, so what was
+   * already handed over stays valid.
+   */
+  async readStream(
+    offset: number,
+    length: number,
+    onData: (piece: Uint8Array) => void,
+    signal?: AbortSignal,
+  ): Promise<number> {
+    if (this.mode !== 'read')
+      throw new Error(`${this.path} is open for writing; reading it back needs close first`);
+    const wanted = this.size === undefined ? length : Math.min(length, this.size - offset);
+    let delivered = 0;
+    if (wanted <= 0) return 0;
+    await withRetry(
+      async () => {
+        const from = offset + delivered;
+        // 200 means the server sent the whole object (a range it would not serve as such).
+        let skip: number | undefined;
+        await this.api.receive(
+          {
+            method: 'GET',
+            url: dataUrl(this.path),
+            headers: { range: `bytes=${from}-${offset + wanted - 1}` },
+            signal,
+          },
+          (chunk, response) => {
+            skip ??= response.status === 200 ? from : 0;
+            let piece = chunk;
+            if (skip > 0) {
+              const n = Math.min(skip, piece.length);
+              skip -= n;
+              piece = piece.subarray(n);
+            }
+            if (piece.length > wanted - delivered) piece = piece.subarray(0, wanted - delivered);
+            if (piece.length > 0) {
+              delivered += piece.length;
+              onData(piece);
+            }
+            return delivered < wanted;
+          },
+        );
+      },
+      this.retry,
+      { signal },
+    ).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === ErrorCode.RangeNotSatisfiable) return;
+      throw err;
+    });
+    return delivered;
+  }
+
   async write(offset: number, data: Uint8Array): Promise<void> {
     if (this.mode !== 'write') throw new Error(`${this.path} is open for reading`);
     // Parts may be sent concurrently: the first one opens the session, the others wait for it.

@@ -135,6 +135,8 @@ describe('adaptive buffer', () => {
     for (let i = 1; i < reads.length; i++)
       expect(reads[i]!.offset).toBe(reads[i - 1]!.offset + reads[i - 1]!.length);
     expect(remote.maxInFlight).toBeGreaterThan(1);
+    // Never a burst: the window being read and at most readAheadWindows beyond it.
+    expect(remote.maxInFlight).toBeLessThanOrEqual(adaptive.readAheadWindows + 1);
     expect(reads.length).toBeLessThan(20); // unbuffered: 2048 requests
   });
 
@@ -313,6 +315,139 @@ describe('adaptive buffer', () => {
     await file.fsync();
     expect(remote.calls.filter((c) => c.op === 'sync')).toHaveLength(2);
     expect(remote.durable.length).toBe(4 * KiB);
+  });
+});
+
+describe('streamed read-ahead', () => {
+  const adaptive = { bufferBytes: 1 * MiB, minBufferBytes: 64 * KiB, readAheadWindows: 3 };
+  /** Whether `promise` settles within a few turns of the event loop. */
+  const settlesSoon = async (promise: Promise<unknown>): Promise<boolean> => {
+    let settled = false;
+    promise.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    for (let i = 0; i < 20 && !settled; i++) await new Promise((r) => setImmediate(r));
+    return settled;
+  };
+
+  it('serves a read as soon as the bytes it needs have arrived, before its window is whole', async () => {
+    const content = patternBytes(1 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
+    remote.holdAfter(32 * KiB);
+    const file = new BufferedFile(remote, adaptive);
+    const first = await file.read(0, 4 * KiB);
+    expect(Buffer.from(first).equals(content.subarray(0, 4 * KiB))).toBe(true);
+    // The first window (64 KiB) is still arriving: 32 KiB of it are here.
+    const second = await file.read(4 * KiB, 28 * KiB);
+    expect(Buffer.from(second).equals(content.subarray(4 * KiB, 32 * KiB))).toBe(true);
+    expect(remote.reads()[0]).toEqual({ offset: 0, length: 64 * KiB });
+    expect(remote.streamedBytes).toBeLessThan(64 * KiB * 2);
+    // A read that needs bytes that have not arrived waits for them, and no more.
+    const third = file.read(32 * KiB, 4 * KiB);
+    expect(await settlesSoon(third)).toBe(false);
+    remote.release();
+    expect(Buffer.from(await third).equals(content.subarray(32 * KiB, 36 * KiB))).toBe(true);
+    expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
+  });
+
+  it("the seed's fixed buffer still serves only once its block has arrived whole", async () => {
+    const content = patternBytes(512 * KiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
+    remote.holdAfter(32 * KiB);
+    const file = new BufferedFile(remote, { mode: 'fixed', bufferBytes: 256 * KiB });
+    const read = file.read(0, 4 * KiB);
+    expect(await settlesSoon(read)).toBe(false);
+    remote.release();
+    expect(Buffer.from(await read).equals(content.subarray(0, 4 * KiB))).toBe(true);
+  });
+
+  it('a window that breaks off mid-stream fails the read that needs the missing bytes, not those before', async () => {
+    const content = patternBytes(1 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
+    let breaks = 1;
+    remote.breakStreamWhen((call, filled) =>
+      call.offset === 0 && filled >= 32 * KiB && breaks-- > 0 ? new Error('connection reset') : undefined,
+    );
+    remote.holdAfter(16 * KiB);
+    const file = new BufferedFile(remote, adaptive);
+    expect(Buffer.from(await file.read(0, 8 * KiB)).equals(content.subarray(0, 8 * KiB))).toBe(true);
+    const needsMore = file.read(8 * KiB, 48 * KiB);
+    remote.release();
+    await expect(needsMore).rejects.toThrow('connection reset');
+    expect(file.state.windows).toBe(0);
+    expect(file.state.heldBytes).toBe(0);
+    // The next read fetches again, and the whole file reads back exactly.
+    expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
+  });
+
+  it('a failure in a window ahead surfaces only when a read reaches it', async () => {
+    const content = patternBytes(2 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 32 * KiB });
+    let breaks = 1;
+    remote.breakStreamWhen((call, filled) =>
+      call.offset > 0 && filled >= 32 * KiB && breaks-- > 0 ? new Error('reset ahead') : undefined,
+    );
+    const file = new BufferedFile(remote, adaptive);
+    const failedAt: number[] = [];
+    const parts: Buffer[] = [];
+    for (let offset = 0; offset < content.length; offset += 16 * KiB) {
+      try {
+        parts.push(Buffer.from(await file.read(offset, 16 * KiB)));
+      } catch (err) {
+        expect((err as Error).message).toBe('reset ahead');
+        failedAt.push(offset);
+        parts.push(Buffer.from(await file.read(offset, 16 * KiB))); // the caller retries
+      }
+    }
+    expect(failedAt).toHaveLength(1);
+    expect(failedAt[0]).toBeGreaterThanOrEqual(64 * KiB); // past the first window
+    expect(Buffer.concat(parts).equals(content)).toBe(true);
+  });
+
+  it('reads that span the pieces a window arrived in come back whole (views or copies)', async () => {
+    const content = patternBytes(2 * MiB + 777);
+    for (const block of [4 * KiB, 5000, 100 * KiB]) {
+      const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 3001 });
+      const file = new BufferedFile(remote, adaptive);
+      expect((await readAll(file, content.length, block)).equals(content)).toBe(true);
+    }
+    // A swapped pair inside windows already fetched: the second lies before the first.
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 3001 });
+    const file = new BufferedFile(remote, adaptive);
+    await readAll(file, 256 * KiB, 64 * KiB);
+    const later = file.read(300 * KiB, 16 * KiB);
+    const earlier = file.read(284 * KiB, 16 * KiB);
+    expect(Buffer.from(await later).equals(content.subarray(300 * KiB, 316 * KiB))).toBe(true);
+    expect(Buffer.from(await earlier).equals(content.subarray(284 * KiB, 300 * KiB))).toBe(true);
+  });
+
+  it('lets go of the pieces read past; a read behind them is fetched again, correctly', async () => {
+    const content = patternBytes(2 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
+    const file = new BufferedFile(remote, { ...adaptive, minBufferBytes: 1 * MiB, readAheadWindows: 1 });
+    await readAll(file, 512 * KiB, 4 * KiB);
+    const before = remote.reads().length;
+    // Still inside the first window, but far behind the position: its pieces are gone.
+    const behind = await file.read(64 * KiB, 4 * KiB);
+    expect(Buffer.from(behind).equals(content.subarray(64 * KiB, 68 * KiB))).toBe(true);
+    expect(remote.reads().slice(before)[0]?.offset).toBe(64 * KiB);
+    // Just behind the position (a swapped request) is still served from the window.
+    await readAll(file, 512 * KiB, 4 * KiB);
+    const reads = remote.reads().length;
+    const swapped = await file.read(504 * KiB, 4 * KiB);
+    expect(Buffer.from(swapped).equals(content.subarray(504 * KiB, 508 * KiB))).toBe(true);
+    expect(remote.reads().length).toBe(reads);
+  });
+
+  it('works the same over a remote that can only return whole ranges', async () => {
+    const content = patternBytes(3 * MiB + 5);
+    const remote = new FakeRemoteFile(content, 1, false, { streaming: false });
+    expect(remote.readStream).toBeUndefined();
+    const file = new BufferedFile(remote, adaptive);
+    expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
+    expect(remote.reads().length).toBeLessThan(12);
+    expect(remote.maxInFlight).toBeGreaterThan(1);
   });
 });
 

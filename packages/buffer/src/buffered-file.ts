@@ -3,8 +3,8 @@ import type { RemoteFile } from './remote-file';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
-/** How much each next window or part grows while access stays sequential (128 KiB to 32 MiB in 4 steps). */
-const GROWTH = 4;
+/** How much each next window or part grows while access stays sequential (128 KiB, 2 MiB, 32 MiB). */
+const GROWTH = 16;
 
 /**
  * `fixed` is the seed's advance buffer (PetaShare, section 4): one block of `bufferBytes`, filled
@@ -79,15 +79,35 @@ export class FileClosedError extends Error {
   }
 }
 
+const EMPTY = new Uint8Array(0);
+
 interface Window {
   start: number;
   length: number;
   /** Bytes taken from the memory budget for this window (0 when fetched without a reservation). */
   reserved: number;
   controller: AbortController;
-  result: Promise<Uint8Array>;
-  /** Set once fetched. */
-  data?: Uint8Array;
+  /**
+   * The window's bytes that have arrived, as the pieces they arrived in (kept, not copied), in
+   * order and without gaps; piece i ends at `ends[i]` (relative to `start`). They never change.
+   */
+  pieces: Uint8Array[];
+  ends: number[];
+  /** The piece the last slice started in (a sequential reader looks there first). */
+  cursor: number;
+  /**
+   * Pieces before this index were let go once read past (the reader tails the stream, so each
+   * piece dies young instead of being held until the whole window is dropped); the window's
+   * bytes before `trimmed` are gone.
+   */
+  live: number;
+  trimmed: number;
+  filled: number;
+  /** Every byte is here (`filled` is final: shorter than `length` only at the end of the file). */
+  done: boolean;
+  failure?: Error;
+  /** Reads waiting for `need` bytes of this window. */
+  waiters: { need: number; wake: () => void }[];
 }
 
 interface Part {
@@ -246,14 +266,15 @@ export class BufferedFile {
     if (!this.adaptive || this.pending > 0 || this.closed || this.mode !== 'read' || length === 0)
       return undefined;
     const end = offset + length;
-    const window = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
-    if (!window?.data || end > window.start + window.data.length) return undefined;
+    const window = this.windows.find((w) => offset >= w.start + w.trimmed && end <= w.start + w.length);
+    // Served as soon as the bytes it needs have arrived, even if the rest of the window has not.
+    if (!window || end > window.start + window.filled) return undefined;
     this.sequentialReads++;
     this.lastReadEnd = Math.max(this.lastReadEnd, end);
     this.lastReadLength = length;
     this.dropConsumedWindows(this.lastReadEnd - 2 * length);
     this.readAhead(this.lastReadEnd, this.lastReadEnd);
-    return window.data.subarray(offset - window.start, end - window.start);
+    return this.slice(window, offset - window.start, end - window.start);
   }
 
   private appendToPart(offset: number, data: Uint8Array): boolean {
@@ -318,26 +339,31 @@ export class BufferedFile {
       this.dropWindows();
       return this.remote.read(offset, length);
     }
+    // The seed fills its buffer whole before serving from it.
     const current = this.windows[0];
     if (current) {
-      const data = await current.result;
-      const end = current.start + data.length;
-      const atEof = data.length < current.length;
+      try {
+        await this.arrival(current, current.length);
+      } catch (err) {
+        this.dropWindows();
+        throw err;
+      }
+      const end = current.start + current.filled;
+      const atEof = current.filled < current.length;
       if (offset >= current.start && (offset + length <= end || (atEof && offset <= end))) {
-        return data.subarray(offset - current.start, Math.min(end, offset + length) - current.start);
+        return this.slice(current, offset - current.start, Math.min(end, offset + length) - current.start);
       }
     }
     // Outside the buffer: fetch a buffer-sized block starting at the request.
     this.dropWindows();
     const window = this.issueWindow(offset, this.opts.bufferBytes, length);
-    let data: Uint8Array;
     try {
-      data = await window.result;
+      await this.arrival(window, window.length);
     } catch (err) {
       this.dropWindows();
       throw err;
     }
-    return data.subarray(0, Math.min(length, data.length));
+    return this.slice(window, 0, Math.min(length, window.filled));
   }
 
   // ---- reading, adaptive ----
@@ -355,7 +381,8 @@ export class BufferedFile {
       return new Uint8Array(0);
     }
     const first = this.windows[0];
-    const inBuffer = first !== undefined && offset >= first.start && offset < this.windowsEnd();
+    const inBuffer =
+      first !== undefined && offset >= first.start + first.trimmed && offset < this.windowsEnd();
     let windowsFrom = offset;
     if (!inBuffer) {
       this.dropWindows();
@@ -400,16 +427,20 @@ export class BufferedFile {
 
   /**
    * Issues windows so that `[offset, end)` is covered and, once the access has proved sequential,
-   * several windows beyond it are in flight.
+   * several windows beyond it are in flight: at most `readAheadWindows` beyond the one being read
+   * (a burst of requests would delay the one the reader needs next; windows grow instead).
    */
   private readAhead(offset: number, end: number): void {
     const depth = this.sequentialReads >= 2 ? this.opts.readAheadWindows : 1;
     const target = Math.max(end, offset + this.windowBytes * depth);
     let next = this.windows.length > 0 ? this.windowsEnd() : offset;
-    while (next < target && (this.eof === undefined || next < this.eof)) {
+    let ahead = 0;
+    for (const w of this.windows) if (w.start + w.length > offset) ahead++;
+    while (next < target && (this.eof === undefined || next < this.eof) && (next < end || ahead <= depth)) {
       const window = this.issueWindow(next, this.windowBytes, next < end ? end - next : undefined);
       if (!window) break;
       next += window.length;
+      ahead++;
       // Sequential so far: each next window is larger, up to the configured size.
       if (this.sequentialReads >= 2)
         this.windowBytes = Math.min(this.windowBytes * GROWTH, this.opts.bufferBytes);
@@ -429,25 +460,130 @@ export class BufferedFile {
     else if (requiredBytes === undefined) return undefined;
     else length = Math.min(size, requiredBytes);
     const controller = new AbortController();
-    const result = this.remote.read(start, length, controller.signal).then((data) => {
-      if (data.length < length) this.eof = Math.min(this.eof ?? Infinity, start + data.length);
-      return data;
-    });
-    const window: Window = { start, length, reserved, controller, result };
+    const window: Window = {
+      start,
+      length,
+      reserved,
+      controller,
+      pieces: [],
+      ends: [],
+      cursor: 0,
+      live: 0,
+      trimmed: 0,
+      filled: 0,
+      done: false,
+      waiters: [],
+    };
+    const add = (piece: Uint8Array): void => {
+      if (window.done || piece.length === 0) return;
+      const room = window.length - window.filled;
+      window.pieces.push(piece.length > room ? piece.subarray(0, room) : piece);
+      window.filled += Math.min(piece.length, room);
+      window.ends.push(window.filled);
+    };
+    let fetched: Promise<number>;
+    if (this.remote.readStream) {
+      // Streamed: reads are served from the bytes that have arrived while the rest still travels.
+      fetched = this.remote.readStream(
+        start,
+        length,
+        (piece) => {
+          add(piece);
+          this.arrived(window);
+        },
+        controller.signal,
+      );
+    } else {
+      fetched = this.remote.read(start, length, controller.signal).then((data) => {
+        add(data);
+        return data.length;
+      });
+    }
     // Read-ahead nobody waits for may fail or be aborted; that is not an error of the file.
-    result.then((data) => (window.data = data)).catch(() => undefined);
+    fetched.then(
+      () => {
+        if (window.filled < length) this.eof = Math.min(this.eof ?? Infinity, start + window.filled);
+        window.done = true;
+        this.arrived(window);
+      },
+      (error: unknown) => {
+        window.failure = error instanceof Error ? error : new Error(String(error));
+        window.done = true;
+        this.arrived(window);
+      },
+    );
     this.held += reserved;
     this.windows.push(window);
     return window;
   }
 
+  /** More of a window has arrived (or all of it, or it failed): wakes the reads it satisfies. */
+  private arrived(window: Window): void {
+    if (window.waiters.length === 0) return;
+    const waiting = window.waiters;
+    window.waiters = [];
+    for (const waiter of waiting) {
+      if (window.done || waiter.need <= window.filled) waiter.wake();
+      else window.waiters.push(waiter);
+    }
+  }
+
+  /**
+   * Resolves once the window's first `need` bytes have arrived (or the window ended short at the
+   * end of the file); rejects if fetching it failed.
+   */
+  private arrival(window: Window, need: number): Promise<void> {
+    if (window.failure) return Promise.reject(window.failure);
+    if (window.done || window.filled >= need) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      window.waiters.push({
+        need,
+        wake: () => (window.failure ? reject(window.failure) : resolve()),
+      });
+    });
+  }
+
+  /**
+   * `[from, to)` of a window's bytes that have arrived (offsets relative to its start): a view of
+   * the piece that holds them (no copy; pieces never change), or a copy when they span pieces.
+   */
+  private slice(window: Window, from: number, to: number): Uint8Array {
+    to = Math.min(to, window.filled);
+    if (to <= from) return new Uint8Array(0);
+    const { pieces, ends } = window;
+    let i = Math.max(window.cursor, window.live);
+    if (i >= pieces.length || (i > window.live && ends[i - 1]! > from)) {
+      // Not sequential: binary search for the first piece that ends after `from`.
+      let lo = window.live;
+      let hi = pieces.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (ends[mid]! > from) hi = mid;
+        else lo = mid + 1;
+      }
+      i = lo;
+    }
+    while (ends[i]! <= from) i++;
+    window.cursor = i;
+    const pieceStart = i === 0 ? 0 : ends[i - 1]!;
+    if (to <= ends[i]!) return pieces[i]!.subarray(from - pieceStart, to - pieceStart);
+    const out = Buffer.allocUnsafe(to - from);
+    for (let position = from; position < to; i++) {
+      const begins = i === 0 ? 0 : ends[i - 1]!;
+      const upto = Math.min(to, ends[i]!);
+      out.set(pieces[i]!.subarray(position - begins, upto - begins), position - from);
+      position = upto;
+    }
+    return out;
+  }
+
   private async copyFromWindows(offset: number, length: number): Promise<Uint8Array> {
     const end = offset + length;
-    const single = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
+    const single = this.windows.find((w) => offset >= w.start + w.trimmed && end <= w.start + w.length);
     if (single) {
-      // Inside one window: a view, no copy (the window's bytes are never changed once fetched).
-      const data = await single.result;
-      return data.subarray(offset - single.start, Math.min(end - single.start, data.length));
+      // Inside one window: a view, no copy (bytes that have arrived never change).
+      await this.arrival(single, end - single.start);
+      return this.slice(single, offset - single.start, end - single.start);
     }
     const out = Buffer.allocUnsafe(length);
     let filled = 0;
@@ -455,14 +591,12 @@ export class BufferedFile {
       const windowEnd = window.start + window.length;
       if (windowEnd <= offset) continue;
       if (window.start >= end) break;
-      const data = await window.result;
-      const from = Math.max(offset, window.start) - window.start;
-      const to = Math.min(end, window.start + data.length) - window.start;
-      if (to > from) {
-        out.set(data.subarray(from, to), filled);
-        filled += to - from;
-      }
-      if (data.length < window.length) break; // end of file
+      const to = Math.min(end, windowEnd) - window.start;
+      await this.arrival(window, to);
+      const part = this.slice(window, Math.max(offset, window.start) - window.start, to);
+      out.set(part, filled);
+      filled += part.length;
+      if (window.done && window.filled < window.length) break; // end of file
     }
     return out.subarray(0, filled);
   }
@@ -475,6 +609,15 @@ export class BufferedFile {
       if (window.start + window.length > position && !beyondEof) break;
       this.windows.shift();
       this.releaseWindow(window);
+    }
+    // Within the window being read, let go of the pieces wholly before the position.
+    const first = this.windows[0];
+    if (!first) return;
+    const upto = position - first.start;
+    while (first.live < first.pieces.length && first.ends[first.live]! <= upto) {
+      first.pieces[first.live] = EMPTY;
+      first.trimmed = first.ends[first.live]!;
+      first.live++;
     }
   }
 

@@ -60,35 +60,64 @@ export class ApiConnection {
   }
 
   /**
+   * Sends the request and hands the body to `onChunk` piece by piece as it arrives; `onChunk`
+   * returning false stops reading (the rest of the body is cancelled). Transport failures while
+   * the body arrives are TransportError; so is a body shorter or longer than its Content-Length.
+   */
+  async receive(
+    request: ApiRequest,
+    onChunk: (chunk: Uint8Array, response: Response) => boolean | void,
+  ): Promise<Response> {
+    const response = await this.send(request);
+    if (!response.body) return response;
+    const announced = Number(response.headers.get('content-length') ?? NaN);
+    const known = Number.isSafeInteger(announced) && announced >= 0;
+    let received = 0;
+    let stopped = false;
+    // Thrown by onChunk: the caller's own error, not the transport's.
+    let failed: { error: unknown } | undefined;
+    try {
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        received += chunk.length;
+        if (known && received > announced) throw new TransportError('the body is longer than announced');
+        try {
+          stopped = onChunk(chunk, response) === false;
+        } catch (error) {
+          failed = { error };
+        }
+        // Leaving the loop cancels the rest of the body.
+        if (failed || stopped) break;
+      }
+    } catch (err) {
+      if (err instanceof TransportError) throw err;
+      throw wrapTransport(err, request.signal);
+    }
+    if (failed) throw failed.error;
+    if (known && !stopped && received !== announced)
+      throw new TransportError(`the body ended after ${received} of ${announced} bytes`);
+    return response;
+  }
+
+  /**
    * The whole body as bytes (transport failures while reading it are TransportError). Read chunk by
    * chunk into one buffer of the announced length: `arrayBuffer()` is about half as fast on large
    * bodies (measured: 240 against 500 MiB/s for 32 MiB ranges on loopback).
    */
   async bytes(request: ApiRequest): Promise<{ response: Response; body: Uint8Array }> {
-    const response = await this.send(request);
-    if (!response.body) return { response, body: new Uint8Array(0) };
-    const announced = Number(response.headers.get('content-length') ?? NaN);
-    try {
-      const chunks = response.body as unknown as AsyncIterable<Uint8Array>;
-      if (!Number.isSafeInteger(announced) || announced < 0) {
-        const parts: Uint8Array[] = [];
-        for await (const chunk of chunks) parts.push(chunk);
-        return { response, body: Buffer.concat(parts) };
+    let body: Buffer | undefined;
+    let parts: Uint8Array[] | undefined;
+    let filled = 0;
+    const response = await this.receive(request, (chunk, res) => {
+      if (!body && !parts) {
+        const announced = Number(res.headers.get('content-length') ?? NaN);
+        if (Number.isSafeInteger(announced) && announced >= 0) body = Buffer.allocUnsafe(announced);
+        else parts = [];
       }
-      const body = Buffer.allocUnsafe(announced);
-      let filled = 0;
-      for await (const chunk of chunks) {
-        if (filled + chunk.length > announced) throw new TransportError('the body is longer than announced');
-        body.set(chunk, filled);
-        filled += chunk.length;
-      }
-      if (filled !== announced)
-        throw new TransportError(`the body ended after ${filled} of ${announced} bytes`);
-      return { response, body };
-    } catch (err) {
-      if (err instanceof TransportError) throw err;
-      throw wrapTransport(err, request.signal);
-    }
+      if (body) body.set(chunk, filled);
+      else parts!.push(chunk);
+      filled += chunk.length;
+    });
+    return { response, body: body ?? Buffer.concat(parts ?? []) };
   }
 }
 

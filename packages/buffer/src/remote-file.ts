@@ -10,6 +10,18 @@ export interface RemoteFile {
    * `signal` aborts read-ahead the buffer no longer needs.
    */
   read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
+  /**
+   * Optional streaming form of `read`: hands over the `length` bytes at `offset` piece by piece as
+   * they arrive, in order and without gaps (a piece is never changed afterwards, so it is kept
+   * without copying), and resolves with the number of bytes delivered (fewer only at the end of
+   * the file). The advance buffer uses it to serve a request as soon as the bytes it needs are here.
+   */
+  readStream?(
+    offset: number,
+    length: number,
+    onData: (piece: Uint8Array) => void,
+    signal?: AbortSignal,
+  ): Promise<number>;
   /** Writes `data` at `offset`; resolved once the server has acknowledged the bytes. */
   write(offset: number, data: Uint8Array): Promise<void>;
   /** Makes everything acknowledged so far durable on the server (fsync). */

@@ -11,5 +11,7 @@ import { StorageModule } from './storage.module';
   imports: [NamespaceModule, StorageModule],
   controllers: [DataController, PeerDataController],
   providers: [DataRepository, IngestRepository, DataService],
+  // Upload sessions commit through the ordinary upload path.
+  exports: [DataService],
 })
 export class DataModule {}

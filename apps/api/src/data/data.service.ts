@@ -27,6 +27,16 @@ export interface UploadOptions {
   expectedSha256?: string;
 }
 
+/** A file this site already holds inside its storage root, with its size and SHA-256 as measured. */
+export interface MeasuredFile {
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+/** Where an upload's bytes come from: a request body, streamed to staging, or a file already here. */
+type UploadSource = { body: Readable } | { file: MeasuredFile };
+
 /** Most objects one batch upload may create. */
 export const MAX_BATCH_FILES = 10_000;
 
@@ -59,10 +69,29 @@ export class DataService {
    * Streams the body to staging (hashing as it goes), then in one transaction records the object
    * and renames the bytes into place. Any failure before the commit leaves no object and no file.
    */
-  async upload(
+  upload(principal: Principal, path: string, body: Readable, options: UploadOptions): Promise<EntryDto> {
+    return this.ingestBytes(principal, path, { body }, options);
+  }
+
+  /**
+   * The same as `upload` for bytes the site already holds in a file inside its storage root (an
+   * upload session's), measured as they arrived: the file is renamed into place instead of being
+   * copied. `options.expectedSha256` is checked against the measured SHA-256 before anything
+   * changes; if the upload is refused, the file is left where it was.
+   */
+  uploadFile(
     principal: Principal,
     path: string,
-    body: Readable,
+    file: MeasuredFile,
+    options: UploadOptions,
+  ): Promise<EntryDto> {
+    return this.ingestBytes(principal, path, { file }, options);
+  }
+
+  private async ingestBytes(
+    principal: Principal,
+    path: string,
+    source: UploadSource,
     options: UploadOptions,
   ): Promise<EntryDto> {
     this.access.assertWithinToken(principal, path);
@@ -92,12 +121,12 @@ export class DataService {
       if (!options.overwrite) {
         throw new DomainError(ErrorCode.NameTaken, `${path} exists; add overwrite=true to replace its bytes`);
       }
-      return this.overwrite(principal, path, body, options);
+      return this.overwrite(principal, path, source, options);
     }
     if (!levelAtLeast(parentLevel, 'write')) {
       await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
     }
-    const staged = await this.stage(body, options);
+    const staged = await this.stage(source, options);
     const bytes = {
       size: BigInt(staged.size),
       checksum: staged.sha256,
@@ -276,13 +305,13 @@ export class DataService {
   private async overwrite(
     principal: Principal,
     path: string,
-    body: Readable,
+    source: UploadSource,
     options: UploadOptions,
   ): Promise<EntryDto> {
     const existing = await this.namespace.resolve(path);
     if (existing?.kind !== 'object') throw notFound(path);
     await this.access.require(principal, { path, kind: 'object', objectId: existing.id }, 'write');
-    const staged = await this.stage(body, options);
+    const staged = await this.stage(source, options);
     const { name } = splitPath(path);
     let committedKey: string | null = null;
     let replacedKey: string | null = null;
@@ -323,20 +352,30 @@ export class DataService {
     );
   }
 
-  /** Streams the body into staging and checks its length and the client's checksum. */
-  private async stage(body: Readable, options: UploadOptions): Promise<StagedFile> {
-    if (options.contentLength !== undefined && options.contentLength > this.config.maxUploadBytes) {
+  /**
+   * Streams the body into staging, or adopts a file already here, and checks its length and the
+   * client's checksum (a file's before it is touched).
+   */
+  private async stage(source: UploadSource, options: UploadOptions): Promise<StagedFile> {
+    const length = 'file' in source ? source.file.size : options.contentLength;
+    if (length !== undefined && length > this.config.maxUploadBytes) {
       throw new DomainError(
         ErrorCode.PayloadTooLarge,
         `the upload exceeds the limit of ${this.config.maxUploadBytes} bytes`,
       );
     }
+    if ('file' in source && options.expectedSha256 && options.expectedSha256 !== source.file.sha256) {
+      throw checksumMismatch(source.file.sha256, options.expectedSha256);
+    }
     let staged: StagedFile;
     try {
-      staged = await this.storage.stage(body, {
-        maxBytes: this.config.maxUploadBytes,
-        expectedBytes: options.contentLength,
-      });
+      staged =
+        'file' in source
+          ? await this.storage.adopt(source.file.path, source.file)
+          : await this.storage.stage(source.body, {
+              maxBytes: this.config.maxUploadBytes,
+              expectedBytes: options.contentLength,
+            });
     } catch (err) {
       if (err instanceof StagingError) {
         throw new DomainError(
@@ -348,10 +387,7 @@ export class DataService {
     }
     if (options.expectedSha256 && options.expectedSha256 !== staged.sha256) {
       await staged.discard();
-      throw new DomainError(
-        ErrorCode.ChecksumMismatch,
-        `the bytes received hash to sha256:${staged.sha256}, not the sha256:${options.expectedSha256} you sent; retry the upload`,
-      );
+      throw checksumMismatch(staged.sha256, options.expectedSha256);
     }
     return staged;
   }
@@ -423,4 +459,11 @@ export class DataService {
   countSent(bytes: number): void {
     this.metrics.bytesOut.inc(bytes);
   }
+}
+
+function checksumMismatch(actual: string, expected: string): DomainError {
+  return new DomainError(
+    ErrorCode.ChecksumMismatch,
+    `the bytes received hash to sha256:${actual}, not the sha256:${expected} you sent; retry the upload`,
+  );
 }

@@ -74,19 +74,72 @@ export class LocalFsDriver implements StorageDriver {
       size,
       sha256: hash.digest('hex'),
       commit: async (key) => {
-        const target = this.resolve(key);
-        const dir = path.dirname(target);
-        if (!this.shards.has(dir)) {
-          await fs.mkdir(dir, { recursive: true });
-          this.shards.add(dir);
-        }
-        await fs.rename(tempPath, target);
+        await fs.rename(tempPath, await this.prepare(key));
         committed = true;
       },
       discard: async () => {
         if (!committed) await fs.rm(tempPath, { force: true });
       },
     };
+  }
+
+  /**
+   * Takes a file already written inside this resource's root (an upload session's bytes, whose
+   * size and SHA-256 the caller measured as they arrived) as staged bytes, without copying it:
+   * it is fsynced, and `commit` renames it into place. Until then it stays where it is and belongs
+   * to the caller; `discard` after a commit moves it back, so a commit the catalog refused leaves
+   * the caller's file as it was.
+   */
+  async adopt(file: string, measured: { size: number; sha256: string }): Promise<StagedFile> {
+    const source = path.resolve(file);
+    // Within the root (so the rename stays on one file system), and not an object's bytes.
+    if (
+      !source.startsWith(this.root + path.sep) ||
+      source.startsWith(path.join(this.root, 'objects') + path.sep)
+    )
+      throw new Error(`${file} is not a file this storage resource can adopt`);
+    const handle = await fs.open(source, 'r+');
+    try {
+      const { size } = await handle.stat();
+      if (size !== measured.size)
+        throw new StagingError(
+          'incomplete',
+          `the file holds ${size} bytes, not the ${measured.size} expected`,
+        );
+      // The same durability as `stage`: once the catalog says an object exists, its bytes are on disk.
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    let committed: string | undefined;
+    return {
+      size: measured.size,
+      sha256: measured.sha256,
+      commit: async (key) => {
+        const target = await this.prepare(key);
+        await fs.rename(source, target);
+        committed = target;
+      },
+      discard: async () => {
+        if (committed === undefined) return;
+        // Best effort: if the bytes cannot go back, the caller's removal of the key takes them.
+        await fs.rename(committed, source).then(
+          () => (committed = undefined),
+          () => undefined,
+        );
+      },
+    };
+  }
+
+  /** The absolute path of a key, with its shard directory made. */
+  private async prepare(key: string): Promise<string> {
+    const target = this.resolve(key);
+    const dir = path.dirname(target);
+    if (!this.shards.has(dir)) {
+      await fs.mkdir(dir, { recursive: true });
+      this.shards.add(dir);
+    }
+    return target;
   }
 
   open(key: string, range?: { start: number; end: number }): Readable {

@@ -27,6 +27,11 @@ export class StagingError extends Error {
 export interface StorageDriver {
   /** Streams `source` into staging, never holding it whole in memory. */
   stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile>;
+  /**
+   * A file the site already wrote and measured (an upload session's bytes) as staged bytes,
+   * committed in place where the driver can (a local file system renames it).
+   */
+  adopt(file: string, measured: { size: number; sha256: string }): Promise<StagedFile>;
   /** Reads `[start, end]` (inclusive) or the whole object. */
   open(key: string, range?: { start: number; end: number }): Readable;
   remove(key: string): Promise<void>;

@@ -21,6 +21,11 @@ export class StorageService implements OnModuleInit {
     return this.driver.stage(source, limits);
   }
 
+  /** A file already written inside the storage root, as staged bytes (see LocalFsDriver.adopt). */
+  adopt(file: string, measured: { size: number; sha256: string }): Promise<StagedFile> {
+    return this.driver.adopt(file, measured);
+  }
+
   open(key: string, range?: { start: number; end: number }): Readable {
     return this.driver.open(key, range);
   }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -70,6 +70,17 @@ describe('resumable upload sessions', () => {
   const complete = (client: TestClient, id: string, body: Record<string, unknown> = {}) =>
     client.post<EntryDto>(`/api/v1/uploads/${id}/complete`, body);
   const sessionFiles = () => readdir(path.join(site.config.storageRoot, '.uploads'));
+  /** Inode numbers of every object file at the site. */
+  const objectInodes = async (): Promise<Set<number>> => {
+    const root = path.join(site.config.storageRoot, 'objects');
+    const inodes = new Set<number>();
+    for (const shard of await readdir(root).catch(() => [])) {
+      for (const name of await readdir(path.join(root, shard)))
+        inodes.add((await stat(path.join(root, shard, name))).ino);
+    }
+    return inodes;
+  };
+  const stagingFiles = () => readdir(path.join(site.config.storageRoot, '.staging'));
 
   describe('API', () => {
     it('collects chunks in order, tells the acknowledged offset and commits with the whole SHA-256', async () => {
@@ -139,8 +150,69 @@ describe('resumable upload sessions', () => {
       );
     });
 
+    it('completing commits the session file in place: the object is that file, not a copy', async () => {
+      const bytes = testBytes(3 * MiB, 21);
+      const target = `${dir}/${uniqueName('in-place')}.bin`;
+      const { body: session } = await create(alice.client, { path: target });
+      expectStatus(await putChunk(alice.client, session.id, 0, bytes.subarray(0, MiB)), 200);
+      expectStatus(await putChunk(alice.client, session.id, MiB, bytes.subarray(MiB)), 200);
+      const { ino } = await stat(path.join(site.config.storageRoot, '.uploads', session.id));
+      const done = expectStatus(await complete(alice.client, session.id, { sha256: sha256(bytes) }), 201);
+      expect(done.body.checksum).toBe(`sha256:${sha256(bytes)}`);
+      expect(await objectInodes()).toContain(ino);
+      expect(await sessionFiles()).not.toContain(session.id);
+      const download = await alice.client.get('/api/v1/data', { query: { path: target } });
+      expect(download.bytes.equals(bytes)).toBe(true);
+    });
+
+    it('without the hash measured on arrival (a restart), completing hashes the file and still checks it', async () => {
+      const bytes = testBytes(200_000, 22);
+      const uploads = site.siteApp.app.get<UploadsService, { hashes: Map<string, unknown> }>(UploadsService);
+      const wrong = await create(alice.client, { path: `${dir}/${uniqueName('rehash')}` });
+      expectStatus(await putChunk(alice.client, wrong.body.id, 0, bytes), 200);
+      uploads.hashes.clear();
+      expectError(
+        await complete(alice.client, wrong.body.id, { sha256: sha256(Buffer.from('other bytes')) }),
+        422,
+        ErrorCode.ChecksumMismatch,
+      );
+      const target = `${dir}/${uniqueName('rehash')}`;
+      const right = await create(alice.client, { path: target });
+      expectStatus(await putChunk(alice.client, right.body.id, 0, bytes.subarray(0, 1000)), 200);
+      uploads.hashes.clear();
+      // A chunk after the restart: the hash cannot go on, so the file is read at completion.
+      expectStatus(await putChunk(alice.client, right.body.id, 1000, bytes.subarray(1000)), 200);
+      const done = expectStatus(await complete(alice.client, right.body.id, { sha256: sha256(bytes) }), 201);
+      expect(done.body.checksum).toBe(`sha256:${sha256(bytes)}`);
+      const download = await alice.client.get('/api/v1/data', { query: { path: target } });
+      expect(download.bytes.equals(bytes)).toBe(true);
+    });
+
+    it('completing with a name taken meanwhile keeps the session and its bytes for another try', async () => {
+      const bytes = testBytes(50_000, 23);
+      const target = `${dir}/${uniqueName('taken')}`;
+      const { body: session } = await create(alice.client, { path: target });
+      expectStatus(await putChunk(alice.client, session.id, 0, bytes), 200);
+      expectStatus(
+        await alice.client.request('PUT', '/api/v1/data', {
+          query: { path: target },
+          headers: { 'content-type': 'application/octet-stream' },
+          body: Buffer.from('first'),
+        }),
+        201,
+      );
+      expectError(await complete(alice.client, session.id), 409, ErrorCode.NameTaken);
+      expect(await sessionFiles()).toContain(session.id);
+      const state = await alice.client.get<UploadSessionDto>(`/api/v1/uploads/${session.id}`);
+      expect(state.body.received).toBe(bytes.length);
+      expectStatus(await alice.client.delete('/api/v1/namespace', { query: { path: target } }), 200);
+      const done = expectStatus(await complete(alice.client, session.id, { sha256: sha256(bytes) }), 201);
+      expect(done.body.size).toBe(bytes.length);
+    });
+
     it('completing needs every declared byte and the right whole-object checksum', async () => {
       const bytes = testBytes(10_000, 5);
+      const objectsBefore = await objectInodes();
       const { body: session } = await create(alice.client, {
         path: `${dir}/${uniqueName('incomplete')}`,
         size: bytes.length,
@@ -151,9 +223,16 @@ describe('resumable upload sessions', () => {
       expectError(await putChunk(alice.client, session.id, 5000, bytes), 413, ErrorCode.PayloadTooLarge);
       expectStatus(await putChunk(alice.client, session.id, 5000, bytes.subarray(5000)), 200);
       expectError(await complete(alice.client, session.id), 422, ErrorCode.ChecksumMismatch);
-      // Wrong bytes end the session, and nothing was created.
+      // Wrong bytes end the session, and nothing was created: no object, no file anywhere.
       expectError(await alice.client.get(`/api/v1/uploads/${session.id}`), 404, ErrorCode.NotFound);
       expect(await sessionFiles()).not.toContain(session.id);
+      expectError(
+        await alice.client.get('/api/v1/data', { query: { path: session.path } }),
+        404,
+        ErrorCode.NotFound,
+      );
+      expect(await objectInodes()).toEqual(objectsBefore);
+      expect(await stagingFiles()).toEqual([]);
     });
 
     it('checks access and input like an upload, and keeps sessions private to their owner', async () => {

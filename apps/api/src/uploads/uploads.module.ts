@@ -1,21 +1,14 @@
 import { Module } from '@nestjs/common';
-import { DataRepository } from '../data/data.repository';
-import { DataService } from '../data/data.service';
-import { IngestRepository } from '../data/ingest.repository';
-import { StorageModule } from '../data/storage.module';
+import { DataModule } from '../data/data.module';
 import { NamespaceModule } from '../namespace/namespace.module';
 import { UploadsController } from './uploads.controller';
 import { UploadsRepository } from './uploads.repository';
 import { UploadsService } from './uploads.service';
 
-/**
- * Resumable upload sessions. Completing one goes through DataService, the ordinary upload path;
- * DataModule does not export it, so this module provides its own (stateless) instance rather
- * than changing DataModule.
- */
+/** Resumable upload sessions. Completing one goes through DataModule's DataService, the ordinary upload path. */
 @Module({
-  imports: [NamespaceModule, StorageModule],
+  imports: [NamespaceModule, DataModule],
   controllers: [UploadsController],
-  providers: [UploadsRepository, UploadsService, DataService, DataRepository, IngestRepository],
+  providers: [UploadsRepository, UploadsService],
 })
 export class UploadsModule {}

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -38,9 +38,10 @@ class ChunkTooLarge extends Error {}
 
 /**
  * Resumable uploads: a session collects an object's bytes in order, chunk by chunk, in a file of
- * its own; `complete` hands them to the ordinary upload path (DataService), which hashes them,
- * checks the expected SHA-256 and commits object and bytes together. Sessions belong to the user
- * who opened them; another user sees 404.
+ * its own (inside the storage root), hashing them as they arrive; `complete` hands that file to
+ * the ordinary upload path (`DataService.uploadFile`), which checks the expected SHA-256 and
+ * commits object and bytes together, renaming the file into place rather than copying it.
+ * Sessions belong to the user who opened them; another user sees 404.
  */
 @Injectable()
 export class UploadsService implements OnModuleInit {
@@ -49,6 +50,11 @@ export class UploadsService implements OnModuleInit {
   private readonly busy = new Set<string>();
   /** Emits a session's id whenever a request on it ends. */
   private readonly progress = new EventEmitter().setMaxListeners(0);
+  /**
+   * SHA-256 of each session's bytes so far, for sessions whose every byte this process received
+   * (after a restart, or if another process served a chunk, completing hashes the file instead).
+   */
+  private readonly hashes = new Map<string, { received: bigint; hash: Hash }>();
 
   constructor(
     private readonly repo: UploadsRepository,
@@ -130,9 +136,16 @@ export class UploadsService implements OnModuleInit {
     }
     return this.exclusive(id, session, async () => {
       const file = this.file(id);
-      // Bytes past `received` are leftovers of an interrupted chunk.
-      await fs.truncate(file, received);
+      await this.cutBack(id, received);
       const hash = createHash('sha256');
+      // The whole object's hash goes on from the bytes before this chunk (a copy: the chunk may be refused).
+      const running = this.hashes.get(id);
+      const whole =
+        running?.received === session.received
+          ? running.hash.copy()
+          : received === 0
+            ? createHash('sha256')
+            : undefined;
       let bytes = 0;
       const meter = new Transform({
         transform(chunk: Buffer, _enc, done) {
@@ -142,6 +155,7 @@ export class UploadsService implements OnModuleInit {
             return;
           }
           hash.update(chunk);
+          whole?.update(chunk);
           done(null, chunk);
         },
       });
@@ -172,18 +186,24 @@ export class UploadsService implements OnModuleInit {
         await fs.truncate(file, received);
         throw failure;
       }
-      if (!(await this.repo.advance(id, session.received, session.received + BigInt(bytes)))) {
+      const now = session.received + BigInt(bytes);
+      if (!(await this.repo.advance(id, session.received, now))) {
+        this.hashes.delete(id);
         throw notFound(`upload session ${id}`);
       }
-      return toDto({ ...session, received: session.received + BigInt(bytes) });
+      if (whole) this.hashes.set(id, { received: now, hash: whole });
+      else this.hashes.delete(id);
+      return toDto({ ...session, received: now });
     });
   }
 
   /**
-   * Commits the session's bytes as the object through the ordinary upload path (which hashes them
-   * again, checks the expected SHA-256 and records the object). The session ends when the commit
-   * succeeds or when the bytes are found wrong; other failures (a name taken meanwhile, access
-   * lost) leave it for another try.
+   * Commits the session's bytes as the object through the ordinary upload path, in place: the
+   * SHA-256 measured as the chunks arrived is checked against the one the client declared (here
+   * or at creation), then the session's file is renamed into object storage as the catalog records
+   * the object. The session ends when the commit succeeds or when the bytes are found wrong (then
+   * nothing is created); other failures (a name taken meanwhile, access lost) leave the session
+   * and its bytes for another try.
    */
   async complete(principal: Principal, id: string, request: CompleteUploadRequest): Promise<EntryDto> {
     const session = await this.load(principal, id);
@@ -203,14 +223,19 @@ export class UploadsService implements OnModuleInit {
     return this.exclusive(id, session, async () => {
       let entry: EntryDto;
       try {
-        // 1 MiB reads: the copy into staging (hashed on the way) is most of what completing costs.
-        const bytes = createReadStream(this.file(id), { highWaterMark: 1024 * 1024 });
-        entry = await this.data.upload(principal, session.path, bytes, {
-          overwrite: session.overwrite,
-          contentLength: Number(session.received),
-          contentType: session.contentType,
-          expectedSha256: request.sha256 ?? session.sha256 ?? undefined,
-        });
+        const file = this.file(id);
+        await this.cutBack(id, Number(session.received));
+        const sha256 = await this.sha256Of(id, session.received);
+        entry = await this.data.uploadFile(
+          principal,
+          session.path,
+          { path: file, size: Number(session.received), sha256 },
+          {
+            overwrite: session.overwrite,
+            contentType: session.contentType,
+            expectedSha256: request.sha256 ?? session.sha256 ?? undefined,
+          },
+        );
       } catch (err) {
         if (err instanceof DomainError && err.code === ErrorCode.ChecksumMismatch) await this.end(id);
         throw err;
@@ -218,6 +243,40 @@ export class UploadsService implements OnModuleInit {
       await this.end(id);
       return entry;
     });
+  }
+
+  /**
+   * Cuts the session's file back to what it has received (bytes past that are leftovers of an
+   * interrupted chunk). A session whose file is gone (the site stopped half way through
+   * committing it) ends: 410, start again.
+   */
+  private async cutBack(id: string, received: number): Promise<void> {
+    try {
+      await fs.truncate(this.file(id), received);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await this.end(id);
+      throw new DomainError(
+        ErrorCode.UploadExpired,
+        `the bytes of upload session ${id} are gone; start a new upload`,
+      );
+    }
+  }
+
+  /** The SHA-256 of the session's bytes: measured as they arrived, or else read from its file. */
+  private async sha256Of(id: string, received: bigint): Promise<string> {
+    const running = this.hashes.get(id);
+    // A copy: the hash must survive a commit that fails and is tried again.
+    if (running?.received === received) return running.hash.copy().digest('hex');
+    const hash = createHash('sha256');
+    if (received > 0n) {
+      for await (const chunk of createReadStream(this.file(id), {
+        end: Number(received) - 1,
+        highWaterMark: 1024 * 1024,
+      }))
+        hash.update(chunk as Buffer);
+    }
+    return hash.digest('hex');
   }
 
   async abort(principal: Principal, id: string): Promise<void> {
@@ -329,12 +388,14 @@ export class UploadsService implements OnModuleInit {
   }
 
   private async end(id: string): Promise<void> {
+    this.hashes.delete(id);
     await this.repo.delete(id);
     await fs.rm(this.file(id), { force: true });
   }
 
   private async sweep(): Promise<void> {
     for (const id of await this.repo.deleteExpired(new Date())) {
+      this.hashes.delete(id);
       if (!this.busy.has(id)) await fs.rm(this.file(id), { force: true });
     }
   }

@@ -1,0 +1,132 @@
+import { ApiError, ErrorCode } from '@tributary/shared';
+import { describe, expect, it } from 'vitest';
+import { ApiRemoteFile } from './api-remote-file';
+import { ApiConnection } from './http';
+import { patternBytes } from './testing/fake-remote';
+
+const KiB = 1024;
+const quick = { retries: 3, baseDelayMs: 1, maxDelayMs: 2 };
+
+interface Served {
+  range: string | null;
+}
+
+/**
+ * A fetch that serves one object with ranged GETs, as the API does, in 16 KiB pieces; `breakAfter`
+ * makes the n-th GET's body break off after that many bytes, `status` answers it with an error.
+ */
+function fakeApi(
+  content: Buffer,
+  plan: { breakAfter?: (n: number) => number | undefined; status?: (n: number) => number | undefined } = {},
+) {
+  const served: Served[] = [];
+  const fetchImpl = (_input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const headers = new Headers(init?.headers);
+    if (init?.method === 'HEAD') {
+      return Promise.resolve(new Response(null, { headers: { 'content-length': String(content.length) } }));
+    }
+    const n = served.length;
+    served.push({ range: headers.get('range') });
+    const status = plan.status?.(n);
+    if (status !== undefined) {
+      return Promise.resolve(
+        Response.json({ error: { code: ErrorCode.PermissionDenied, message: 'no' } }, { status }),
+      );
+    }
+    const match = /^bytes=(\d+)-(\d+)$/.exec(headers.get('range') ?? '');
+    const start = Number(match![1]);
+    const end = Math.min(Number(match![2]), content.length - 1);
+    const body = content.subarray(start, end + 1);
+    const breakAt = plan.breakAfter?.(n);
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (breakAt !== undefined && sent >= breakAt) {
+          controller.error(new TypeError('terminated: other side closed'));
+          return;
+        }
+        const piece = body.subarray(sent, Math.min(body.length, sent + 16 * KiB, breakAt ?? Infinity));
+        sent += piece.length;
+        if (piece.length > 0) controller.enqueue(new Uint8Array(piece));
+        if (sent >= body.length) controller.close();
+      },
+    });
+    return Promise.resolve(
+      new Response(stream, {
+        status: 206,
+        headers: {
+          'content-length': String(body.length),
+          'content-range': `bytes ${start}-${end}/${content.length}`,
+        },
+      }),
+    );
+  };
+  const api = new ApiConnection({
+    baseUrl: 'http://api.test',
+    token: 'trib_test',
+    fetch: fetchImpl,
+  });
+  return { api, served };
+}
+
+/** Streams a range and collects what arrives: the bytes, and how many had arrived after each piece. */
+async function collect(file: ApiRemoteFile, offset: number, length: number) {
+  const pieces: Buffer[] = [];
+  const progress: number[] = [];
+  let total = 0;
+  const delivered = await file.readStream(offset, length, (piece) => {
+    pieces.push(Buffer.from(piece));
+    total += piece.length;
+    progress.push(total);
+  });
+  return { delivered, bytes: Buffer.concat(pieces), progress };
+}
+
+describe('ApiRemoteFile.readStream', () => {
+  it('streams a range, handing over the pieces as they arrive', async () => {
+    const content = patternBytes(100 * KiB);
+    const { api } = fakeApi(content);
+    const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
+    const got = await collect(file, 10, 64 * KiB);
+    expect(got.delivered).toBe(64 * KiB);
+    expect(got.bytes.equals(content.subarray(10, 10 + 64 * KiB))).toBe(true);
+    expect(got.progress).toEqual([16, 32, 48, 64].map((k) => k * KiB));
+  });
+
+  it('a transfer that breaks off resumes from the first byte not yet delivered', async () => {
+    const content = patternBytes(100 * KiB);
+    const { api, served } = fakeApi(content, { breakAfter: (n) => (n === 0 ? 40 * KiB : undefined) });
+    const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
+    const got = await collect(file, 5, 90 * KiB);
+    expect(got.delivered).toBe(90 * KiB);
+    // Nothing delivered twice, nothing missing.
+    expect(got.bytes.equals(content.subarray(5, 5 + 90 * KiB))).toBe(true);
+    expect(served.map((s) => s.range)).toEqual([
+      `bytes=5-${5 + 90 * KiB - 1}`,
+      `bytes=${5 + 40 * KiB}-${5 + 90 * KiB - 1}`,
+    ]);
+  });
+
+  it('stops at the end of the object, and gives up with the error when retries run out', async () => {
+    const content = patternBytes(50 * KiB);
+    const { api } = fakeApi(content, { breakAfter: () => 20 * KiB });
+    const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
+    expect((await collect(file, 0, 50 * KiB)).bytes.equals(content)).toBe(true);
+    const broken = fakeApi(content, { breakAfter: () => 0 });
+    const failing = await ApiRemoteFile.openForRead(broken.api, '/home/a/f', { retry: quick });
+    await expect(collect(failing, 0, 8 * KiB)).rejects.toThrow(/no answer/);
+    expect(broken.served).toHaveLength(quick.retries + 1);
+    const short = await ApiRemoteFile.openForRead(fakeApi(content).api, '/home/a/f');
+    expect((await collect(short, 40 * KiB, 32 * KiB)).delivered).toBe(10 * KiB);
+    expect((await collect(short, 60 * KiB, 4 * KiB)).delivered).toBe(0);
+  });
+
+  it('an error answer is not retried and surfaces as the API error', async () => {
+    const { api, served } = fakeApi(patternBytes(10 * KiB), { status: () => 403 });
+    const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
+    const failure = collect(file, 0, 4 * KiB);
+    await expect(failure).rejects.toBeInstanceOf(ApiError);
+    await expect(failure).rejects.toMatchObject({ code: ErrorCode.PermissionDenied });
+    expect(served).toHaveLength(1);
+  });
+});

@@ -11,6 +11,7 @@ import { DatabaseModule } from './database/database.module';
 import { DATABASE_CONNECTION } from './database/sql-pool';
 import { DataModule } from './data/data.module';
 import { HealthModule } from './health/health.module';
+import { MetadataModule } from './metadata/metadata.module';
 import { NamespaceModule } from './namespace/namespace.module';
 import { ReplicationModule } from './replication/replication.module';
 import { SitesModule } from './sites/sites.module';
@@ -41,6 +42,7 @@ export class AppModule {
         DataModule,
         ReplicationModule,
         UploadsModule,
+        MetadataModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

@@ -36,6 +36,7 @@ export const ErrorCode = {
   PeerUnauthorized: 'PEER_UNAUTHORIZED',
   BatchRejected: 'BATCH_REJECTED',
   SnapshotRefused: 'SNAPSHOT_REFUSED',
+  InvalidQuery: 'INVALID_QUERY',
   Internal: 'INTERNAL',
 } as const;
 
@@ -76,6 +77,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   PEER_UNAUTHORIZED: 401,
   BATCH_REJECTED: 422,
   SNAPSHOT_REFUSED: 409,
+  INVALID_QUERY: 422,
   INTERNAL: 500,
 };
 

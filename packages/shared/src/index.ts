@@ -6,4 +6,6 @@ export * from './dto/tokens';
 export * from './dto/namespace';
 export * from './dto/replication';
 export * from './dto/uploads';
+export * from './dto/metadata';
+export * from './metadata-query';
 export * from './client';

@@ -270,7 +270,7 @@ export class MetadataService {
       visibility,
     };
     const [page, total, facets] = await Promise.all([
-      this.queries.page({ ...spec, limit: input.limit + 1 }),
+      input.limit > 0 ? this.queries.page({ ...spec, limit: input.limit + 1 }) : Promise.resolve([]),
       input.count ? this.queries.count(spec) : Promise.resolve(undefined),
       Promise.all(input.facets.map((a) => this.queries.facet(spec, a, input.facetLimit))),
     ]);

@@ -101,7 +101,7 @@ export async function startEmbeddedPostgres(
     persistent: options.persistent ?? true,
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: flags,
-    onLog: process.env.PG_LOG ? (m: unknown) => void process.stderr.write(`[pg] ${String(m)}`) : () => undefined,
+    onLog: () => undefined,
     onError: () => undefined,
   });
   const initialised = await fs

@@ -142,11 +142,19 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<EntryTriplesDto>(http.GET('/api/v1/metadata', { params: { query: { path } }, ...safe })),
     addMetadata: (path: string, triples: AddTriplesRequest['triples']) =>
       unwrap<TripleDto[]>(
-        http.POST('/api/v1/metadata', { params: { query: { path } }, body: { triples } as never, ...unsafe() }),
+        http.POST('/api/v1/metadata', {
+          params: { query: { path } },
+          body: { triples } as never,
+          ...unsafe(),
+        }),
       ),
     updateTriple: (id: string, body: UpdateTripleRequest) =>
       unwrap<TripleDto>(
-        http.PATCH('/api/v1/metadata/triples/{id}', { params: { path: { id } }, body: body as never, ...unsafe() }),
+        http.PATCH('/api/v1/metadata/triples/{id}', {
+          params: { path: { id } },
+          body: body as never,
+          ...unsafe(),
+        }),
       ),
     removeTriple: (id: string) =>
       unwrap<void>(http.DELETE('/api/v1/metadata/triples/{id}', { params: { path: { id } }, ...unsafe() })),
@@ -155,7 +163,9 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<BulkMetadataResult>(http.POST('/api/v1/metadata/bulk', { body: body as never, ...unsafe() })),
     /** Finds objects (or collections) by metadata: `q` in the text form or `where` in JSON. */
     queryMetadata: (body: MetadataQueryRequest, signal?: AbortSignal) =>
-      unwrap<MetadataQueryResult>(http.POST('/api/v1/metadata/query', { body: body as never, ...unsafe(), signal })),
+      unwrap<MetadataQueryResult>(
+        http.POST('/api/v1/metadata/query', { body: body as never, ...unsafe(), signal }),
+      ),
 
     /** Uploads bytes (a Blob, a buffer, or a stream with `duplex: 'half'` support) to a path. */
     async upload(

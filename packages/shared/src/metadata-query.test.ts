@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkCondition, ConditionError, parseQueryText, QuerySyntaxError, typedValue } from './metadata-query';
+import {
+  checkCondition,
+  ConditionError,
+  parseQueryText,
+  QuerySyntaxError,
+  typedValue,
+} from './metadata-query';
 
 function syntaxError(src: string): QuerySyntaxError {
   try {
@@ -34,7 +40,9 @@ describe('parseQueryText', () => {
       value: '2024-05-01T00:00:00.000Z',
       type: 'time',
     });
-    expect(parseQueryText('d < 2024-05-01T12:30:00+02:00')).toMatchObject({ value: '2024-05-01T10:30:00.000Z' });
+    expect(parseQueryText('d < 2024-05-01T12:30:00+02:00')).toMatchObject({
+      value: '2024-05-01T10:30:00.000Z',
+    });
     expect(parseQueryText('loc = /home/alice')).toEqual({ attribute: 'loc', op: '=', value: '/home/alice' });
   });
 
@@ -50,7 +58,11 @@ describe('parseQueryText', () => {
       value: ['2020-01-01T00:00:00.000Z', '2021-01-01T00:00:00.000Z'],
       type: 'time',
     });
-    expect(parseQueryText("x in (a, 'b c', 3)")).toEqual({ attribute: 'x', op: 'in', value: ['a', 'b c', 3] });
+    expect(parseQueryText("x in (a, 'b c', 3)")).toEqual({
+      attribute: 'x',
+      op: 'in',
+      value: ['a', 'b c', 3],
+    });
     expect(parseQueryText("x like 'a_%'")).toEqual({ attribute: 'x', op: 'like', value: 'a_%' });
     expect(parseQueryText('x prefix abc')).toEqual({ attribute: 'x', op: 'prefix', value: 'abc' });
     expect(parseQueryText('x exists')).toEqual({ attribute: 'x', op: 'exists' });
@@ -60,12 +72,22 @@ describe('parseQueryText', () => {
     expect(parseQueryText('a = 1 or b = 2 and c = 3')).toEqual({
       or: [
         { attribute: 'a', op: '=', value: 1 },
-        { and: [{ attribute: 'b', op: '=', value: 2 }, { attribute: 'c', op: '=', value: 3 }] },
+        {
+          and: [
+            { attribute: 'b', op: '=', value: 2 },
+            { attribute: 'c', op: '=', value: 3 },
+          ],
+        },
       ],
     });
     expect(parseQueryText('(a = 1 or b = 2) and c = 3')).toEqual({
       and: [
-        { or: [{ attribute: 'a', op: '=', value: 1 }, { attribute: 'b', op: '=', value: 2 }] },
+        {
+          or: [
+            { attribute: 'a', op: '=', value: 1 },
+            { attribute: 'b', op: '=', value: 2 },
+          ],
+        },
         { attribute: 'c', op: '=', value: 3 },
       ],
     });
@@ -100,17 +122,20 @@ describe('parseQueryText', () => {
   it('never throws anything but a syntax error, whatever the input', () => {
     const alphabet = fc.constantFrom(...'ab1 ()\'",=<>!.-:%_andorbetweeninlikeexists'.split(''));
     fc.assert(
-      fc.property(fc.array(alphabet, { maxLength: 40 }).map((a) => a.join('')), (src) => {
-        try {
-          checkCondition(parseQueryText(src));
-        } catch (err) {
-          expect(err instanceof QuerySyntaxError || err instanceof ConditionError).toBe(true);
-          if (err instanceof QuerySyntaxError) {
-            expect(err.position).toBeGreaterThanOrEqual(0);
-            expect(err.position).toBeLessThanOrEqual(src.length);
+      fc.property(
+        fc.array(alphabet, { maxLength: 40 }).map((a) => a.join('')),
+        (src) => {
+          try {
+            checkCondition(parseQueryText(src));
+          } catch (err) {
+            expect(err instanceof QuerySyntaxError || err instanceof ConditionError).toBe(true);
+            if (err instanceof QuerySyntaxError) {
+              expect(err.position).toBeGreaterThanOrEqual(0);
+              expect(err.position).toBeLessThanOrEqual(src.length);
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -75,7 +75,9 @@ export function typedValue(value: unknown, type?: MetadataValueType): TypedValue
   if (want === 'time') {
     const ms = ISO_TIME.test(s.trim()) ? Date.parse(s.trim().replace(' ', 'T')) : NaN;
     if (!Number.isFinite(ms)) {
-      throw new Error(`${JSON.stringify(value)} is not a time (ISO 8601, e.g. 2024-05-01 or 2024-05-01T12:00:00Z)`);
+      throw new Error(
+        `${JSON.stringify(value)} is not a time (ISO 8601, e.g. 2024-05-01 or 2024-05-01T12:00:00Z)`,
+      );
     }
     const iso = new Date(ms).toISOString();
     return { type: 'time', text: iso, time: iso };
@@ -103,9 +105,13 @@ export function escapeLike(s: string): string {
 export function checkCondition(json: unknown, at = 'where'): Condition {
   let leaves = 0;
   const walk = (node: unknown, path: string, depth: number): Condition => {
-    if (depth > MAX_QUERY_DEPTH) throw new ConditionError(`nested deeper than ${MAX_QUERY_DEPTH} levels`, path);
+    if (depth > MAX_QUERY_DEPTH)
+      throw new ConditionError(`nested deeper than ${MAX_QUERY_DEPTH} levels`, path);
     if (typeof node !== 'object' || node === null || Array.isArray(node)) {
-      throw new ConditionError('must be an object: {attribute, op, value} or {and: [...]} or {or: [...]}', path);
+      throw new ConditionError(
+        'must be an object: {attribute, op, value} or {and: [...]} or {or: [...]}',
+        path,
+      );
     }
     const o = node as Record<string, unknown>;
     for (const kind of ['and', 'or'] as const) {
@@ -173,7 +179,8 @@ export function checkCondition(json: unknown, at = 'where'): Condition {
       case 'like':
       case 'prefix': {
         if (typeof value !== 'string') throw new ConditionError(`"${op}" takes a text value`, vpath);
-        if (t !== undefined && t !== 'text') throw new ConditionError(`"${op}" matches text values only`, `${path}.type`);
+        if (t !== undefined && t !== 'text')
+          throw new ConditionError(`"${op}" matches text values only`, `${path}.type`);
         const v = one(value, vpath);
         const pattern = op === 'prefix' ? escapeLike(v.text) + '%' : v.text;
         return { kind: 'leaf', attribute, op: 'like', values: [v], pattern };
@@ -335,7 +342,8 @@ export function parseQueryText(src: string): ConditionJson {
     if (kw === 'between') {
       const lowTok = peek();
       const low = value();
-      if (!isWord(peek(), 'and')) fail(`expected "and" after the low end of between, found ${describe(peek())}`);
+      if (!isWord(peek(), 'and'))
+        fail(`expected "and" after the low end of between, found ${describe(peek())}`);
       next();
       const highTok = peek();
       const high = value();
@@ -345,11 +353,17 @@ export function parseQueryText(src: string): ConditionJson {
       if (typeof low.value === 'string' && low.type !== 'time') {
         fail('between compares numbers or times; quote-free numbers or dates expected', lowTok);
       }
-      return { attribute, op: 'between', value: [low.value, high.value], ...(low.type ? { type: low.type } : {}) };
+      return {
+        attribute,
+        op: 'between',
+        value: [low.value, high.value],
+        ...(low.type ? { type: low.type } : {}),
+      };
     }
     if (kw === 'in') {
       const open = next();
-      if (open.kind !== 'punct' || open.text !== '(') fail(`expected "(" after in, found ${describe(open)}`, open);
+      if (open.kind !== 'punct' || open.text !== '(')
+        fail(`expected "(" after in, found ${describe(open)}`, open);
       const values: (string | number)[] = [];
       let type: MetadataValueType | undefined;
       for (;;) {
@@ -358,7 +372,8 @@ export function parseQueryText(src: string): ConditionJson {
         if (v.type) type = v.type;
         const sep = next();
         if (sep.kind === 'punct' && sep.text === ')') break;
-        if (sep.kind !== 'punct' || sep.text !== ',') fail(`expected "," or ")" in the list, found ${describe(sep)}`, sep);
+        if (sep.kind !== 'punct' || sep.text !== ',')
+          fail(`expected "," or ")" in the list, found ${describe(sep)}`, sep);
       }
       if (type === 'time' && values.some((v) => typeof v === 'number')) {
         fail('a list mixes dates and numbers', open);
@@ -378,7 +393,8 @@ export function parseQueryText(src: string): ConditionJson {
       next();
       const inner = disjunction(depth + 1);
       const close = next();
-      if (close.kind !== 'punct' || close.text !== ')') fail(`expected ")" to close the "(" at position ${t.pos + 1}, found ${describe(close)}`, close);
+      if (close.kind !== 'punct' || close.text !== ')')
+        fail(`expected ")" to close the "(" at position ${t.pos + 1}, found ${describe(close)}`, close);
       return inner;
     }
     return condition();

@@ -89,7 +89,9 @@ export class AccessService {
     const recursive = grants.filter((g) => g.recursive).map((g) => g.path);
     // Keep only the topmost subtrees: a root inside another adds nothing.
     const roots = recursive.filter((p) => !recursive.some((q) => q !== p && isWithin(p, q)));
-    const exact = grants.filter((g) => !g.recursive && !roots.some((r) => isWithin(g.path, r))).map((g) => g.path);
+    const exact = grants
+      .filter((g) => !g.recursive && !roots.some((r) => isWithin(g.path, r)))
+      .map((g) => g.path);
     return { ...base, all: roots.includes('/'), roots, exact };
   }
 

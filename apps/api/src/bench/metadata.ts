@@ -54,7 +54,11 @@ export function table5(i: number, variant = 0): Triple[] {
   const h = (k: number): number => hash(i * 16 + k + variant * 7919);
   return [
     { attribute: 'location', value: `site-${h(1) % 50}` },
-    { attribute: 'dateOfCreation', value: new Date(EPOCH_2000 + (h(2) % 7300) * DAY).toISOString(), type: 'time' },
+    {
+      attribute: 'dateOfCreation',
+      value: new Date(EPOCH_2000 + (h(2) % 7300) * DAY).toISOString(),
+      type: 'time',
+    },
     { attribute: 'filetype', value: FILETYPES[h(3) % FILETYPES.length]! },
     { attribute: 'size', value: h(4) % 10_000_000_000, unit: 'bytes' },
     { attribute: 'name', value: `obj-${String(i).padStart(7, '0')}${variant ? `-v${variant}` : ''}` },
@@ -75,7 +79,11 @@ const QUERIES: Record<string, { body: object; sql: string }> = {
           ORDER BY o.name, o.id LIMIT 51`,
   },
   conjunctive: {
-    body: { q: 'filetype = fits and project = coast-017 and size between 1e9 and 5e9', limit: 50, sort: 'name' },
+    body: {
+      q: 'filetype = fits and project = coast-017 and size between 1e9 and 5e9',
+      limit: 50,
+      sort: 'name',
+    },
     sql: `SELECT o.id, o.name FROM data_objects o WHERE o.trash_id = 0
             AND o.id IN (SELECT object_id FROM metadata_triples WHERE value_type = 'text' AND attribute = 'project' AND value = 'coast-017')
             AND o.id IN (SELECT object_id FROM metadata_triples WHERE value_type = 'text' AND attribute = 'filetype' AND value = 'fits')
@@ -201,7 +209,8 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
-  if (process.env.TRIBUTARY_URL) throw new Error('bench:metadata needs a site of its own (unset TRIBUTARY_URL)');
+  if (process.env.TRIBUTARY_URL)
+    throw new Error('bench:metadata needs a site of its own (unset TRIBUTARY_URL)');
   let site: BenchSite | undefined;
   let transport: Transport | undefined;
   let stopping = false;
@@ -232,11 +241,15 @@ async function main(): Promise<void> {
     // baseline's own insert; modify and delete work on loaded objects no query result depends on.
     const loaded = options.objects;
     const total = loaded + 2 * CHANGE_OBJECTS;
-    say(`setup: ${total} objects in ${Math.ceil(total / PER_COLLECTION)} collections under ${base} (SQL, not timed)`);
+    say(
+      `setup: ${total} objects in ${Math.ceil(total / PER_COLLECTION)} collections under ${base} (SQL, not timed)`,
+    );
     await createObjects(client, sql, base, total);
 
     const bulk = (body: string): Promise<unknown> => client.postJson('/api/v1/metadata/bulk', body);
-    say(`load: ${loaded} objects x 10 triples through POST /api/v1/metadata/bulk, ${options.batch} objects per request, ${options.inFlight} in flight`);
+    say(
+      `load: ${loaded} objects x 10 triples through POST /api/v1/metadata/bulk, ${options.batch} objects per request, ${options.inFlight} in flight`,
+    );
     const batches = Math.ceil(loaded / options.batch);
     let done = 0;
     const loadSeconds = await timed(() =>
@@ -244,7 +257,8 @@ async function main(): Promise<void> {
         const from = b * options.batch;
         await bulk(bulkBody(base, from, Math.min(loaded, from + options.batch), 'add'));
         done += 1;
-        if (done % 10 === 0 || done === batches) say(`  ${Math.min(loaded, done * options.batch)} objects loaded`);
+        if (done % 10 === 0 || done === batches)
+          say(`  ${Math.min(loaded, done * options.batch)} objects loaded`);
       }),
     );
     say(`load: ${loadSeconds.toFixed(1)} s (${Math.round((loaded * 10) / loadSeconds)} triples/s)`);
@@ -253,12 +267,16 @@ async function main(): Promise<void> {
     const half = CHANGE_OBJECTS / 2;
     const insertFrom = loaded;
     const insertSeconds = await timed(() =>
-      Promise.all([0, 1].map((k) => bulk(bulkBody(base, insertFrom + k * half, insertFrom + (k + 1) * half, 'add')))),
+      Promise.all(
+        [0, 1].map((k) => bulk(bulkBody(base, insertFrom + k * half, insertFrom + (k + 1) * half, 'add'))),
+      ),
     );
     // Modify: new values for all ten attributes of 10,000 loaded objects (rows updated in place).
     const modifyFrom = loaded - 2 * CHANGE_OBJECTS;
     const modifySeconds = await timed(() =>
-      Promise.all([0, 1].map((k) => bulk(bulkBody(base, modifyFrom + k * half, modifyFrom + (k + 1) * half, 'set', 1)))),
+      Promise.all(
+        [0, 1].map((k) => bulk(bulkBody(base, modifyFrom + k * half, modifyFrom + (k + 1) * half, 'set', 1))),
+      ),
     );
     // Delete: all ten triples of 10,000 other loaded objects.
     const deleteFrom = loaded - CHANGE_OBJECTS;
@@ -271,7 +289,9 @@ async function main(): Promise<void> {
         }),
       ),
     );
-    say(`insert ${insertSeconds.toFixed(2)} s, modify ${modifySeconds.toFixed(2)} s, delete ${deleteSeconds.toFixed(2)} s (100,000 triples each)`);
+    say(
+      `insert ${insertSeconds.toFixed(2)} s, modify ${modifySeconds.toFixed(2)} s, delete ${deleteSeconds.toFixed(2)} s (100,000 triples each)`,
+    );
 
     // Baseline writes: the same statements' work as plain SQL on the catalog (with change capture),
     // on the other 10,000 new objects: insert, update in place, delete.
@@ -285,11 +305,15 @@ async function main(): Promise<void> {
     ).rows.map((r) => r.id);
     const rows = ids.flatMap((id, j) => table5(baseFrom + j).map((t) => ({ id, t })));
     const arrays = (variant: number): unknown[] => {
-      const triples = variant ? ids.flatMap((id, j) => table5(baseFrom + j, variant).map((t) => ({ id, t }))) : rows;
+      const triples = variant
+        ? ids.flatMap((id, j) => table5(baseFrom + j, variant).map((t) => ({ id, t })))
+        : rows;
       return [
         triples.map((r) => r.id),
         triples.map((r) => r.t.attribute),
-        triples.map((r) => (r.t.type === 'time' ? 'time' : typeof r.t.value === 'number' ? 'number' : 'text')),
+        triples.map((r) =>
+          r.t.type === 'time' ? 'time' : typeof r.t.value === 'number' ? 'number' : 'text',
+        ),
         triples.map((r) => String(r.t.value)),
         triples.map((r) => r.t.unit ?? null),
       ];
@@ -345,7 +369,9 @@ async function main(): Promise<void> {
       figures[`baseline_${name}_p50_ms`] = round(base.p50, 2);
       figures[`baseline_${name}_p95_ms`] = round(base.p95, 2);
       figures[`ratio_${name}_p50`] = round(api.p50 / base.p50, 2);
-      say(`${name}: p50 ${api.p50.toFixed(2)} ms, p95 ${api.p95.toFixed(2)} ms (SQL baseline p50 ${base.p50.toFixed(2)} ms)`);
+      say(
+        `${name}: p50 ${api.p50.toFixed(2)} ms, p95 ${api.p95.toFixed(2)} ms (SQL baseline p50 ${base.p50.toFixed(2)} ms)`,
+      );
     }
     const sizes = await sql.query<{ triples: string; changes: string }>(
       `SELECT pg_size_pretty(pg_total_relation_size('metadata_triples')) AS triples,
@@ -393,14 +419,25 @@ async function explain(sql: pg.Client, name: string, body: ExplainBody): Promise
     order: 'asc',
     limit: body.limit + 1,
     after: null,
-    visibility: { all: true, userId: 0n, groupIds: [], level: 'read', roots: ['/'], exact: [], confinedTo: null },
+    visibility: {
+      all: true,
+      userId: 0n,
+      groupIds: [],
+      level: 'read',
+      roots: ['/'],
+      exact: [],
+      confinedTo: null,
+    },
   };
   await repo.page(spec);
   // (The recorder answers nothing, so the count's result cannot be read; its statement is recorded.)
   if (body.count !== false) await repo.count(spec).catch(() => undefined);
   for (const f of body.facets ?? []) await repo.facet(spec, f, 1000);
   for (const st of statements) {
-    const plan = await sql.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${st.text}`, st.values);
+    const plan = await sql.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN (ANALYZE, BUFFERS) ${st.text}`,
+      st.values,
+    );
     say(`--- ${name}\n${st.text}\n${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}`);
   }
 }
@@ -417,8 +454,14 @@ function table(f: Figures): string {
     modify_100k_seconds: '<= 5',
     delete_100k_seconds: '<= 5',
   };
-  const lines = [`${f.objects} objects, ${f.triples} triples (triples table ${f.triples_table_size}, captured changes ${f.captured_changes_size})`, ''];
-  lines.push('| Figure | Through the API | SQL baseline | Ratio | Goal |', '| --- | ---: | ---: | ---: | --- |');
+  const lines = [
+    `${f.objects} objects, ${f.triples} triples (triples table ${f.triples_table_size}, captured changes ${f.captured_changes_size})`,
+    '',
+  ];
+  lines.push(
+    '| Figure | Through the API | SQL baseline | Ratio | Goal |',
+    '| --- | ---: | ---: | ---: | --- |',
+  );
   lines.push(`| load (s) | ${f.load_seconds} | | | <= 120 |`);
   for (const k of ['insert', 'modify', 'delete']) {
     const api = f[`${k}_100k_seconds`] as number;
@@ -431,7 +474,9 @@ function table(f: Figures): string {
       `| ${name} p50 / p95 (ms) | ${f[`query_${name}_p50_ms`]} / ${f[`query_${name}_p95_ms`]} | ${f[`baseline_${name}_p50_ms`]} / ${f[`baseline_${name}_p95_ms`]} | ${f[`ratio_${name}_p50`]}x | p95 ${g} |`,
     );
   }
-  lines.push(`| API floor, GET /api/v1/me p50 / p95 (ms) | ${f.api_floor_p50_ms} / ${f.api_floor_p95_ms} | | | |`);
+  lines.push(
+    `| API floor, GET /api/v1/me p50 / p95 (ms) | ${f.api_floor_p50_ms} / ${f.api_floor_p95_ms} | | | |`,
+  );
   return lines.join('\n');
 }
 

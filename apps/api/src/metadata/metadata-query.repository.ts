@@ -89,7 +89,8 @@ export class MetadataQueryRepository {
         const rootLikes = params.add(likes, '::text[]');
         either.push(onPaths((p) => `(${p} = ANY(${roots}) OR ${p} LIKE ANY(${rootLikes}))`));
       }
-      if (spec.kind === 'collection' && v.exact.length) either.push(`e.path = ANY(${params.add(v.exact, '::text[]')})`);
+      if (spec.kind === 'collection' && v.exact.length)
+        either.push(`e.path = ANY(${params.add(v.exact, '::text[]')})`);
       if (spec.kind === 'object') {
         const groups = (v.groupIds.length ? v.groupIds : [0n]).map(String);
         either.push(
@@ -169,7 +170,9 @@ export class MetadataQueryRepository {
     let entryFilter: string;
     if (unrestricted) {
       const table = spec.kind === 'object' ? 'data_objects' : 'collections';
-      const cond = spec.where ? ` AND ${new ConditionCompiler(params, col).predicate(spec.where, `f.${col}`)}` : '';
+      const cond = spec.where
+        ? ` AND ${new ConditionCompiler(params, col).predicate(spec.where, `f.${col}`)}`
+        : '';
       entryFilter = `f.${col} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${table} d WHERE d.id = f.${col} AND d.trash_id > 0)${cond}`;
     } else {
       entryFilter = `f.${col} IN (SELECT e.id ${this.filter(spec, params)})`;

@@ -37,7 +37,11 @@ export class MetadataController {
 
   /** Adds triples to one data object or collection; returns those added (identical ones are not added twice). */
   @Post()
-  add(@CurrentPrincipal() p: Principal, @Query() q: PathQueryDto, @Body() body: AddTriplesDto): Promise<TripleDto[]> {
+  add(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: PathQueryDto,
+    @Body() body: AddTriplesDto,
+  ): Promise<TripleDto[]> {
     return this.metadata.add(p, q.path, body.triples);
   }
 

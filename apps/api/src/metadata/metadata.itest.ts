@@ -52,7 +52,10 @@ describe('metadata', () => {
     [alice, bob] = await Promise.all([site.createUser(), site.createUser()]);
     base = `/home/${alice.username}/md`;
     for (const dir of ['a', 'b']) {
-      expectStatus(await alice.client.post('/api/v1/namespace/collections', { path: `${base}/${dir}`, parents: true }), 201);
+      expectStatus(
+        await alice.client.post('/api/v1/namespace/collections', { path: `${base}/${dir}`, parents: true }),
+        201,
+      );
     }
     const ops = [];
     for (let i = 0; i < 10; i++) {
@@ -81,16 +84,33 @@ describe('metadata', () => {
     it('adds, lists, changes and removes triples; values are typed; identical triples are not doubled', async () => {
       const path = `${base}/a/f0`;
       const added = expectStatus(
-        await alice.client.post<TripleDto[]>('/api/v1/metadata', { triples: [{ attribute: 'note', value: 'first' }, { attribute: 'note', value: 'second' }, { attribute: 'note', value: 'first' }] }, { query: { path } }),
+        await alice.client.post<TripleDto[]>(
+          '/api/v1/metadata',
+          {
+            triples: [
+              { attribute: 'note', value: 'first' },
+              { attribute: 'note', value: 'second' },
+              { attribute: 'note', value: 'first' },
+            ],
+          },
+          { query: { path } },
+        ),
         201,
       ).body;
       expect(added.map((t) => t.value)).toEqual(['first', 'second']);
       const again = expectStatus(
-        await alice.client.post<TripleDto[]>('/api/v1/metadata', { triples: [{ attribute: 'note', value: 'first' }] }, { query: { path } }),
+        await alice.client.post<TripleDto[]>(
+          '/api/v1/metadata',
+          { triples: [{ attribute: 'note', value: 'first' }] },
+          { query: { path } },
+        ),
         201,
       ).body;
       expect(again).toEqual([]);
-      const list = expectStatus(await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }), 200).body;
+      const list = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }),
+        200,
+      ).body;
       expect(list.kind).toBe('object');
       const size = list.triples.find((t) => t.attribute === 'size')!;
       expect(size).toMatchObject({ value: 0, type: 'number', unit: 'bytes' });
@@ -99,51 +119,98 @@ describe('metadata', () => {
         type: 'time',
       });
       const changed = expectStatus(
-        await alice.client.patch<TripleDto>(`/api/v1/metadata/triples/${added[1]!.id}`, { value: 42, unit: 'm' }),
+        await alice.client.patch<TripleDto>(`/api/v1/metadata/triples/${added[1]!.id}`, {
+          value: 42,
+          unit: 'm',
+        }),
         200,
       ).body;
       expect(changed).toMatchObject({ id: added[1]!.id, value: 42, type: 'number', unit: 'm' });
       expectStatus(await alice.client.delete(`/api/v1/metadata/triples/${added[0]!.id}`), 204);
       expectStatus(await alice.client.delete(`/api/v1/metadata/triples/${added[1]!.id}`), 204);
-      expectError(await alice.client.delete(`/api/v1/metadata/triples/${added[1]!.id}`), 404, ErrorCode.NotFound);
-      const after = expectStatus(await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }), 200).body;
+      expectError(
+        await alice.client.delete(`/api/v1/metadata/triples/${added[1]!.id}`),
+        404,
+        ErrorCode.NotFound,
+      );
+      const after = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }),
+        200,
+      ).body;
       expect(after.triples.filter((t) => t.attribute === 'note')).toEqual([]);
     });
 
     it('tags collections too', async () => {
       const path = `${base}/a`;
-      expectStatus(await alice.client.post('/api/v1/metadata', { triples: [{ attribute: 'campaign', value: 'spring' }] }, { query: { path } }), 201);
-      const list = expectStatus(await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }), 200).body;
-      expect(list).toMatchObject({ kind: 'collection', triples: [{ attribute: 'campaign', value: 'spring' }] });
+      expectStatus(
+        await alice.client.post(
+          '/api/v1/metadata',
+          { triples: [{ attribute: 'campaign', value: 'spring' }] },
+          { query: { path } },
+        ),
+        201,
+      );
+      const list = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }),
+        200,
+      ).body;
+      expect(list).toMatchObject({
+        kind: 'collection',
+        triples: [{ attribute: 'campaign', value: 'spring' }],
+      });
       expect(await names(alice.client, { kind: 'collection', q: 'campaign = spring' })).toEqual(['a']);
     });
 
     it('refuses bad attribute names, values and unknown paths with clear codes', async () => {
       const path = `${base}/a/f1`;
       const bad = expectError(
-        await alice.client.post('/api/v1/metadata', { triples: [{ attribute: '1bad name', value: 'x' }] }, { query: { path } }),
+        await alice.client.post(
+          '/api/v1/metadata',
+          { triples: [{ attribute: '1bad name', value: 'x' }] },
+          { query: { path } },
+        ),
         422,
         ErrorCode.ValidationFailed,
       );
       expect(Object.keys(bad.details ?? {})).toContain('triples.0.attribute');
       expectError(
-        await alice.client.post('/api/v1/metadata', { triples: [{ attribute: 'when', value: 'yesterday', type: 'time' }] }, { query: { path } }),
+        await alice.client.post(
+          '/api/v1/metadata',
+          { triples: [{ attribute: 'when', value: 'yesterday', type: 'time' }] },
+          { query: { path } },
+        ),
         422,
         ErrorCode.ValidationFailed,
       );
-      expectError(await alice.client.get('/api/v1/metadata', { query: { path: `${base}/a/nope` } }), 404, ErrorCode.NotFound);
+      expectError(
+        await alice.client.get('/api/v1/metadata', { query: { path: `${base}/a/nope` } }),
+        404,
+        ErrorCode.NotFound,
+      );
     });
 
     it('needs read to list and write to change', async () => {
       const path = `${base}/a/f1`;
-      expectError(await bob.client.get('/api/v1/metadata', { query: { path } }), 403, ErrorCode.PermissionDenied);
       expectError(
-        await bob.client.post('/api/v1/metadata', { triples: [{ attribute: 'x', value: 'y' }] }, { query: { path } }),
+        await bob.client.get('/api/v1/metadata', { query: { path } }),
+        403,
+        ErrorCode.PermissionDenied,
+      );
+      expectError(
+        await bob.client.post(
+          '/api/v1/metadata',
+          { triples: [{ attribute: 'x', value: 'y' }] },
+          { query: { path } },
+        ),
         403,
         ErrorCode.PermissionDenied,
       );
       const list = (await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } })).body;
-      expectError(await bob.client.delete(`/api/v1/metadata/triples/${list.triples[0]!.id}`), 404, ErrorCode.NotFound);
+      expectError(
+        await bob.client.delete(`/api/v1/metadata/triples/${list.triples[0]!.id}`),
+        404,
+        ErrorCode.NotFound,
+      );
     });
   });
 
@@ -157,12 +224,30 @@ describe('metadata', () => {
       expect(await names(alice.client, { q: 'size < 2000' })).toEqual(['f0', 'f1']);
       expect(await names(alice.client, { q: 'size <= 2e3' })).toEqual(['f0', 'f1', 'f2']);
       expect(await names(alice.client, { q: 'size between 3000 and 5000' })).toEqual(['f3', 'f4', 'f5']);
-      expect(await names(alice.client, { q: 'dateOfCreation between 2020-01-02 and 2020-01-03T00:00:00Z' })).toEqual(['f1', 'f2']);
+      expect(
+        await names(alice.client, { q: 'dateOfCreation between 2020-01-02 and 2020-01-03T00:00:00Z' }),
+      ).toEqual(['f1', 'f2']);
       expect(await names(alice.client, { q: 'dateOfCreation > 2020-01-09' })).toEqual(['f9']);
-      expect(await names(alice.client, { q: "project like 'coast%'" })).toEqual(['f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f9']);
+      expect(await names(alice.client, { q: "project like 'coast%'" })).toEqual([
+        'f0',
+        'f1',
+        'f2',
+        'f3',
+        'f4',
+        'f5',
+        'f9',
+      ]);
       expect(await names(alice.client, { q: "project like 'coast_guard'" })).toEqual(['f3', 'f4', 'f5']);
       expect(await names(alice.client, { q: 'project prefix coastal' })).toEqual(['f0', 'f1', 'f2', 'f9']);
-      expect(await names(alice.client, { q: 'project in (hurricane, coast-guard)' })).toEqual(['f3', 'f4', 'f5', 'f6', 'f7', 'f8', 'f9']);
+      expect(await names(alice.client, { q: 'project in (hurricane, coast-guard)' })).toEqual([
+        'f3',
+        'f4',
+        'f5',
+        'f6',
+        'f7',
+        'f8',
+        'f9',
+      ]);
       expect(await names(alice.client, { q: 'size in (0, 9000)' })).toEqual(['f0', 'f9']);
       expect(await names(alice.client, { q: 'size exists' })).toHaveLength(10);
       expect(await names(alice.client, { q: 'nothing exists' })).toEqual([]);
@@ -170,22 +255,36 @@ describe('metadata', () => {
       expect(await names(alice.client, { q: "size = '1000'" })).toEqual([]);
       expect(await names(alice.client, { q: 'size = 1000' })).toEqual(['f1']);
       // Many values: f9 is in both projects; != means "has the attribute, and no value equal".
-      expect(await names(alice.client, { q: 'project = hurricane and project = coastal-erosion' })).toEqual(['f9']);
-      expect(await names(alice.client, { q: 'project != hurricane' })).toEqual(['f0', 'f1', 'f2', 'f3', 'f4', 'f5']);
+      expect(await names(alice.client, { q: 'project = hurricane and project = coastal-erosion' })).toEqual([
+        'f9',
+      ]);
+      expect(await names(alice.client, { q: 'project != hurricane' })).toEqual([
+        'f0',
+        'f1',
+        'f2',
+        'f3',
+        'f4',
+        'f5',
+      ]);
     });
 
     it('combines with and/or and parentheses, in both forms', async () => {
-      expect(await names(alice.client, { q: 'filetype = fits and size > 3000 or project = coastal-erosion' })).toEqual([
-        'f0', 'f1', 'f2', 'f4', 'f6', 'f8', 'f9',
-      ]);
-      expect(await names(alice.client, { q: 'filetype = fits and (size > 3000 or project = coastal-erosion)' })).toEqual([
-        'f0', 'f2', 'f4', 'f6', 'f8',
-      ]);
+      expect(
+        await names(alice.client, { q: 'filetype = fits and size > 3000 or project = coastal-erosion' }),
+      ).toEqual(['f0', 'f1', 'f2', 'f4', 'f6', 'f8', 'f9']);
+      expect(
+        await names(alice.client, { q: 'filetype = fits and (size > 3000 or project = coastal-erosion)' }),
+      ).toEqual(['f0', 'f2', 'f4', 'f6', 'f8']);
       expect(
         await names(alice.client, {
           where: {
             or: [
-              { and: [{ attribute: 'filetype', op: '=', value: 'hdf5' }, { attribute: 'size', op: '<', value: 4000 }] },
+              {
+                and: [
+                  { attribute: 'filetype', op: '=', value: 'hdf5' },
+                  { attribute: 'size', op: '<', value: 4000 },
+                ],
+              },
               { attribute: 'dateOfCreation', op: '>=', value: '2020-01-10', type: 'time' },
             ],
           },
@@ -194,8 +293,24 @@ describe('metadata', () => {
     });
 
     it('scopes to a collection subtree, sorts, pages with a stable cursor, counts and facets', async () => {
-      expect(await names(alice.client, { q: 'size exists', scope: `${base}/b` })).toEqual(['f5', 'f6', 'f7', 'f8', 'f9']);
-      const first = expectStatus(await query(alice.client, { q: 'size exists', scope: base, sort: 'name', order: 'desc', limit: 4, facets: ['project', 'filetype'] }), 200).body;
+      expect(await names(alice.client, { q: 'size exists', scope: `${base}/b` })).toEqual([
+        'f5',
+        'f6',
+        'f7',
+        'f8',
+        'f9',
+      ]);
+      const first = expectStatus(
+        await query(alice.client, {
+          q: 'size exists',
+          scope: base,
+          sort: 'name',
+          order: 'desc',
+          limit: 4,
+          facets: ['project', 'filetype'],
+        }),
+        200,
+      ).body;
       expect(first.total).toBe(10);
       expect(first.items.map((i) => i.name)).toEqual(['f9', 'f8', 'f7', 'f6']);
       expect(first.items[0]!.path).toBe(`${base}/b/f9`);
@@ -208,18 +323,61 @@ describe('metadata', () => {
         { value: 'fits', count: 5 },
         { value: 'hdf5', count: 5 },
       ]);
-      const second = expectStatus(await query(alice.client, { q: 'size exists', scope: base, sort: 'name', order: 'desc', limit: 4, cursor: first.nextCursor }), 200).body;
+      const second = expectStatus(
+        await query(alice.client, {
+          q: 'size exists',
+          scope: base,
+          sort: 'name',
+          order: 'desc',
+          limit: 4,
+          cursor: first.nextCursor,
+        }),
+        200,
+      ).body;
       expect(second.items.map((i) => i.name)).toEqual(['f5', 'f4', 'f3', 'f2']);
-      const third = expectStatus(await query(alice.client, { q: 'size exists', scope: base, sort: 'name', order: 'desc', limit: 4, cursor: second.nextCursor }), 200).body;
+      const third = expectStatus(
+        await query(alice.client, {
+          q: 'size exists',
+          scope: base,
+          sort: 'name',
+          order: 'desc',
+          limit: 4,
+          cursor: second.nextCursor,
+        }),
+        200,
+      ).body;
       expect(third.items.map((i) => i.name)).toEqual(['f1', 'f0']);
       expect(third.nextCursor).toBeUndefined();
-      const bySize = expectStatus(await query(alice.client, { q: 'size exists', scope: base, sort: 'size', limit: 3, withTriples: true }), 200).body;
-      expect(bySize.items.map((i) => i.name)).toEqual(['f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7', 'f8', 'f9'].slice(0, 3));
+      const bySize = expectStatus(
+        await query(alice.client, {
+          q: 'size exists',
+          scope: base,
+          sort: 'size',
+          limit: 3,
+          withTriples: true,
+        }),
+        200,
+      ).body;
+      expect(bySize.items.map((i) => i.name)).toEqual(
+        ['f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7', 'f8', 'f9'].slice(0, 3),
+      );
       expect(bySize.items[0]!.triples!.map((t) => t.attribute)).toContain('filetype');
       // A cursor of another sort is refused.
-      expectError(await query(alice.client, { q: 'size exists', sort: 'size', order: 'desc', cursor: first.nextCursor }), 422, ErrorCode.InvalidCursor);
+      expectError(
+        await query(alice.client, {
+          q: 'size exists',
+          sort: 'size',
+          order: 'desc',
+          cursor: first.nextCursor,
+        }),
+        422,
+        ErrorCode.InvalidCursor,
+      );
       // Facets over a number attribute come back as numbers.
-      const f = expectStatus(await query(alice.client, { q: 'size < 2000', scope: base, limit: 0, facets: ['size'] }), 200).body;
+      const f = expectStatus(
+        await query(alice.client, { q: 'size < 2000', scope: base, limit: 0, facets: ['size'] }),
+        200,
+      ).body;
       expect(f.items).toEqual([]);
       expect(f.facets!.size).toEqual([
         { value: 0, count: 1 },
@@ -238,7 +396,12 @@ describe('metadata', () => {
       expect(p1.items.map((i) => i.name)).toEqual(['m1', 'm3']);
       // Meanwhile: new matching objects before and after the cursor.
       await Promise.all(['m0', 'm2', 'm4', 'm9'].map((n) => upload(alice.client, `${dir}/${n}`)));
-      expectStatus(await bulk(alice.client, { operations: [{ paths: ['m0', 'm2', 'm4', 'm9'].map((n) => `${dir}/${n}`), add: [tag] }] }), 200);
+      expectStatus(
+        await bulk(alice.client, {
+          operations: [{ paths: ['m0', 'm2', 'm4', 'm9'].map((n) => `${dir}/${n}`), add: [tag] }],
+        }),
+        200,
+      );
       const seen = p1.items.map((i) => i.name);
       let cursor = p1.nextCursor;
       while (cursor) {
@@ -251,9 +414,15 @@ describe('metadata', () => {
     });
 
     it('leaves out trashed objects and includes restored ones', async () => {
-      const del = expectStatus(await alice.client.delete<{ id: string }>('/api/v1/namespace', { query: { path: `${base}/a/f0` } }), 200);
+      const del = expectStatus(
+        await alice.client.delete<{ id: string }>('/api/v1/namespace', { query: { path: `${base}/a/f0` } }),
+        200,
+      );
       expect(await names(alice.client, { q: 'filetype = fits' })).toEqual(['f2', 'f4', 'f6', 'f8']);
-      const facet = expectStatus(await query(admin, { q: 'filetype = fits', limit: 0, facets: ['filetype'], scope: '/' }), 200).body;
+      const facet = expectStatus(
+        await query(admin, { q: 'filetype = fits', limit: 0, facets: ['filetype'], scope: '/' }),
+        200,
+      ).body;
       expect(facet.facets!.filetype).toEqual([{ value: 'fits', count: 4 }]);
       expectStatus(await alice.client.post(`/api/v1/trash/${del.body.id}/restore`), 200);
       expect(await names(alice.client, { q: 'filetype = fits' })).toEqual(['f0', 'f2', 'f4', 'f6', 'f8']);
@@ -266,14 +435,23 @@ describe('metadata', () => {
       const none = expectStatus(await query(bob.client, { q: 'size exists', facets: ['project'] }), 200).body;
       expect(none.total).toBe(0);
       expect(none.facets!.project).toEqual([]);
-      expectStatus(await alice.client.put('/api/v1/permissions', { path: `${base}/b`, user: bob.username, level: 'read' }), 200);
+      expectStatus(
+        await alice.client.put('/api/v1/permissions', {
+          path: `${base}/b`,
+          user: bob.username,
+          level: 'read',
+        }),
+        200,
+      );
       expect(await names(bob.client, { q: 'size exists' })).toEqual(['f5', 'f6', 'f7', 'f8', 'f9']);
       expect((await query(bob.client, { q: 'size exists', scope: '/' })).body.total).toBe(5);
       // The administrator sees everything.
       expect((await query(admin, { q: 'size exists', scope: base })).body.total).toBe(10);
       // Reading is not writing.
       expectError(
-        await bulk(bob.client, { operations: [{ paths: [`${base}/b/f5`], add: [{ attribute: 'x', value: 'y' }] }] }),
+        await bulk(bob.client, {
+          operations: [{ paths: [`${base}/b/f5`], add: [{ attribute: 'x', value: 'y' }] }],
+        }),
         403,
         ErrorCode.PermissionDenied,
       );
@@ -282,16 +460,26 @@ describe('metadata', () => {
 
   describe('bulk tagging', () => {
     it('applies to everything under a collection and removes again', async () => {
-      const res = expectStatus(await bulk(alice.client, { operations: [{ under: base, add: [{ attribute: 'reviewed', value: 'yes' }] }] }), 200);
+      const res = expectStatus(
+        await bulk(alice.client, {
+          operations: [{ under: base, add: [{ attribute: 'reviewed', value: 'yes' }] }],
+        }),
+        200,
+      );
       expect(res.body.added).toBeGreaterThanOrEqual(10);
       expect(await names(alice.client, { q: 'reviewed = yes and size exists' })).toHaveLength(10);
       const set = expectStatus(
-        await bulk(alice.client, { operations: [{ paths: [`${base}/a/f1`, `${base}/a/f3`], set: [{ attribute: 'size', value: 5 }] }] }),
+        await bulk(alice.client, {
+          operations: [{ paths: [`${base}/a/f1`, `${base}/a/f3`], set: [{ attribute: 'size', value: 5 }] }],
+        }),
         200,
       );
       expect(set.body).toMatchObject({ targets: 2, updated: 2, added: 0, removed: 0 });
       expect(await names(alice.client, { q: 'size = 5' })).toEqual(['f1', 'f3']);
-      const removed = expectStatus(await bulk(alice.client, { operations: [{ under: base, remove: [{ attribute: 'reviewed' }] }] }), 200);
+      const removed = expectStatus(
+        await bulk(alice.client, { operations: [{ under: base, remove: [{ attribute: 'reviewed' }] }] }),
+        200,
+      );
       expect(removed.body.removed).toBe(res.body.added);
       expect(await names(alice.client, { q: 'reviewed exists' })).toEqual([]);
     });
@@ -299,13 +487,20 @@ describe('metadata', () => {
     it('is all or nothing: one unknown path or one bad triple changes nothing', async () => {
       const tag = { attribute: 'atomic', value: 'x' };
       const missing = expectError(
-        await bulk(alice.client, { operations: [{ paths: [`${base}/a/f2`], add: [tag] }, { paths: [`${base}/a/missing`], add: [tag] }] }),
+        await bulk(alice.client, {
+          operations: [
+            { paths: [`${base}/a/f2`], add: [tag] },
+            { paths: [`${base}/a/missing`], add: [tag] },
+          ],
+        }),
         404,
         ErrorCode.NotFound,
       );
       expect(missing.details!.paths).toEqual([`${base}/a/missing`]);
       expectError(
-        await bulk(alice.client, { operations: [{ paths: [`${base}/a/f2`], add: [tag, { attribute: 'bad attr', value: 1 }] }] }),
+        await bulk(alice.client, {
+          operations: [{ paths: [`${base}/a/f2`], add: [tag, { attribute: 'bad attr', value: 1 }] }],
+        }),
         422,
         ErrorCode.ValidationFailed,
       );
@@ -313,7 +508,9 @@ describe('metadata', () => {
       // simulated by a trigger that fails on the second target) rolls back the first.
       await site.query(`CREATE FUNCTION fail_second() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN IF NEW.attribute = 'atomic' AND NEW.value = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`);
-      await site.query(`CREATE TRIGGER fail_second BEFORE INSERT ON metadata_triples FOR EACH ROW EXECUTE FUNCTION fail_second()`);
+      await site.query(
+        `CREATE TRIGGER fail_second BEFORE INSERT ON metadata_triples FOR EACH ROW EXECUTE FUNCTION fail_second()`,
+      );
       try {
         const res = await bulk(alice.client, {
           operations: [
@@ -331,14 +528,30 @@ describe('metadata', () => {
 
   describe('the text form', () => {
     it('points at the offending position', async () => {
-      const err = expectError(await query(alice.client, { q: 'filetype = fits and size >' }), 422, ErrorCode.InvalidQuery);
+      const err = expectError(
+        await query(alice.client, { q: 'filetype = fits and size >' }),
+        422,
+        ErrorCode.InvalidQuery,
+      );
       expect(err.message).toContain('position 27');
       expect(err.details!.position).toEqual(['26']);
-      const e2 = expectError(await query(alice.client, { q: "project like 'coast" }), 422, ErrorCode.InvalidQuery);
+      const e2 = expectError(
+        await query(alice.client, { q: "project like 'coast" }),
+        422,
+        ErrorCode.InvalidQuery,
+      );
       expect(e2.message).toContain('unterminated string');
-      expectError(await query(alice.client, { where: { attribute: 'x', op: 'between', value: [1] } }), 422, ErrorCode.InvalidQuery);
+      expectError(
+        await query(alice.client, { where: { attribute: 'x', op: 'between', value: [1] } }),
+        422,
+        ErrorCode.InvalidQuery,
+      );
       expectError(await query(alice.client, { where: { and: [] } }), 422, ErrorCode.InvalidQuery);
-      expectError(await query(alice.client, { q: 'a = 1', where: { attribute: 'a', op: 'exists' } }), 422, ErrorCode.ValidationFailed);
+      expectError(
+        await query(alice.client, { q: 'a = 1', where: { attribute: 'a', op: 'exists' } }),
+        422,
+        ErrorCode.ValidationFailed,
+      );
     });
   });
 });

@@ -145,7 +145,10 @@ export class MetadataRepository {
   }
 
   /** One triple with the path of what it is on (null when that is gone or in the trash). */
-  async findOne(id: bigint, db: pg.ClientBase | pg.Pool = this.sql.pool): Promise<(TripleRecord & { path: string | null }) | null> {
+  async findOne(
+    id: bigint,
+    db: pg.ClientBase | pg.Pool = this.sql.pool,
+  ): Promise<(TripleRecord & { path: string | null }) | null> {
     const { rows } = await db.query<TripleRow & { path: string | null }>(
       `SELECT t.id, t.object_id, t.collection_id, t.attribute, t.value_type, t.value, t.unit, t.updated_at,
               CASE WHEN t.object_id IS NOT NULL THEN
@@ -162,7 +165,14 @@ export class MetadataRepository {
   async updateOne(
     db: pg.ClientBase,
     id: bigint,
-    t: { attribute: string; type: MetadataValueType; value: string; num?: number; time?: string; unit: string | null },
+    t: {
+      attribute: string;
+      type: MetadataValueType;
+      value: string;
+      num?: number;
+      time?: string;
+      unit: string | null;
+    },
     by: bigint,
   ): Promise<TripleRecord> {
     const { rows } = await db.query<TripleRow>(
@@ -179,7 +189,12 @@ export class MetadataRepository {
   }
 
   /** Removes matching triples from the targets; returns how many. */
-  async remove(db: pg.ClientBase, kind: EntryKind, ids: bigint[], matches: TripleMatchRow[]): Promise<number> {
+  async remove(
+    db: pg.ClientBase,
+    kind: EntryKind,
+    ids: bigint[],
+    matches: TripleMatchRow[],
+  ): Promise<number> {
     if (ids.length === 0 || matches.length === 0) return 0;
     const col = columnOf(kind);
     const { rowCount } = await db.query(

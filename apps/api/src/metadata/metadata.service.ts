@@ -13,9 +13,7 @@ import {
   type Condition,
   type EntryTriplesDto,
   type MetadataQueryResult,
-  type MetadataValueType,
   type TripleDto,
-  type TripleMatch,
   type UpdateTripleRequest,
 } from '@tributary/shared';
 import { AccessService, levelAtLeast, type Visibility } from '../access/access.service';
@@ -26,7 +24,6 @@ import {
   MetadataRepository,
   type EntryKind,
   type MetadataTarget,
-  type TripleMatchRow,
   type TripleRecord,
 } from './metadata.repository';
 
@@ -77,7 +74,11 @@ export class MetadataService {
     private readonly access: AccessService,
   ) {}
 
-  private async target(principal: Principal, path: string, needed: 'read' | 'write'): Promise<MetadataTarget> {
+  private async target(
+    principal: Principal,
+    path: string,
+    needed: 'read' | 'write',
+  ): Promise<MetadataTarget> {
     this.access.assertWithinToken(principal, path);
     const [entry] = await this.repo.resolve([path]);
     if (!entry) {
@@ -87,7 +88,11 @@ export class MetadataService {
       if (!level) throw new DomainError(ErrorCode.PermissionDenied, `you need read access to ${parent}`);
       throw notFound(path);
     }
-    await this.access.require(principal, { path, kind: entry.kind, objectId: entry.kind === 'object' ? entry.id : undefined }, needed);
+    await this.access.require(
+      principal,
+      { path, kind: entry.kind, objectId: entry.kind === 'object' ? entry.id : undefined },
+      needed,
+    );
     return entry;
   }
 
@@ -100,7 +105,9 @@ export class MetadataService {
   async add(principal: Principal, path: string, triples: CheckedTriple[]): Promise<TripleDto[]> {
     const entry = await this.target(principal, path, 'write');
     const added = await this.writing(() =>
-      this.repo.transaction((db) => this.repo.addReturning(db, entry.kind, entry.id, dedupe(triples), principal.userId)),
+      this.repo.transaction((db) =>
+        this.repo.addReturning(db, entry.kind, entry.id, dedupe(triples), principal.userId),
+      ),
     );
     return added.map(toTripleDto);
   }
@@ -116,9 +123,13 @@ export class MetadataService {
           const raw = patch.value ?? (current.type === 'number' ? Number(current.value) : current.value);
           value = typedValue(raw, patch.type ?? (patch.value === undefined ? current.type : undefined));
         } catch (err) {
-          throw new DomainError(ErrorCode.ValidationFailed, `invalid input: value: ${(err as Error).message}`, {
-            value: [(err as Error).message],
-          });
+          throw new DomainError(
+            ErrorCode.ValidationFailed,
+            `invalid input: value: ${(err as Error).message}`,
+            {
+              value: [(err as Error).message],
+            },
+          );
         }
         const updated = await this.repo.updateOne(
           db,
@@ -156,7 +167,14 @@ export class MetadataService {
       );
     } catch (err) {
       // Someone who may not even read the entry learns nothing about the triple.
-      if (err instanceof DomainError && !(await this.access.levelOf(principal, { path: t.path!, kind: t.kind, objectId: t.kind === 'object' ? t.targetId : undefined }))) {
+      if (
+        err instanceof DomainError &&
+        !(await this.access.levelOf(principal, {
+          path: t.path!,
+          kind: t.kind,
+          objectId: t.kind === 'object' ? t.targetId : undefined,
+        }))
+      ) {
         throw notFound(`triple ${t.id}`);
       }
       throw err;
@@ -201,7 +219,10 @@ export class MetadataService {
             if (root?.kind !== 'collection') throw notFound(`collection ${under}`);
             const level = await this.access.inheritedBelow(principal, under);
             if (!levelAtLeast(level, 'write')) {
-              throw new DomainError(ErrorCode.PermissionDenied, `you need write access to everything under ${under}`);
+              throw new DomainError(
+                ErrorCode.PermissionDenied,
+                `you need write access to everything under ${under}`,
+              );
             }
             for (const kind of ['object', 'collection'] as const) {
               if (op.include !== 'all' && op.include !== `${kind}s`) continue;
@@ -210,7 +231,10 @@ export class MetadataService {
             }
           }
         }
-        const rows = work.reduce((n, w) => n + w.ids.length * (w.op.add.length + w.op.set.length + w.op.remove.length), 0);
+        const rows = work.reduce(
+          (n, w) => n + w.ids.length * (w.op.add.length + w.op.set.length + w.op.remove.length),
+          0,
+        );
         if (rows > MAX_BULK_ROWS) {
           throw new DomainError(
             ErrorCode.PayloadTooLarge,
@@ -251,7 +275,11 @@ export class MetadataService {
     const v = await this.access.visibility(principal, 'write');
     for (const e of entries) {
       if (covers(v, e, principal.userId)) continue;
-      await this.access.require(principal, { path: e.path, kind: e.kind, objectId: e.kind === 'object' ? e.id : undefined }, 'write');
+      await this.access.require(
+        principal,
+        { path: e.path, kind: e.kind, objectId: e.kind === 'object' ? e.id : undefined },
+        'write',
+      );
     }
   }
 
@@ -276,7 +304,12 @@ export class MetadataService {
     ]);
     const items = page.slice(0, input.limit);
     const more = input.limit > 0 && page.length > input.limit;
-    const triples = input.withTriples ? await this.repo.listMany(input.kind, items.map((i) => i.id)) : undefined;
+    const triples = input.withTriples
+      ? await this.repo.listMany(
+          input.kind,
+          items.map((i) => i.id),
+        )
+      : undefined;
     const result: MetadataQueryResult = {
       items: items.map((h) => ({
         kind: input.kind,
@@ -332,7 +365,10 @@ export class MetadataService {
       return await fn();
     } catch (err) {
       if ((err as { code?: string }).code === FK_VIOLATION) {
-        throw new DomainError(ErrorCode.NotFound, 'an object or collection was deleted while its metadata was being changed; nothing was changed');
+        throw new DomainError(
+          ErrorCode.NotFound,
+          'an object or collection was deleted while its metadata was being changed; nothing was changed',
+        );
       }
       throw err;
     }
@@ -360,7 +396,9 @@ function dedupe(triples: CheckedTriple[]): CheckedTriple[] {
   });
 }
 
-function dedupeRows(rows: { target: bigint; triple: CheckedTriple }[]): { target: bigint; triple: CheckedTriple }[] {
+function dedupeRows(
+  rows: { target: bigint; triple: CheckedTriple }[],
+): { target: bigint; triple: CheckedTriple }[] {
   const seen = new Set<string>();
   return rows.filter((r) => {
     const k = `${r.target}\u0000${tripleKey(r.triple)}`;
@@ -397,4 +435,3 @@ function decodeCursor(cursor: string, sort: QuerySort, order: string): { value: 
   );
 }
 
-export type { MetadataValueType, TripleMatch };

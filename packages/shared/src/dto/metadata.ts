@@ -9,17 +9,14 @@ import {
 } from '../metadata-query';
 import { IdSchema, PathSchema, text } from './common';
 
-export const AttributeSchema = z.string().refine(
-  (v) => {
-    try {
-      checkAttribute(v);
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  'must be a letter or _, then letters, digits, _ . : or - (at most 63 characters)',
-);
+export const AttributeSchema = z.string().refine((v) => {
+  try {
+    checkAttribute(v);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be a letter or _, then letters, digits, _ . : or - (at most 63 characters)');
 
 const UnitSchema = text(0, MAX_UNIT_LENGTH).nullable().optional();
 const RawValueSchema = z.union([z.string(), z.number()]);
@@ -35,7 +32,14 @@ export const TripleInputSchema = z
   .transform((t, ctx) => {
     try {
       const v = typedValue(t.value, t.type);
-      return { attribute: t.attribute, type: v.type, value: v.text, num: v.num, time: v.time, unit: t.unit || null };
+      return {
+        attribute: t.attribute,
+        type: v.type,
+        value: v.text,
+        num: v.num,
+        time: v.time,
+        unit: t.unit || null,
+      };
     } catch (err) {
       ctx.addIssue({ code: 'custom', path: ['value'], message: (err as Error).message });
       return z.NEVER;
@@ -98,7 +102,10 @@ export const BulkOperationSchema = z
     /** Triples removed. */
     remove: z.array(TripleMatchSchema).max(1000).default([]),
   })
-  .refine((o) => (o.paths === undefined) !== (o.under === undefined), 'give exactly one of "paths" or "under"')
+  .refine(
+    (o) => (o.paths === undefined) !== (o.under === undefined),
+    'give exactly one of "paths" or "under"',
+  )
   .refine((o) => o.add.length + o.set.length + o.remove.length > 0, 'give at least one of add, set, remove');
 
 export const BulkMetadataSchema = z.object({ operations: z.array(BulkOperationSchema).min(1).max(100_000) });
@@ -137,7 +144,9 @@ export const MetadataQuerySchema = z
     count: z.boolean().default(true),
   })
   .refine((v) => v.where === undefined || v.q === undefined, 'give "where" or "q", not both');
-export type MetadataQueryRequest = Omit<z.input<typeof MetadataQuerySchema>, 'where'> & { where?: ConditionJson };
+export type MetadataQueryRequest = Omit<z.input<typeof MetadataQuerySchema>, 'where'> & {
+  where?: ConditionJson;
+};
 
 export interface TripleDto {
   id: string;

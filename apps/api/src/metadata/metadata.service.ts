@@ -434,4 +434,3 @@ function decodeCursor(cursor: string, sort: QuerySort, order: string): { value: 
     'the cursor is not one this query returned (it must come from the same sort and order)',
   );
 }
-

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { Condition, MetadataValueType } from '@tributary/shared';
+import { escapeLike, type Condition, type MetadataValueType } from '@tributary/shared';
 import { SqlPool } from '../database/sql-pool';
 import type { Visibility } from '../access/access.service';
-import { escapeLike, type EntryKind } from './metadata.repository';
+import type { EntryKind } from './metadata.repository';
 import { ConditionCompiler, SqlParams } from './query-compiler';
 
 export type QuerySort = 'name' | 'size' | 'modified' | 'created';

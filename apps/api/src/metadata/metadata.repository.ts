@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { splitPath, type CheckedTriple, type MetadataValueType } from '@tributary/shared';
+import { inTransaction } from '@tributary/replication';
+import { escapeLike, splitPath, type CheckedTriple, type MetadataValueType } from '@tributary/shared';
 import type pg from 'pg';
 import { SqlPool } from '../database/sql-pool';
 import type { TargetColumn } from './query-compiler';
@@ -69,19 +70,8 @@ export class MetadataRepository {
   constructor(readonly sql: SqlPool) {}
 
   /** Runs `fn` in one transaction on one connection. */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.sql.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.sql.pool, fn);
   }
 
   /** Live objects and collections by path (a path that is both is impossible). Missing paths are left out. */
@@ -334,8 +324,4 @@ function tripleArrays(rows: { target: bigint; triple: CheckedTriple }[]): unknow
     unit[i] = triple.unit;
   }
   return [tid, attr, typ, val, num, tm, unit];
-}
-
-export function escapeLike(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => '\\' + c);
 }

@@ -162,6 +162,18 @@ export class MetadataQueryRepository {
    * condition", and the count runs over the attribute's index alone, leaving out trashed entries by
    * an anti-join (few rows) instead of joining every triple to its entry.
    */
+  /** Which value types an attribute has anywhere in the catalog. */
+  private async typesOf(attribute: string): Promise<MetadataValueType[]> {
+    const { rows } = await this.sql.query<{ text: boolean; number: boolean; time: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM metadata_triples WHERE value_type = 'text' AND attribute = $1) AS text,
+              EXISTS (SELECT 1 FROM metadata_triples WHERE num IS NOT NULL AND attribute = $1) AS number,
+              EXISTS (SELECT 1 FROM metadata_triples WHERE time IS NOT NULL AND attribute = $1) AS time`,
+      [attribute],
+    );
+    const r = rows[0]!;
+    return (['text', 'number', 'time'] as const).filter((t) => r[t]);
+  }
+
   async facet(spec: QuerySpec, attribute: string, limit: number): Promise<FacetCount[]> {
     const params = new SqlParams();
     const col = spec.kind === 'object' ? 'object_id' : 'collection_id';
@@ -177,17 +189,21 @@ export class MetadataQueryRepository {
     } else {
       entryFilter = `f.${col} IN (SELECT e.id ${this.filter(spec, params)})`;
     }
+    // Only the value types the attribute has (three index probes): a branch per type that has no
+    // triples would still cost planning and a parallel append.
+    const types = await this.typesOf(attribute);
+    if (types.length === 0) return [];
+    const branch: Record<MetadataValueType, string> = {
+      text: `SELECT 'text' AS type, f.value, count(*) AS n FROM metadata_triples f
+              WHERE f.value_type = 'text' AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.value`,
+      number: `SELECT 'number' AS type, min(f.value) AS value, count(*) AS n FROM metadata_triples f
+                WHERE f.num IS NOT NULL AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.num`,
+      time: `SELECT 'time' AS type, min(f.value) AS value, count(*) AS n FROM metadata_triples f
+              WHERE f.time IS NOT NULL AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.time`,
+    };
     const { rows } = await this.sql.pool.query<{ type: MetadataValueType; value: string; n: string }>(
-      `SELECT * FROM (
-         SELECT 'text' AS type, f.value, count(*) AS n FROM metadata_triples f
-          WHERE f.value_type = 'text' AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.value
-         UNION ALL
-         SELECT 'number', min(f.value), count(*) FROM metadata_triples f
-          WHERE f.num IS NOT NULL AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.num
-         UNION ALL
-         SELECT 'time', min(f.value), count(*) FROM metadata_triples f
-          WHERE f.time IS NOT NULL AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.time
-       ) v ORDER BY n DESC, type, value LIMIT ${params.add(limit)}`,
+      `SELECT * FROM (${types.map((t) => branch[t]).join(' UNION ALL ')}) v
+        ORDER BY n DESC, type, value LIMIT ${params.add(limit)}`,
       params.values,
     );
     return rows.map((r) => ({ type: r.type, value: r.value, count: Number(r.n) }));

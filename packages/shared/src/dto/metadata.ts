@@ -57,9 +57,11 @@ export const TripleMatchSchema = z
     unit: UnitSchema,
   })
   .transform((t, ctx) => {
-    if (t.value === undefined) return { attribute: t.attribute, value: null, unit: t.unit ?? undefined };
+    // unit: absent matches any unit; null or '' only triples without one.
+    const unit = t.unit === undefined ? undefined : t.unit || null;
+    if (t.value === undefined) return { attribute: t.attribute, value: null, unit };
     try {
-      return { attribute: t.attribute, value: typedValue(t.value, t.type).text, unit: t.unit ?? undefined };
+      return { attribute: t.attribute, value: typedValue(t.value, t.type).text, unit };
     } catch (err) {
       ctx.addIssue({ code: 'custom', path: ['value'], message: (err as Error).message });
       return z.NEVER;

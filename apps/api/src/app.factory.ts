@@ -52,10 +52,14 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   // JSON bodies only on the JSON API; object data streams through untouched (see DataController),
   // and peer requests are read raw because their signature covers the exact bytes.
   const json = express.json({ limit: '1mb' });
+  // Bulk tagging takes many triples in one request (the bulk load of a million objects).
+  const bulkJson = express.json({ limit: '64mb' });
   app.use((req: express.Request, res: express.Response, next: express.NextFunction) =>
     req.path.startsWith('/api/v1/data') || req.path.startsWith('/api/v1/replication/peer/')
       ? next()
-      : json(req, res, next),
+      : req.path === '/api/v1/metadata/bulk'
+        ? bulkJson(req, res, next)
+        : json(req, res, next),
   );
   app.enableShutdownHooks();
 

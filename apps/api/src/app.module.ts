@@ -12,6 +12,7 @@ import { DatabaseModule } from './database/database.module';
 import { DATABASE_CONNECTION } from './database/sql-pool';
 import { DataModule } from './data/data.module';
 import { HealthModule } from './health/health.module';
+import { MetadataModule } from './metadata/metadata.module';
 import { NamespaceModule } from './namespace/namespace.module';
 import { ReplicationModule } from './replication/replication.module';
 import { SitesModule } from './sites/sites.module';
@@ -43,6 +44,7 @@ export class AppModule {
         ReplicationModule,
         UploadsModule,
         ConflictsModule,
+        MetadataModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

@@ -692,6 +692,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["MetadataController_list"];
+        put?: never;
+        post: operations["MetadataController_add"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/metadata/triples/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["MetadataController_remove"];
+        options?: never;
+        head?: never;
+        patch: operations["MetadataController_update"];
+        trace?: never;
+    };
+    "/api/v1/metadata/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["MetadataController_bulk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/metadata/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["MetadataController_query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -803,6 +867,85 @@ export interface components {
                 [key: string]: unknown;
             };
             name?: string;
+        };
+        AddTriplesDto: {
+            triples: {
+                attribute: string;
+                value: string | number;
+                /** @enum {string} */
+                type?: "text" | "number" | "time";
+                unit?: string | null;
+            }[];
+        };
+        UpdateTripleDto: {
+            attribute?: string;
+            value?: string[];
+            /** @enum {string} */
+            type?: "text" | "number" | "time";
+            unit?: string | null;
+        };
+        BulkMetadataDto: {
+            operations: {
+                paths?: string[];
+                under?: string;
+                /**
+                 * @default objects
+                 * @enum {string}
+                 */
+                include: "objects" | "collections" | "all";
+                add?: {
+                    attribute: string;
+                    value: string | number;
+                    /** @enum {string} */
+                    type?: "text" | "number" | "time";
+                    unit?: string | null;
+                }[];
+                set?: {
+                    attribute: string;
+                    value: string | number;
+                    /** @enum {string} */
+                    type?: "text" | "number" | "time";
+                    unit?: string | null;
+                }[];
+                remove?: {
+                    attribute: string;
+                    value?: string | number;
+                    /** @enum {string} */
+                    type?: "text" | "number" | "time";
+                    unit?: string | null;
+                }[];
+            }[];
+        };
+        MetadataQueryDto: {
+            where?: unknown;
+            q?: string;
+            scope?: string;
+            /**
+             * @default object
+             * @enum {string}
+             */
+            kind: "object" | "collection";
+            /**
+             * @default name
+             * @enum {string}
+             */
+            sort: "name" | "size" | "modified" | "created";
+            /**
+             * @default asc
+             * @enum {string}
+             */
+            order: "asc" | "desc";
+            /** @default 100 */
+            limit: number;
+            cursor?: string;
+            /** @default [] */
+            facets: string[];
+            /** @default 50 */
+            facetLimit: number;
+            /** @default false */
+            withTriples: boolean;
+            /** @default true */
+            count: boolean;
         };
     };
     responses: never;
@@ -1903,6 +2046,132 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ConflictDecisionDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    MetadataController_list: {
+        parameters: {
+            query: {
+                path: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    MetadataController_add: {
+        parameters: {
+            query: {
+                path: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddTriplesDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    MetadataController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    MetadataController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTripleDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    MetadataController_bulk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkMetadataDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    MetadataController_query: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetadataQueryDto"];
             };
         };
         responses: {

@@ -18,6 +18,16 @@ import type {
   PermissionDto,
   TrashEntryDto,
 } from './dto/namespace';
+import type {
+  AddTriplesRequest,
+  BulkMetadataRequest,
+  BulkMetadataResult,
+  EntryTriplesDto,
+  MetadataQueryRequest,
+  MetadataQueryResult,
+  TripleDto,
+  UpdateTripleRequest,
+} from './dto/metadata';
 import { ErrorCode, type ErrorBody } from './errors';
 
 /** A failed API call, carrying the stable error code the API answered with. */
@@ -126,6 +136,36 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<PermissionDto[]>(http.GET('/api/v1/permissions', { params: { query: { path } }, ...safe })),
     setPermission: (body: GrantRequest) =>
       unwrap<PermissionDto[]>(http.PUT('/api/v1/permissions', { body, ...unsafe() })),
+
+    /** The metadata triples of one object or collection. */
+    metadata: (path: string) =>
+      unwrap<EntryTriplesDto>(http.GET('/api/v1/metadata', { params: { query: { path } }, ...safe })),
+    addMetadata: (path: string, triples: AddTriplesRequest['triples']) =>
+      unwrap<TripleDto[]>(
+        http.POST('/api/v1/metadata', {
+          params: { query: { path } },
+          body: { triples } as never,
+          ...unsafe(),
+        }),
+      ),
+    updateTriple: (id: string, body: UpdateTripleRequest) =>
+      unwrap<TripleDto>(
+        http.PATCH('/api/v1/metadata/triples/{id}', {
+          params: { path: { id } },
+          body: body as never,
+          ...unsafe(),
+        }),
+      ),
+    removeTriple: (id: string) =>
+      unwrap<void>(http.DELETE('/api/v1/metadata/triples/{id}', { params: { path: { id } }, ...unsafe() })),
+    /** Adds, replaces and removes triples on many entries at once, all or nothing. */
+    bulkMetadata: (body: BulkMetadataRequest) =>
+      unwrap<BulkMetadataResult>(http.POST('/api/v1/metadata/bulk', { body: body as never, ...unsafe() })),
+    /** Finds objects (or collections) by metadata: `q` in the text form or `where` in JSON. */
+    queryMetadata: (body: MetadataQueryRequest, signal?: AbortSignal) =>
+      unwrap<MetadataQueryResult>(
+        http.POST('/api/v1/metadata/query', { body: body as never, ...unsafe(), signal }),
+      ),
 
     /** Uploads bytes (a Blob, a buffer, or a stream with `duplex: 'half'` support) to a path. */
     async upload(

@@ -7,4 +7,6 @@ export * from './dto/namespace';
 export * from './dto/replication';
 export * from './dto/uploads';
 export * from './dto/conflicts';
+export * from './dto/metadata';
+export * from './metadata-query';
 export * from './client';

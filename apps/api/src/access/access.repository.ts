@@ -44,4 +44,25 @@ export class AccessRepository {
     );
     return rows[0]?.level ?? null;
   }
+
+  /**
+   * The collections where the user holds at least `level` through ownership or a grant to them or
+   * one of their groups: `recursive` when it covers everything below too. One round trip; the
+   * metadata query turns these into a filter on paths.
+   */
+  async collectionGrants(
+    userId: bigint,
+    groupIds: bigint[],
+    level: PermissionLevel,
+  ): Promise<{ path: string; recursive: boolean }[]> {
+    const groups = (groupIds.length ? groupIds : [0n]).map(String);
+    const { rows } = await this.sql.query<{ path: string; recursive: boolean }>(
+      `SELECT path, true AS recursive FROM collections WHERE trash_id = 0 AND owner_id = $1
+       UNION
+       SELECT c.path, p.recursive FROM permissions p JOIN collections c ON c.id = p.collection_id AND c.trash_id = 0
+        WHERE (p.user_id = $1 OR p.group_id = ANY($2::bigint[])) AND p.level >= $3::"PermissionLevel"`,
+      [userId.toString(), groups, level],
+    );
+    return rows;
+  }
 }

@@ -17,6 +17,22 @@ export function levelAtLeast(held: PermissionLevel | null, needed: PermissionLev
   return held !== null && RANK[held] >= RANK[needed];
 }
 
+/**
+ * Which entries a caller may reach at some level, as a filter for queries over many entries
+ * (metadata search): everything (`all`), or the subtrees under `roots`, the collections in `exact`
+ * (grants that do not recurse), entries the user owns and objects granted to them directly.
+ * `confinedTo` (a token's collection) applies in every case.
+ */
+export interface Visibility {
+  all: boolean;
+  userId: bigint;
+  groupIds: bigint[];
+  level: PermissionLevel;
+  roots: string[];
+  exact: string[];
+  confinedTo: string | null;
+}
+
 export interface AccessTarget {
   path: string;
   kind: 'collection' | 'object';
@@ -58,6 +74,25 @@ export class AccessService {
       collectionPath: null,
       objectId: null,
     });
+  }
+
+  /** What the caller may reach with at least `level`, for filtering many entries at once. */
+  async visibility(principal: Principal, level: PermissionLevel): Promise<Visibility> {
+    const base = {
+      userId: principal.userId,
+      groupIds: principal.groupIds,
+      level,
+      confinedTo: principal.token?.collectionPath ?? null,
+    };
+    if (principal.isAdmin) return { ...base, all: true, roots: ['/'], exact: [] };
+    const grants = await this.repo.collectionGrants(principal.userId, principal.groupIds, level);
+    const recursive = grants.filter((g) => g.recursive).map((g) => g.path);
+    // Keep only the topmost subtrees: a root inside another adds nothing.
+    const roots = recursive.filter((p) => !recursive.some((q) => q !== p && isWithin(p, q)));
+    const exact = grants
+      .filter((g) => !g.recursive && !roots.some((r) => isWithin(g.path, r)))
+      .map((g) => g.path);
+    return { ...base, all: roots.includes('/'), roots, exact };
   }
 
   /** Throws PERMISSION_DENIED (or TOKEN_OUTSIDE_COLLECTION) unless the caller holds `needed`. */

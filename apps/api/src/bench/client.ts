@@ -157,6 +157,18 @@ export class BenchClient {
     return (JSON.parse(me.text) as { homePath: string }).homePath;
   }
 
+  /** POSTs a JSON body (already serialised) and returns the parsed reply. */
+  async postJson<T>(path: string, body: string): Promise<T> {
+    const reply = expectOk(
+      await this.transport.request('POST', path, this.auth({ 'content-type': 'application/json' }), {
+        kind: 'bytes',
+        data: body,
+      }),
+      `POST ${path}`,
+    );
+    return JSON.parse(reply.text) as T;
+  }
+
   async makeCollection(path: string): Promise<void> {
     expectOk(
       await this.transport.request(

@@ -27,6 +27,8 @@ export interface BenchSite {
   admin?: { username: string; password: string };
   /** Set for a remote site (TRIBUTARY_TOKEN). */
   token?: string;
+  /** Set for a local site: its catalog database (for benches that set up data or measure a baseline in SQL). */
+  connection?: pg.ClientConfig;
   /** Stops what the bench started and removes its temp directories. */
   close(): Promise<void>;
 }
@@ -99,6 +101,7 @@ export async function localSite(mode: SiteMode): Promise<BenchSite> {
       baseUrl: `http://127.0.0.1:${port}`,
       scratchDir,
       admin: { username: config.adminUsername, password },
+      connection,
       description: `own site (${mode === 'thread' ? 'API in a worker thread' : 'API inline'}), embedded PostgreSQL in ${root}`,
       close,
     };

@@ -39,7 +39,8 @@ export const MAX_SCANNED = 10_000;
 const SELECT_RECORDS = `
   SELECT to_jsonb(c) || jsonb_build_object(
            'path', COALESCE(oc.path || CASE WHEN oc.path = '/' THEN '' ELSE '/' END || o.name, col.path,
-                            pc.path, po_c.path || CASE WHEN po_c.path = '/' THEN '' ELSE '/' END || po.name),
+                            pc.path, po_c.path || CASE WHEN po_c.path = '/' THEN '' ELSE '/' END || po.name,
+                            mc.path, mo_c.path || CASE WHEN mo_c.path = '/' THEN '' ELSE '/' END || mo.name),
            'collection_path', cc.path,
            'owner_id', COALESCE(o.owner_id, col.owner_id)::text) AS row
     FROM conflicts c
@@ -50,6 +51,10 @@ const SELECT_RECORDS = `
     LEFT JOIN collections pc ON pc.id = pm.collection_id
     LEFT JOIN data_objects po ON po.id = pm.object_id
     LEFT JOIN collections po_c ON po_c.id = po.collection_id
+    LEFT JOIN metadata_triples mt ON c.tbl = 'metadata_triples' AND mt.id::text = c.row_key
+    LEFT JOIN collections mc ON mc.id = mt.collection_id
+    LEFT JOIN data_objects mo ON mo.id = mt.object_id
+    LEFT JOIN collections mo_c ON mo_c.id = mo.collection_id
     LEFT JOIN collections cc ON cc.id = c.collection_id`;
 
 @Injectable()

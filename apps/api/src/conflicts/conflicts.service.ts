@@ -54,7 +54,13 @@ const SECRET_FIELDS = ['password_hash', 'secret_hash'];
 const BOOKKEEPING = new Set(['updated_at', 'updated_by']);
 
 /** Tables whose records live in the namespace (a path decides who may see and decide). */
-const NAMESPACE_TABLES = new Set(['data_objects', 'collections', 'permissions', 'conflict_policies']);
+const NAMESPACE_TABLES = new Set([
+  'data_objects',
+  'collections',
+  'permissions',
+  'conflict_policies',
+  'metadata_triples',
+]);
 
 interface Rights {
   see: boolean;

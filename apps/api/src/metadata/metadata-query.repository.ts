@@ -1,0 +1,211 @@
+import { Injectable } from '@nestjs/common';
+import { escapeLike, type Condition, type MetadataValueType } from '@tributary/shared';
+import { SqlPool } from '../database/sql-pool';
+import type { Visibility } from '../access/access.service';
+import type { EntryKind } from './metadata.repository';
+import { ConditionCompiler, SqlParams } from './query-compiler';
+
+export type QuerySort = 'name' | 'size' | 'modified' | 'created';
+
+export interface QuerySpec {
+  kind: EntryKind;
+  where: Condition | null;
+  scope: string;
+  sort: QuerySort;
+  order: 'asc' | 'desc';
+  limit: number;
+  /** Sort value and id of the last entry of the previous page. */
+  after: { value: string; id: bigint } | null;
+  visibility: Visibility;
+}
+
+export interface QueryHit {
+  id: bigint;
+  name: string;
+  path: string;
+  size: bigint;
+  updatedAt: Date;
+  /** The sort value, for the next cursor. */
+  sortValue: string;
+}
+
+export interface FacetCount {
+  type: MetadataValueType;
+  value: string;
+  count: number;
+}
+
+const SORT_EXPR: Record<EntryKind, Record<QuerySort, { expr: string; cast: string }>> = {
+  object: {
+    name: { expr: 'e.name', cast: '::text' },
+    size: { expr: 'e.size', cast: '::bigint' },
+    modified: { expr: 'e.updated_at', cast: '::timestamptz' },
+    created: { expr: 'e.created_at', cast: '::timestamptz' },
+  },
+  collection: {
+    name: { expr: 'e.name', cast: '::text' },
+    size: { expr: '0::bigint', cast: '::bigint' },
+    modified: { expr: 'e.updated_at', cast: '::timestamptz' },
+    created: { expr: 'e.created_at', cast: '::timestamptz' },
+  },
+};
+
+/**
+ * The metadata query in SQL (docs/metadata.md). Queries are built per request and sent as unnamed
+ * statements, so PostgreSQL plans each with its parameter values (a prefix pattern becomes an index
+ * range, a rare value is told from a common one) instead of reusing one generic plan.
+ */
+@Injectable()
+export class MetadataQueryRepository {
+  constructor(private readonly sql: SqlPool) {}
+
+  /**
+   * FROM and WHERE of the entries that are live, in scope, visible to the caller and match the
+   * condition. `e` is the entry (a data object or a collection).
+   */
+  private filter(spec: QuerySpec, params: SqlParams): string {
+    const col = spec.kind === 'object' ? 'object_id' : 'collection_id';
+    const where: string[] = ['e.trash_id = 0'];
+    // Path conditions on the collection holding an object, or on the collection itself.
+    const pathCond = (pathExpr: string, subtree: string): string =>
+      subtree === '/'
+        ? 'true'
+        : `(${pathExpr} = ${params.add(subtree)} OR ${pathExpr} LIKE ${params.add(escapeLike(subtree) + '/%')})`;
+    const inCollections = (cond: string): string =>
+      `e.collection_id IN (SELECT c.id FROM collections c WHERE c.trash_id = 0 AND ${cond})`;
+    const onPaths = (cond: (p: string) => string): string =>
+      spec.kind === 'object' ? inCollections(cond('c.path')) : cond('e.path');
+
+    for (const subtree of [spec.scope, spec.visibility.confinedTo]) {
+      if (subtree && subtree !== '/') where.push(onPaths((p) => pathCond(p, subtree)));
+    }
+    const v = spec.visibility;
+    if (!v.all) {
+      const user = params.add(v.userId.toString());
+      const likes = v.roots.map((r) => escapeLike(r) + '/%');
+      const either: string[] = [`e.owner_id = ${user}`];
+      if (v.roots.length) {
+        const roots = params.add(v.roots, '::text[]');
+        const rootLikes = params.add(likes, '::text[]');
+        either.push(onPaths((p) => `(${p} = ANY(${roots}) OR ${p} LIKE ANY(${rootLikes}))`));
+      }
+      if (spec.kind === 'collection' && v.exact.length)
+        either.push(`e.path = ANY(${params.add(v.exact, '::text[]')})`);
+      if (spec.kind === 'object') {
+        const groups = (v.groupIds.length ? v.groupIds : [0n]).map(String);
+        either.push(
+          `EXISTS (SELECT 1 FROM permissions p WHERE p.object_id = e.id AND (p.user_id = ${user} OR p.group_id = ANY(${params.add(groups, '::bigint[]')})) AND p.level >= ${params.add(v.level)}::"PermissionLevel")`,
+        );
+      }
+      where.push(`(${either.join(' OR ')})`);
+    }
+    if (spec.where) where.push(new ConditionCompiler(params, col).predicate(spec.where, 'e.id'));
+    const table = spec.kind === 'object' ? 'data_objects' : 'collections';
+    return `FROM ${table} e WHERE ${where.join(' AND ')}`;
+  }
+
+  async page(spec: QuerySpec): Promise<QueryHit[]> {
+    if (spec.limit === 0) return [];
+    const params = new SqlParams();
+    const from = this.filter(spec, params);
+    const sort = SORT_EXPR[spec.kind][spec.sort];
+    const dir = spec.order === 'asc' ? 'ASC' : 'DESC';
+    let keyset = '';
+    if (spec.after) {
+      const cmp = spec.order === 'asc' ? '>' : '<';
+      keyset = ` AND (${sort.expr}, e.id) ${cmp} (${params.add(spec.after.value, sort.cast)}, ${params.add(spec.after.id.toString())}::bigint)`;
+    }
+    const pathExpr =
+      spec.kind === 'object'
+        ? `(SELECT CASE WHEN c.path = '/' THEN '/' ELSE c.path || '/' END FROM collections c WHERE c.id = e.collection_id) || e.name`
+        : 'e.path';
+    const sizeExpr = spec.kind === 'object' ? 'e.size' : '0::bigint';
+    const sortText =
+      sort.cast === '::timestamptz'
+        ? `to_char(${sort.expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+        : `${sort.expr}::text`;
+    const { rows } = await this.sql.pool.query<{
+      id: string;
+      name: string;
+      path: string;
+      size: string;
+      updated_at: Date;
+      sort_value: string;
+    }>(
+      `SELECT e.id, e.name, ${pathExpr} AS path, ${sizeExpr} AS size, e.updated_at, ${sortText} AS sort_value
+       ${from}${keyset}
+       ORDER BY ${sort.expr} ${dir}, e.id ${dir} LIMIT ${params.add(spec.limit)}`,
+      params.values,
+    );
+    return rows.map((r) => ({
+      id: BigInt(r.id),
+      name: r.name,
+      path: r.path,
+      size: BigInt(r.size),
+      updatedAt: r.updated_at,
+      sortValue: r.sort_value,
+    }));
+  }
+
+  async count(spec: QuerySpec): Promise<number> {
+    const params = new SqlParams();
+    const { rows } = await this.sql.pool.query<{ n: string }>(
+      `SELECT count(*) AS n ${this.filter(spec, params)}`,
+      params.values,
+    );
+    return Number(rows[0]!.n);
+  }
+
+  /**
+   * The values of an attribute and how many entries of the result have each, most frequent first.
+   * When the caller sees everything in scope `/`, the result is "live entries matching the
+   * condition", and the count runs over the attribute's index alone, leaving out trashed entries by
+   * an anti-join (few rows) instead of joining every triple to its entry.
+   */
+  /** Which value types an attribute has anywhere in the catalog. */
+  private async typesOf(attribute: string): Promise<MetadataValueType[]> {
+    const { rows } = await this.sql.query<{ text: boolean; number: boolean; time: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM metadata_triples WHERE value_type = 'text' AND attribute = $1) AS text,
+              EXISTS (SELECT 1 FROM metadata_triples WHERE num IS NOT NULL AND attribute = $1) AS number,
+              EXISTS (SELECT 1 FROM metadata_triples WHERE time IS NOT NULL AND attribute = $1) AS time`,
+      [attribute],
+    );
+    const r = rows[0]!;
+    return (['text', 'number', 'time'] as const).filter((t) => r[t]);
+  }
+
+  async facet(spec: QuerySpec, attribute: string, limit: number): Promise<FacetCount[]> {
+    const params = new SqlParams();
+    const col = spec.kind === 'object' ? 'object_id' : 'collection_id';
+    const attr = params.add(attribute);
+    const unrestricted = spec.visibility.all && spec.scope === '/' && !spec.visibility.confinedTo;
+    let entryFilter: string;
+    if (unrestricted) {
+      const table = spec.kind === 'object' ? 'data_objects' : 'collections';
+      const cond = spec.where
+        ? ` AND ${new ConditionCompiler(params, col).predicate(spec.where, `f.${col}`)}`
+        : '';
+      entryFilter = `f.${col} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${table} d WHERE d.id = f.${col} AND d.trash_id > 0)${cond}`;
+    } else {
+      entryFilter = `f.${col} IN (SELECT e.id ${this.filter(spec, params)})`;
+    }
+    // Only the value types the attribute has (three index probes): a branch per type that has no
+    // triples would still cost planning and a parallel append.
+    const types = await this.typesOf(attribute);
+    if (types.length === 0) return [];
+    const branch: Record<MetadataValueType, string> = {
+      text: `SELECT 'text' AS type, f.value, count(*) AS n FROM metadata_triples f
+              WHERE f.value_type = 'text' AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.value`,
+      number: `SELECT 'number' AS type, min(f.value) AS value, count(*) AS n FROM metadata_triples f
+                WHERE f.num IS NOT NULL AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.num`,
+      time: `SELECT 'time' AS type, min(f.value) AS value, count(*) AS n FROM metadata_triples f
+              WHERE f.time IS NOT NULL AND f.attribute = ${attr} AND ${entryFilter} GROUP BY f.time`,
+    };
+    const { rows } = await this.sql.pool.query<{ type: MetadataValueType; value: string; n: string }>(
+      `SELECT * FROM (${types.map((t) => branch[t]).join(' UNION ALL ')}) v
+        ORDER BY n DESC, type, value LIMIT ${params.add(limit)}`,
+      params.values,
+    );
+    return rows.map((r) => ({ type: r.type, value: r.value, count: Number(r.n) }));
+  }
+}

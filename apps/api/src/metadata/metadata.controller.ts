@@ -1,0 +1,78 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import {
+  AddTriplesSchema,
+  BulkMetadataSchema,
+  MetadataQuerySchema,
+  PathQuerySchema,
+  TripleIdParamSchema,
+  UpdateTripleSchema,
+  type BulkMetadataResult,
+  type EntryTriplesDto,
+  type MetadataQueryResult,
+  type TripleDto,
+} from '@tributary/shared';
+import { createZodDto } from 'nestjs-zod';
+import { CurrentPrincipal } from '../auth/auth.decorators';
+import type { Principal } from '../common/principal';
+import { MetadataService } from './metadata.service';
+
+class PathQueryDto extends createZodDto(PathQuerySchema) {}
+class AddTriplesDto extends createZodDto(AddTriplesSchema) {}
+class UpdateTripleDto extends createZodDto(UpdateTripleSchema) {}
+class TripleIdParamDto extends createZodDto(TripleIdParamSchema) {}
+class BulkMetadataDto extends createZodDto(BulkMetadataSchema) {}
+class MetadataQueryDto extends createZodDto(MetadataQuerySchema) {}
+
+@ApiTags('metadata')
+@Controller('api/v1/metadata')
+export class MetadataController {
+  constructor(private readonly metadata: MetadataService) {}
+
+  /** The triples of one data object or collection. */
+  @Get()
+  list(@CurrentPrincipal() p: Principal, @Query() q: PathQueryDto): Promise<EntryTriplesDto> {
+    return this.metadata.list(p, q.path);
+  }
+
+  /** Adds triples to one data object or collection; returns those added (identical ones are not added twice). */
+  @Post()
+  add(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: PathQueryDto,
+    @Body() body: AddTriplesDto,
+  ): Promise<TripleDto[]> {
+    return this.metadata.add(p, q.path, body.triples);
+  }
+
+  /** Changes one triple (its attribute, value or unit). */
+  @Patch('triples/:id')
+  update(
+    @CurrentPrincipal() p: Principal,
+    @Param() params: TripleIdParamDto,
+    @Body() body: UpdateTripleDto,
+  ): Promise<TripleDto> {
+    return this.metadata.update(p, BigInt(params.id), body);
+  }
+
+  /** Removes one triple. */
+  @Delete('triples/:id')
+  @HttpCode(204)
+  async remove(@CurrentPrincipal() p: Principal, @Param() params: TripleIdParamDto): Promise<void> {
+    await this.metadata.remove(p, BigInt(params.id));
+  }
+
+  /** Adds, replaces and removes triples on many objects or collections, or everything under one, atomically. */
+  @Post('bulk')
+  @HttpCode(200)
+  bulk(@CurrentPrincipal() p: Principal, @Body() body: BulkMetadataDto): Promise<BulkMetadataResult> {
+    return this.metadata.bulk(p, body.operations);
+  }
+
+  /** Finds objects (or collections) by their triples: JSON `where` or text `q`, with scope, sort, cursor, total and facets. */
+  @Post('query')
+  @HttpCode(200)
+  query(@CurrentPrincipal() p: Principal, @Body() body: MetadataQueryDto): Promise<MetadataQueryResult> {
+    return this.metadata.query(p, body);
+  }
+}

@@ -1,0 +1,557 @@
+import {
+  ErrorCode,
+  type BulkMetadataResult,
+  type EntryTriplesDto,
+  type MetadataQueryRequest,
+  type MetadataQueryResult,
+  type TripleDto,
+} from '@tributary/shared';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  expectError,
+  expectStatus,
+  startTestSite,
+  type TestClient,
+  type TestSite,
+  type TestUser,
+} from '../test/test-site';
+
+describe('metadata', () => {
+  let site: TestSite;
+  let admin: TestClient;
+  let alice: TestUser;
+  let bob: TestUser;
+  let base: string;
+
+  async function upload(client: TestClient, path: string): Promise<void> {
+    const res = await client.request('PUT', '/api/v1/data', {
+      query: { path },
+      headers: { 'content-type': 'application/octet-stream' },
+      body: `bytes of ${path}`,
+    });
+    expectStatus(res, 201);
+  }
+
+  async function bulk(client: TestClient, body: unknown) {
+    return client.post<BulkMetadataResult>('/api/v1/metadata/bulk', body);
+  }
+
+  async function query(client: TestClient, body: MetadataQueryRequest) {
+    return client.post<MetadataQueryResult>('/api/v1/metadata/query', body);
+  }
+
+  async function names(client: TestClient, body: MetadataQueryRequest): Promise<string[]> {
+    const res = expectStatus(await query(client, { scope: base, limit: 1000, ...body }), 200);
+    return res.body.items.map((i) => i.name).sort();
+  }
+
+  // Ten objects f0..f9 in base/a (f0-f4) and base/b (f5-f9), with typed triples.
+  beforeAll(async () => {
+    site = await startTestSite({ LOGIN_RATE_LIMIT: '1000' });
+    admin = await site.admin();
+    [alice, bob] = await Promise.all([site.createUser(), site.createUser()]);
+    base = `/home/${alice.username}/md`;
+    for (const dir of ['a', 'b']) {
+      expectStatus(
+        await alice.client.post('/api/v1/namespace/collections', { path: `${base}/${dir}`, parents: true }),
+        201,
+      );
+    }
+    const ops = [];
+    for (let i = 0; i < 10; i++) {
+      const path = `${base}/${i < 5 ? 'a' : 'b'}/f${i}`;
+      await upload(alice.client, path);
+      ops.push({
+        paths: [path],
+        add: [
+          { attribute: 'filetype', value: i % 2 === 0 ? 'fits' : 'hdf5' },
+          { attribute: 'size', value: i * 1000, unit: 'bytes' },
+          { attribute: 'dateOfCreation', value: `2020-01-${String(i + 1).padStart(2, '0')}`, type: 'time' },
+          { attribute: 'project', value: i < 3 ? 'coastal-erosion' : i < 6 ? 'coast-guard' : 'hurricane' },
+        ],
+      });
+    }
+    // f9 has two projects (many values per attribute).
+    ops.push({ paths: [`${base}/b/f9`], add: [{ attribute: 'project', value: 'coastal-erosion' }] });
+    const res = expectStatus(await bulk(alice.client, { operations: ops }), 200);
+    expect(res.body).toEqual({ targets: 10, added: 41, updated: 0, removed: 0 });
+  });
+  afterAll(async () => {
+    await site?.close();
+  });
+
+  describe('one object', () => {
+    it('adds, lists, changes and removes triples; values are typed; identical triples are not doubled', async () => {
+      const path = `${base}/a/f0`;
+      const added = expectStatus(
+        await alice.client.post<TripleDto[]>(
+          '/api/v1/metadata',
+          {
+            triples: [
+              { attribute: 'note', value: 'first' },
+              { attribute: 'note', value: 'second' },
+              { attribute: 'note', value: 'first' },
+            ],
+          },
+          { query: { path } },
+        ),
+        201,
+      ).body;
+      expect(added.map((t) => t.value)).toEqual(['first', 'second']);
+      const again = expectStatus(
+        await alice.client.post<TripleDto[]>(
+          '/api/v1/metadata',
+          { triples: [{ attribute: 'note', value: 'first' }] },
+          { query: { path } },
+        ),
+        201,
+      ).body;
+      expect(again).toEqual([]);
+      const list = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }),
+        200,
+      ).body;
+      expect(list.kind).toBe('object');
+      const size = list.triples.find((t) => t.attribute === 'size')!;
+      expect(size).toMatchObject({ value: 0, type: 'number', unit: 'bytes' });
+      expect(list.triples.find((t) => t.attribute === 'dateOfCreation')).toMatchObject({
+        value: '2020-01-01T00:00:00.000Z',
+        type: 'time',
+      });
+      const changed = expectStatus(
+        await alice.client.patch<TripleDto>(`/api/v1/metadata/triples/${added[1]!.id}`, {
+          value: 42,
+          unit: 'm',
+        }),
+        200,
+      ).body;
+      expect(changed).toMatchObject({ id: added[1]!.id, value: 42, type: 'number', unit: 'm' });
+      expectStatus(await alice.client.delete(`/api/v1/metadata/triples/${added[0]!.id}`), 204);
+      expectStatus(await alice.client.delete(`/api/v1/metadata/triples/${added[1]!.id}`), 204);
+      expectError(
+        await alice.client.delete(`/api/v1/metadata/triples/${added[1]!.id}`),
+        404,
+        ErrorCode.NotFound,
+      );
+      const after = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }),
+        200,
+      ).body;
+      expect(after.triples.filter((t) => t.attribute === 'note')).toEqual([]);
+    });
+
+    it('tags collections too', async () => {
+      const path = `${base}/a`;
+      expectStatus(
+        await alice.client.post(
+          '/api/v1/metadata',
+          { triples: [{ attribute: 'campaign', value: 'spring' }] },
+          { query: { path } },
+        ),
+        201,
+      );
+      const list = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }),
+        200,
+      ).body;
+      expect(list).toMatchObject({
+        kind: 'collection',
+        triples: [{ attribute: 'campaign', value: 'spring' }],
+      });
+      expect(await names(alice.client, { kind: 'collection', q: 'campaign = spring' })).toEqual(['a']);
+    });
+
+    it('refuses bad attribute names, values and unknown paths with clear codes', async () => {
+      const path = `${base}/a/f1`;
+      const bad = expectError(
+        await alice.client.post(
+          '/api/v1/metadata',
+          { triples: [{ attribute: '1bad name', value: 'x' }] },
+          { query: { path } },
+        ),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+      expect(Object.keys(bad.details ?? {})).toContain('triples.0.attribute');
+      expectError(
+        await alice.client.post(
+          '/api/v1/metadata',
+          { triples: [{ attribute: 'when', value: 'yesterday', type: 'time' }] },
+          { query: { path } },
+        ),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+      expectError(
+        await alice.client.get('/api/v1/metadata', { query: { path: `${base}/a/nope` } }),
+        404,
+        ErrorCode.NotFound,
+      );
+    });
+
+    it('needs read to list and write to change', async () => {
+      const path = `${base}/a/f1`;
+      expectError(
+        await bob.client.get('/api/v1/metadata', { query: { path } }),
+        403,
+        ErrorCode.PermissionDenied,
+      );
+      expectError(
+        await bob.client.post(
+          '/api/v1/metadata',
+          { triples: [{ attribute: 'x', value: 'y' }] },
+          { query: { path } },
+        ),
+        403,
+        ErrorCode.PermissionDenied,
+      );
+      const list = (await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } })).body;
+      expectError(
+        await bob.client.delete(`/api/v1/metadata/triples/${list.triples[0]!.id}`),
+        404,
+        ErrorCode.NotFound,
+      );
+    });
+  });
+
+  describe('query semantics', () => {
+    it('compares text, numbers and times with every operator', async () => {
+      expect(await names(alice.client, { q: 'filetype = fits' })).toEqual(['f0', 'f2', 'f4', 'f6', 'f8']);
+      expect(await names(alice.client, { q: 'filetype != fits' })).toEqual(['f1', 'f3', 'f5', 'f7', 'f9']);
+      // Numbers compare as numbers (9000 > 10000 would hold as text).
+      expect(await names(alice.client, { q: 'size > 7000' })).toEqual(['f8', 'f9']);
+      expect(await names(alice.client, { q: 'size >= 7000' })).toEqual(['f7', 'f8', 'f9']);
+      expect(await names(alice.client, { q: 'size < 2000' })).toEqual(['f0', 'f1']);
+      expect(await names(alice.client, { q: 'size <= 2e3' })).toEqual(['f0', 'f1', 'f2']);
+      expect(await names(alice.client, { q: 'size between 3000 and 5000' })).toEqual(['f3', 'f4', 'f5']);
+      expect(
+        await names(alice.client, { q: 'dateOfCreation between 2020-01-02 and 2020-01-03T00:00:00Z' }),
+      ).toEqual(['f1', 'f2']);
+      expect(await names(alice.client, { q: 'dateOfCreation > 2020-01-09' })).toEqual(['f9']);
+      expect(await names(alice.client, { q: "project like 'coast%'" })).toEqual([
+        'f0',
+        'f1',
+        'f2',
+        'f3',
+        'f4',
+        'f5',
+        'f9',
+      ]);
+      expect(await names(alice.client, { q: "project like 'coast_guard'" })).toEqual(['f3', 'f4', 'f5']);
+      expect(await names(alice.client, { q: 'project prefix coastal' })).toEqual(['f0', 'f1', 'f2', 'f9']);
+      expect(await names(alice.client, { q: 'project in (hurricane, coast-guard)' })).toEqual([
+        'f3',
+        'f4',
+        'f5',
+        'f6',
+        'f7',
+        'f8',
+        'f9',
+      ]);
+      expect(await names(alice.client, { q: 'size in (0, 9000)' })).toEqual(['f0', 'f9']);
+      expect(await names(alice.client, { q: 'size exists' })).toHaveLength(10);
+      expect(await names(alice.client, { q: 'nothing exists' })).toEqual([]);
+      // A text value does not equal a number of the same digits.
+      expect(await names(alice.client, { q: "size = '1000'" })).toEqual([]);
+      expect(await names(alice.client, { q: 'size = 1000' })).toEqual(['f1']);
+      // Many values: f9 is in both projects; != means "has the attribute, and no value equal".
+      expect(await names(alice.client, { q: 'project = hurricane and project = coastal-erosion' })).toEqual([
+        'f9',
+      ]);
+      expect(await names(alice.client, { q: 'project != hurricane' })).toEqual([
+        'f0',
+        'f1',
+        'f2',
+        'f3',
+        'f4',
+        'f5',
+      ]);
+    });
+
+    it('combines with and/or and parentheses, in both forms', async () => {
+      expect(
+        await names(alice.client, { q: 'filetype = fits and size > 3000 or project = coastal-erosion' }),
+      ).toEqual(['f0', 'f1', 'f2', 'f4', 'f6', 'f8', 'f9']);
+      expect(
+        await names(alice.client, { q: 'filetype = fits and (size > 3000 or project = coastal-erosion)' }),
+      ).toEqual(['f0', 'f2', 'f4', 'f6', 'f8']);
+      expect(
+        await names(alice.client, {
+          where: {
+            or: [
+              {
+                and: [
+                  { attribute: 'filetype', op: '=', value: 'hdf5' },
+                  { attribute: 'size', op: '<', value: 4000 },
+                ],
+              },
+              { attribute: 'dateOfCreation', op: '>=', value: '2020-01-10', type: 'time' },
+            ],
+          },
+        }),
+      ).toEqual(['f1', 'f3', 'f9']);
+    });
+
+    it('scopes to a collection subtree, sorts, pages with a stable cursor, counts and facets', async () => {
+      expect(await names(alice.client, { q: 'size exists', scope: `${base}/b` })).toEqual([
+        'f5',
+        'f6',
+        'f7',
+        'f8',
+        'f9',
+      ]);
+      const first = expectStatus(
+        await query(alice.client, {
+          q: 'size exists',
+          scope: base,
+          sort: 'name',
+          order: 'desc',
+          limit: 4,
+          facets: ['project', 'filetype'],
+        }),
+        200,
+      ).body;
+      expect(first.total).toBe(10);
+      expect(first.items.map((i) => i.name)).toEqual(['f9', 'f8', 'f7', 'f6']);
+      expect(first.items[0]!.path).toBe(`${base}/b/f9`);
+      expect(first.facets!.project).toEqual([
+        { value: 'coastal-erosion', count: 4 },
+        { value: 'hurricane', count: 4 },
+        { value: 'coast-guard', count: 3 },
+      ]);
+      expect(first.facets!.filetype).toEqual([
+        { value: 'fits', count: 5 },
+        { value: 'hdf5', count: 5 },
+      ]);
+      const second = expectStatus(
+        await query(alice.client, {
+          q: 'size exists',
+          scope: base,
+          sort: 'name',
+          order: 'desc',
+          limit: 4,
+          cursor: first.nextCursor,
+        }),
+        200,
+      ).body;
+      expect(second.items.map((i) => i.name)).toEqual(['f5', 'f4', 'f3', 'f2']);
+      const third = expectStatus(
+        await query(alice.client, {
+          q: 'size exists',
+          scope: base,
+          sort: 'name',
+          order: 'desc',
+          limit: 4,
+          cursor: second.nextCursor,
+        }),
+        200,
+      ).body;
+      expect(third.items.map((i) => i.name)).toEqual(['f1', 'f0']);
+      expect(third.nextCursor).toBeUndefined();
+      const bySize = expectStatus(
+        await query(alice.client, {
+          q: 'size exists',
+          scope: base,
+          sort: 'size',
+          limit: 3,
+          withTriples: true,
+        }),
+        200,
+      ).body;
+      expect(bySize.items.map((i) => i.name)).toEqual(
+        ['f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7', 'f8', 'f9'].slice(0, 3),
+      );
+      expect(bySize.items[0]!.triples!.map((t) => t.attribute)).toContain('filetype');
+      // A cursor of another sort is refused.
+      expectError(
+        await query(alice.client, {
+          q: 'size exists',
+          sort: 'size',
+          order: 'desc',
+          cursor: first.nextCursor,
+        }),
+        422,
+        ErrorCode.InvalidCursor,
+      );
+      // Facets over a number attribute come back as numbers.
+      const f = expectStatus(
+        await query(alice.client, { q: 'size < 2000', scope: base, limit: 0, facets: ['size'] }),
+        200,
+      ).body;
+      expect(f.items).toEqual([]);
+      expect(f.facets!.size).toEqual([
+        { value: 0, count: 1 },
+        { value: 1000, count: 1 },
+      ]);
+    });
+
+    it('keeps pages stable while matching objects are added', async () => {
+      const dir = `${base}/c`;
+      expectStatus(await alice.client.post('/api/v1/namespace/collections', { path: dir }), 201);
+      for (const n of ['m1', 'm3', 'm5', 'm7']) await upload(alice.client, `${dir}/${n}`);
+      const tag = { attribute: 'batch', value: 'pg' };
+      expectStatus(await bulk(alice.client, { operations: [{ under: dir, add: [tag] }] }), 200);
+      const body = { q: 'batch = pg', scope: dir, limit: 2 } as const;
+      const p1 = expectStatus(await query(alice.client, body), 200).body;
+      expect(p1.items.map((i) => i.name)).toEqual(['m1', 'm3']);
+      // Meanwhile: new matching objects before and after the cursor.
+      await Promise.all(['m0', 'm2', 'm4', 'm9'].map((n) => upload(alice.client, `${dir}/${n}`)));
+      expectStatus(
+        await bulk(alice.client, {
+          operations: [{ paths: ['m0', 'm2', 'm4', 'm9'].map((n) => `${dir}/${n}`), add: [tag] }],
+        }),
+        200,
+      );
+      const seen = p1.items.map((i) => i.name);
+      let cursor = p1.nextCursor;
+      while (cursor) {
+        const p = expectStatus(await query(alice.client, { ...body, cursor }), 200).body;
+        seen.push(...p.items.map((i) => i.name));
+        cursor = p.nextCursor;
+      }
+      // Nothing twice, nothing that existed before skipped; newcomers after the cursor show up.
+      expect(seen).toEqual(['m1', 'm3', 'm4', 'm5', 'm7', 'm9']);
+    });
+
+    it('leaves out trashed objects and includes restored ones', async () => {
+      const del = expectStatus(
+        await alice.client.delete<{ id: string }>('/api/v1/namespace', { query: { path: `${base}/a/f0` } }),
+        200,
+      );
+      expect(await names(alice.client, { q: 'filetype = fits' })).toEqual(['f2', 'f4', 'f6', 'f8']);
+      const facet = expectStatus(
+        await query(admin, { q: 'filetype = fits', limit: 0, facets: ['filetype'], scope: '/' }),
+        200,
+      ).body;
+      expect(facet.facets!.filetype).toEqual([{ value: 'fits', count: 4 }]);
+      expectStatus(await alice.client.post(`/api/v1/trash/${del.body.id}/restore`), 200);
+      expect(await names(alice.client, { q: 'filetype = fits' })).toEqual(['f0', 'f2', 'f4', 'f6', 'f8']);
+    });
+  });
+
+  describe('permissions', () => {
+    it('returns only what the caller may read; grants widen it', async () => {
+      expect(await names(bob.client, { q: 'size exists' })).toEqual([]);
+      const none = expectStatus(await query(bob.client, { q: 'size exists', facets: ['project'] }), 200).body;
+      expect(none.total).toBe(0);
+      expect(none.facets!.project).toEqual([]);
+      expectStatus(
+        await alice.client.put('/api/v1/permissions', {
+          path: `${base}/b`,
+          user: bob.username,
+          level: 'read',
+        }),
+        200,
+      );
+      expect(await names(bob.client, { q: 'size exists' })).toEqual(['f5', 'f6', 'f7', 'f8', 'f9']);
+      expect((await query(bob.client, { q: 'size exists', scope: '/' })).body.total).toBe(5);
+      // The administrator sees everything.
+      expect((await query(admin, { q: 'size exists', scope: base })).body.total).toBe(10);
+      // Reading is not writing.
+      expectError(
+        await bulk(bob.client, {
+          operations: [{ paths: [`${base}/b/f5`], add: [{ attribute: 'x', value: 'y' }] }],
+        }),
+        403,
+        ErrorCode.PermissionDenied,
+      );
+    });
+  });
+
+  describe('bulk tagging', () => {
+    it('applies to everything under a collection and removes again', async () => {
+      const res = expectStatus(
+        await bulk(alice.client, {
+          operations: [{ under: base, add: [{ attribute: 'reviewed', value: 'yes' }] }],
+        }),
+        200,
+      );
+      expect(res.body.added).toBeGreaterThanOrEqual(10);
+      expect(await names(alice.client, { q: 'reviewed = yes and size exists' })).toHaveLength(10);
+      const set = expectStatus(
+        await bulk(alice.client, {
+          operations: [{ paths: [`${base}/a/f1`, `${base}/a/f3`], set: [{ attribute: 'size', value: 5 }] }],
+        }),
+        200,
+      );
+      expect(set.body).toMatchObject({ targets: 2, updated: 2, added: 0, removed: 0 });
+      expect(await names(alice.client, { q: 'size = 5' })).toEqual(['f1', 'f3']);
+      const removed = expectStatus(
+        await bulk(alice.client, { operations: [{ under: base, remove: [{ attribute: 'reviewed' }] }] }),
+        200,
+      );
+      expect(removed.body.removed).toBe(res.body.added);
+      expect(await names(alice.client, { q: 'reviewed exists' })).toEqual([]);
+    });
+
+    it('is all or nothing: one unknown path or one bad triple changes nothing', async () => {
+      const tag = { attribute: 'atomic', value: 'x' };
+      const missing = expectError(
+        await bulk(alice.client, {
+          operations: [
+            { paths: [`${base}/a/f2`], add: [tag] },
+            { paths: [`${base}/a/missing`], add: [tag] },
+          ],
+        }),
+        404,
+        ErrorCode.NotFound,
+      );
+      expect(missing.details!.paths).toEqual([`${base}/a/missing`]);
+      expectError(
+        await bulk(alice.client, {
+          operations: [{ paths: [`${base}/a/f2`], add: [tag, { attribute: 'bad attr', value: 1 }] }],
+        }),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+      // A failure inside the transaction (an object purged between the path lookup and the insert is
+      // simulated by a trigger that fails on the second target) rolls back the first.
+      await site.query(`CREATE FUNCTION fail_second() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.attribute = 'atomic' AND NEW.value = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`);
+      await site.query(
+        `CREATE TRIGGER fail_second BEFORE INSERT ON metadata_triples FOR EACH ROW EXECUTE FUNCTION fail_second()`,
+      );
+      try {
+        const res = await bulk(alice.client, {
+          operations: [
+            { paths: [`${base}/a/f2`], add: [tag] },
+            { paths: [`${base}/a/f4`], add: [{ attribute: 'atomic', value: 'boom' }] },
+          ],
+        });
+        expect(res.status).toBe(500);
+      } finally {
+        await site.query('DROP TRIGGER fail_second ON metadata_triples');
+      }
+      expect(await names(alice.client, { q: 'atomic exists' })).toEqual([]);
+    });
+  });
+
+  describe('the text form', () => {
+    it('points at the offending position', async () => {
+      const err = expectError(
+        await query(alice.client, { q: 'filetype = fits and size >' }),
+        422,
+        ErrorCode.InvalidQuery,
+      );
+      expect(err.message).toContain('position 27');
+      expect(err.details!.position).toEqual(['26']);
+      const e2 = expectError(
+        await query(alice.client, { q: "project like 'coast" }),
+        422,
+        ErrorCode.InvalidQuery,
+      );
+      expect(e2.message).toContain('unterminated string');
+      expectError(
+        await query(alice.client, { where: { attribute: 'x', op: 'between', value: [1] } }),
+        422,
+        ErrorCode.InvalidQuery,
+      );
+      expectError(await query(alice.client, { where: { and: [] } }), 422, ErrorCode.InvalidQuery);
+      expectError(
+        await query(alice.client, { q: 'a = 1', where: { attribute: 'a', op: 'exists' } }),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+    });
+  });
+});

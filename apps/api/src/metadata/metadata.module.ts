@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { MetadataQueryRepository } from './metadata-query.repository';
+import { MetadataController } from './metadata.controller';
+import { MetadataRepository } from './metadata.repository';
+import { MetadataService } from './metadata.service';
+
+@Module({
+  controllers: [MetadataController],
+  providers: [MetadataRepository, MetadataQueryRepository, MetadataService],
+})
+export class MetadataModule {}

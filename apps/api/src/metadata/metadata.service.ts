@@ -1,0 +1,436 @@
+import { Injectable } from '@nestjs/common';
+import {
+  checkCondition,
+  ConditionError,
+  ErrorCode,
+  isWithin,
+  MAX_BULK_ROWS,
+  parseQueryText,
+  QuerySyntaxError,
+  typedValue,
+  type BulkMetadataResult,
+  type CheckedTriple,
+  type Condition,
+  type EntryTriplesDto,
+  type MetadataQueryResult,
+  type TripleDto,
+  type UpdateTripleRequest,
+} from '@tributary/shared';
+import { AccessService, levelAtLeast, type Visibility } from '../access/access.service';
+import { DomainError, notFound } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { MetadataQueryRepository, type QuerySort, type QuerySpec } from './metadata-query.repository';
+import {
+  MetadataRepository,
+  type EntryKind,
+  type MetadataTarget,
+  type TripleRecord,
+} from './metadata.repository';
+
+export function toTripleDto(t: TripleRecord): TripleDto {
+  return {
+    id: t.id.toString(),
+    attribute: t.attribute,
+    value: t.type === 'number' ? Number(t.value) : t.value,
+    type: t.type,
+    unit: t.unit,
+    modifiedAt: t.updatedAt.toISOString(),
+  };
+}
+
+/** A checked bulk operation (the zod schema's output). */
+export interface BulkOperation {
+  paths?: string[];
+  under?: string;
+  include: 'objects' | 'collections' | 'all';
+  add: CheckedTriple[];
+  set: CheckedTriple[];
+  remove: { attribute: string; value: string | null; unit: string | null | undefined }[];
+}
+
+export interface QueryInput {
+  where?: unknown;
+  q?: string;
+  scope: string;
+  kind: EntryKind;
+  sort: QuerySort;
+  order: 'asc' | 'desc';
+  limit: number;
+  cursor?: string;
+  facets: string[];
+  facetLimit: number;
+  withTriples: boolean;
+  count: boolean;
+}
+
+/** Postgres' foreign-key violation: the object or collection was purged meanwhile. */
+const FK_VIOLATION = '23503';
+
+@Injectable()
+export class MetadataService {
+  constructor(
+    private readonly repo: MetadataRepository,
+    private readonly queries: MetadataQueryRepository,
+    private readonly access: AccessService,
+  ) {}
+
+  private async target(
+    principal: Principal,
+    path: string,
+    needed: 'read' | 'write',
+  ): Promise<MetadataTarget> {
+    this.access.assertWithinToken(principal, path);
+    const [entry] = await this.repo.resolve([path]);
+    if (!entry) {
+      // Same answer as the namespace: 404 only to a caller who may read where it would be.
+      const parent = path === '/' ? '/' : path.slice(0, path.lastIndexOf('/')) || '/';
+      const level = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
+      if (!level) throw new DomainError(ErrorCode.PermissionDenied, `you need read access to ${parent}`);
+      throw notFound(path);
+    }
+    await this.access.require(
+      principal,
+      { path, kind: entry.kind, objectId: entry.kind === 'object' ? entry.id : undefined },
+      needed,
+    );
+    return entry;
+  }
+
+  async list(principal: Principal, path: string): Promise<EntryTriplesDto> {
+    const entry = await this.target(principal, path, 'read');
+    const triples = await this.repo.list(entry.kind, entry.id);
+    return { kind: entry.kind, id: entry.id.toString(), path: entry.path, triples: triples.map(toTripleDto) };
+  }
+
+  async add(principal: Principal, path: string, triples: CheckedTriple[]): Promise<TripleDto[]> {
+    const entry = await this.target(principal, path, 'write');
+    const added = await this.writing(() =>
+      this.repo.transaction((db) =>
+        this.repo.addReturning(db, entry.kind, entry.id, dedupe(triples), principal.userId),
+      ),
+    );
+    return added.map(toTripleDto);
+  }
+
+  async update(principal: Principal, id: bigint, patch: UpdateTripleRequest): Promise<TripleDto> {
+    return this.writing(() =>
+      this.repo.transaction(async (db) => {
+        const current = await this.repo.findOne(id, db);
+        if (!current?.path) throw notFound(`triple ${id}`);
+        await this.requireWrite(principal, current);
+        let value: ReturnType<typeof typedValue>;
+        try {
+          const raw = patch.value ?? (current.type === 'number' ? Number(current.value) : current.value);
+          value = typedValue(raw, patch.type ?? (patch.value === undefined ? current.type : undefined));
+        } catch (err) {
+          throw new DomainError(
+            ErrorCode.ValidationFailed,
+            `invalid input: value: ${(err as Error).message}`,
+            {
+              value: [(err as Error).message],
+            },
+          );
+        }
+        const updated = await this.repo.updateOne(
+          db,
+          id,
+          {
+            attribute: patch.attribute ?? current.attribute,
+            type: value.type,
+            value: value.text,
+            num: value.num,
+            time: value.time,
+            unit: patch.unit === undefined ? current.unit : patch.unit || null,
+          },
+          principal.userId,
+        );
+        return toTripleDto(updated);
+      }),
+    );
+  }
+
+  async remove(principal: Principal, id: bigint): Promise<void> {
+    await this.repo.transaction(async (db) => {
+      const current = await this.repo.findOne(id, db);
+      if (!current?.path) throw notFound(`triple ${id}`);
+      await this.requireWrite(principal, current);
+      await this.repo.deleteOne(db, id);
+    });
+  }
+
+  private async requireWrite(principal: Principal, t: TripleRecord & { path: string | null }): Promise<void> {
+    try {
+      await this.access.require(
+        principal,
+        { path: t.path!, kind: t.kind, objectId: t.kind === 'object' ? t.targetId : undefined },
+        'write',
+      );
+    } catch (err) {
+      // Someone who may not even read the entry learns nothing about the triple.
+      if (
+        err instanceof DomainError &&
+        !(await this.access.levelOf(principal, {
+          path: t.path!,
+          kind: t.kind,
+          objectId: t.kind === 'object' ? t.targetId : undefined,
+        }))
+      ) {
+        throw notFound(`triple ${t.id}`);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Applies every operation in one transaction: all of it or none. Within the request, removals come
+   * first, then replacements (`set`), then additions.
+   */
+  async bulk(principal: Principal, operations: BulkOperation[]): Promise<BulkMetadataResult> {
+    const explicit = [...new Set(operations.flatMap((o) => o.paths ?? []))];
+    for (const p of explicit) this.access.assertWithinToken(principal, p);
+    for (const o of operations) if (o.under) this.access.assertWithinToken(principal, o.under);
+
+    return this.writing(() =>
+      this.repo.transaction(async (db) => {
+        const resolved = await this.repo.resolve(explicit, db);
+        const byPath = new Map(resolved.map((e) => [e.path, e]));
+        const missing = explicit.filter((p) => !byPath.has(p));
+        if (missing.length) {
+          throw new DomainError(
+            ErrorCode.NotFound,
+            `${missing.length} path(s) do not exist, nothing was changed: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
+            { paths: missing.slice(0, 100) },
+          );
+        }
+        await this.requireWriteAll(principal, resolved);
+
+        // Targets of each operation, by kind.
+        const work: { kind: EntryKind; ids: bigint[]; op: BulkOperation }[] = [];
+        for (const op of operations) {
+          if (op.paths) {
+            const entries = op.paths.map((p) => byPath.get(p)!);
+            for (const kind of ['object', 'collection'] as const) {
+              const ids = [...new Set(entries.filter((e) => e.kind === kind).map((e) => e.id))];
+              if (ids.length) work.push({ kind, ids, op });
+            }
+          } else {
+            const under = op.under!;
+            const [root] = await this.repo.resolve([under], db);
+            if (root?.kind !== 'collection') throw notFound(`collection ${under}`);
+            const level = await this.access.inheritedBelow(principal, under);
+            if (!levelAtLeast(level, 'write')) {
+              throw new DomainError(
+                ErrorCode.PermissionDenied,
+                `you need write access to everything under ${under}`,
+              );
+            }
+            for (const kind of ['object', 'collection'] as const) {
+              if (op.include !== 'all' && op.include !== `${kind}s`) continue;
+              const ids = await this.repo.idsUnder(under, kind, db);
+              if (ids.length) work.push({ kind, ids, op });
+            }
+          }
+        }
+        const rows = work.reduce(
+          (n, w) => n + w.ids.length * (w.op.add.length + w.op.set.length + w.op.remove.length),
+          0,
+        );
+        if (rows > MAX_BULK_ROWS) {
+          throw new DomainError(
+            ErrorCode.PayloadTooLarge,
+            `this request would change ${rows} (entry, triple) pairs; at most ${MAX_BULK_ROWS} per request: split it`,
+          );
+        }
+        const result: BulkMetadataResult = {
+          targets: new Set(work.flatMap((w) => w.ids.map((id) => `${w.kind}:${id}`))).size,
+          added: 0,
+          updated: 0,
+          removed: 0,
+        };
+        for (const kind of ['object', 'collection'] as const) {
+          const mine = work.filter((w) => w.kind === kind);
+          for (const w of mine) result.removed += await this.repo.remove(db, kind, w.ids, w.op.remove);
+          const sets = mine.flatMap((w) => {
+            const triples = dedupe(w.op.set);
+            return w.ids.flatMap((target) => triples.map((triple) => ({ target, triple })));
+          });
+          const s = await this.repo.set(db, kind, sets, principal.userId);
+          result.updated += s.updated;
+          result.removed += s.removed;
+          result.added += s.added;
+          const adds = mine.flatMap((w) => {
+            const triples = dedupe(w.op.add);
+            return w.ids.flatMap((target) => triples.map((triple) => ({ target, triple })));
+          });
+          result.added += await this.repo.add(db, kind, dedupeRows(adds), principal.userId);
+        }
+        return result;
+      }),
+    );
+  }
+
+  /** Write access to every entry, checked as a set (one query for the caller's grants). */
+  private async requireWriteAll(principal: Principal, entries: MetadataTarget[]): Promise<void> {
+    if (principal.isAdmin) return;
+    const v = await this.access.visibility(principal, 'write');
+    for (const e of entries) {
+      if (covers(v, e, principal.userId)) continue;
+      await this.access.require(
+        principal,
+        { path: e.path, kind: e.kind, objectId: e.kind === 'object' ? e.id : undefined },
+        'write',
+      );
+    }
+  }
+
+  async query(principal: Principal, input: QueryInput): Promise<MetadataQueryResult> {
+    const where = this.condition(input);
+    this.access.assertWithinToken(principal, input.scope);
+    const visibility = await this.access.visibility(principal, 'read');
+    const spec: QuerySpec = {
+      kind: input.kind,
+      where,
+      scope: input.scope,
+      sort: input.sort,
+      order: input.order,
+      limit: input.limit,
+      after: input.cursor ? decodeCursor(input.cursor, input.sort, input.order) : null,
+      visibility,
+    };
+    const [page, total, facets] = await Promise.all([
+      input.limit > 0 ? this.queries.page({ ...spec, limit: input.limit + 1 }) : Promise.resolve([]),
+      input.count ? this.queries.count(spec) : Promise.resolve(undefined),
+      Promise.all(input.facets.map((a) => this.queries.facet(spec, a, input.facetLimit))),
+    ]);
+    const items = page.slice(0, input.limit);
+    const more = input.limit > 0 && page.length > input.limit;
+    const triples = input.withTriples
+      ? await this.repo.listMany(
+          input.kind,
+          items.map((i) => i.id),
+        )
+      : undefined;
+    const result: MetadataQueryResult = {
+      items: items.map((h) => ({
+        kind: input.kind,
+        id: h.id.toString(),
+        name: h.name,
+        path: h.path,
+        size: Number(h.size),
+        modifiedAt: h.updatedAt.toISOString(),
+        ...(triples ? { triples: (triples.get(h.id) ?? []).map(toTripleDto) } : {}),
+      })),
+    };
+    if (more) {
+      const last = items[items.length - 1]!;
+      result.nextCursor = encodeCursor(input.sort, input.order, last.sortValue, last.id);
+    }
+    if (total !== undefined) result.total = total;
+    if (input.facets.length) {
+      result.facets = Object.fromEntries(
+        input.facets.map((a, i) => [
+          a,
+          facets[i]!.map((f) => ({ value: f.type === 'number' ? Number(f.value) : f.value, count: f.count })),
+        ]),
+      );
+    }
+    return result;
+  }
+
+  /** The request's condition, from either form; errors name the field and, for text, the position. */
+  condition(input: { where?: unknown; q?: string }): Condition | null {
+    try {
+      if (input.q !== undefined) return checkCondition(parseQueryText(input.q), 'q');
+      if (input.where !== undefined && input.where !== null) return checkCondition(input.where, 'where');
+      return null;
+    } catch (err) {
+      if (err instanceof QuerySyntaxError) {
+        throw new DomainError(ErrorCode.InvalidQuery, `invalid query: ${err.message}`, {
+          q: [`${err.reason} at position ${err.position + 1}`],
+          position: [String(err.position)],
+        });
+      }
+      if (err instanceof ConditionError) {
+        throw new DomainError(ErrorCode.InvalidQuery, `invalid query: ${err.at}: ${err.message}`, {
+          [err.at]: [err.message],
+        });
+      }
+      throw err;
+    }
+  }
+
+  /** Maps a write that lost its target to a purge meanwhile to 404 rather than 500. */
+  private async writing<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if ((err as { code?: string }).code === FK_VIOLATION) {
+        throw new DomainError(
+          ErrorCode.NotFound,
+          'an object or collection was deleted while its metadata was being changed; nothing was changed',
+        );
+      }
+      throw err;
+    }
+  }
+}
+
+function covers(v: Visibility, e: MetadataTarget, userId: bigint): boolean {
+  if (v.all || e.ownerId === userId) return true;
+  const dir = e.kind === 'object' ? e.path.slice(0, e.path.lastIndexOf('/')) || '/' : e.path;
+  if (v.roots.some((r) => isWithin(dir, r))) return true;
+  return e.kind === 'collection' && v.exact.includes(e.path);
+}
+
+function tripleKey(t: CheckedTriple): string {
+  return `${t.attribute}\u0000${t.type}\u0000${t.value}\u0000${t.unit ?? ''}`;
+}
+
+function dedupe(triples: CheckedTriple[]): CheckedTriple[] {
+  const seen = new Set<string>();
+  return triples.filter((t) => {
+    const k = tripleKey(t);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+function dedupeRows(
+  rows: { target: bigint; triple: CheckedTriple }[],
+): { target: bigint; triple: CheckedTriple }[] {
+  const seen = new Set<string>();
+  return rows.filter((r) => {
+    const k = `${r.target}\u0000${tripleKey(r.triple)}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+function encodeCursor(sort: QuerySort, order: string, value: string, id: bigint): string {
+  return Buffer.from(JSON.stringify([sort, order, value, id.toString()])).toString('base64url');
+}
+
+function decodeCursor(cursor: string, sort: QuerySort, order: string): { value: string; id: bigint } {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 4 &&
+      parsed[0] === sort &&
+      parsed[1] === order &&
+      typeof parsed[2] === 'string' &&
+      typeof parsed[3] === 'string' &&
+      /^[0-9]{1,19}$/.test(parsed[3])
+    ) {
+      return { value: parsed[2], id: BigInt(parsed[3]) };
+    }
+  } catch {
+    // fall through
+  }
+  throw new DomainError(
+    ErrorCode.InvalidCursor,
+    'the cursor is not one this query returned (it must come from the same sort and order)',
+  );
+}

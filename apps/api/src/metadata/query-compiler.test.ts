@@ -1,0 +1,45 @@
+import { checkCondition, parseQueryText } from '@tributary/shared';
+import { describe, expect, it } from 'vitest';
+import { ConditionCompiler, SqlParams } from './query-compiler';
+
+function compile(q: string): { sql: string; values: unknown[] } {
+  const params = new SqlParams();
+  const sql = new ConditionCompiler(params, 'object_id').predicate(checkCondition(parseQueryText(q)), 'e.id');
+  return { sql, values: params.values };
+}
+
+describe('ConditionCompiler', () => {
+  it('turns a conjunction into one EXISTS per condition, each on its typed index', () => {
+    const { sql, values } = compile('filetype = fits and size between 1e6 and 5e6 and d > 2020-01-01');
+    expect(sql.match(/EXISTS/g)).toHaveLength(3);
+    expect(sql).toContain("t1.value_type = 'text' AND t1.attribute = $1 AND t1.value = $2");
+    expect(sql).toContain(
+      't2.num IS NOT NULL AND t2.attribute = $3 AND t2.num BETWEEN $4::float8 AND $5::float8',
+    );
+    expect(sql).toContain('t3.time IS NOT NULL AND t3.attribute = $6 AND t3.time > $7::timestamptz');
+    expect(values).toEqual(['filetype', 'fits', 'size', 1e6, 5e6, 'd', '2020-01-01T00:00:00.000Z']);
+  });
+
+  it('turns a disjunction into a semi-join on a UNION ALL of id sets', () => {
+    const { sql } = compile('a = 1 or (b = x and c exists)');
+    expect(sql.startsWith('e.id IN (')).toBe(true);
+    expect(sql).toContain('UNION ALL');
+    expect(sql).toMatch(/SELECT x\d+\.id FROM \(SELECT t\d+\.object_id FROM metadata_triples/);
+  });
+
+  it('reads != as "has the attribute, and no value equal"', () => {
+    const { sql } = compile('project != hurricane');
+    expect(sql).toContain(
+      'EXISTS (SELECT 1 FROM metadata_triples t1 WHERE t1.object_id = e.id AND ((t1.value_type',
+    );
+    expect(sql).toContain('AND NOT EXISTS (SELECT 1 FROM metadata_triples t2');
+  });
+
+  it('passes every value as a parameter, never in the SQL text', () => {
+    const { sql, values } = compile(`name like 'x''; drop table users; --%' and n in (1, 'two')`);
+    expect(sql).not.toContain('drop');
+    expect(values).toContain("x'; drop table users; --%");
+    expect(values).toContainEqual([1]);
+    expect(values).toContainEqual(['two']);
+  });
+});

@@ -1,0 +1,121 @@
+import type { Condition, TypedValue } from '@tributary/shared';
+
+/**
+ * Turns a checked condition into SQL over `metadata_triples` (docs/metadata.md, "How a query runs").
+ *
+ * A leaf is a condition on the triples of one attribute; an entry matches when one of its triples
+ * satisfies it (`!=`: the entry has the attribute and none of its values is equal). A conjunction
+ * becomes one correlated EXISTS per leaf, which PostgreSQL turns into semi-joins and orders by
+ * estimated selectivity: it starts from the most selective leaf's index range and probes the others
+ * per entry. A disjunction becomes `id IN (... UNION ALL ...)`, also a semi-join. Each leaf's text
+ * touches one of the typed partial indexes (text, number, time), so every leaf is an index range.
+ */
+export class SqlParams {
+  readonly values: unknown[] = [];
+  add(value: unknown, cast = ''): string {
+    this.values.push(value);
+    return `$${this.values.length}${cast}`;
+  }
+}
+
+export type TargetColumn = 'object_id' | 'collection_id';
+
+const COLUMN = { text: 'value', number: 'num', time: 'time' } as const;
+const PRESENT = {
+  text: `value_type = 'text'`,
+  number: 'num IS NOT NULL',
+  time: 'time IS NOT NULL',
+} as const;
+const CAST = { text: '', number: '::float8', time: '::timestamptz' } as const;
+const ARRAY_CAST = { text: '::text[]', number: '::float8[]', time: '::timestamptz[]' } as const;
+
+function literal(v: TypedValue): string | number {
+  return v.type === 'number' ? v.num! : v.type === 'time' ? v.time! : v.text;
+}
+
+export class ConditionCompiler {
+  private alias = 0;
+
+  constructor(
+    private readonly params: SqlParams,
+    private readonly column: TargetColumn,
+  ) {}
+
+  private next(prefix: string): string {
+    this.alias += 1;
+    return `${prefix}${this.alias}`;
+  }
+
+  /** Triples of the attribute, any type (for `exists` and `!=`). */
+  private anyType(t: string, attribute: string): string {
+    const a = this.params.add(attribute);
+    return `((${t}.${PRESENT.text} OR ${t}.${PRESENT.number} OR ${t}.${PRESENT.time}) AND ${t}.attribute = ${a})`;
+  }
+
+  /** The condition a single triple row `t` must meet for a leaf (for `!=`: the equality it must not meet). */
+  private tripleCondition(t: string, leaf: Extract<Condition, { kind: 'leaf' }>): string {
+    const a = (): string => this.params.add(leaf.attribute);
+    switch (leaf.op) {
+      case 'exists':
+        return this.anyType(t, leaf.attribute);
+      case 'like':
+        return `(${t}.${PRESENT.text} AND ${t}.attribute = ${a()} AND ${t}.value LIKE ${this.params.add(leaf.pattern)})`;
+      case 'between': {
+        const [lo, hi] = leaf.values as [TypedValue, TypedValue];
+        const ty = lo.type;
+        return `(${t}.${PRESENT[ty]} AND ${t}.attribute = ${a()} AND ${t}.${COLUMN[ty]} BETWEEN ${this.params.add(literal(lo), CAST[ty])} AND ${this.params.add(literal(hi), CAST[ty])})`;
+      }
+      case 'in': {
+        const byType = new Map<TypedValue['type'], (string | number)[]>();
+        for (const v of leaf.values) byType.set(v.type, [...(byType.get(v.type) ?? []), literal(v)]);
+        const parts = [...byType].map(
+          ([ty, vals]) =>
+            `(${t}.${PRESENT[ty]} AND ${t}.attribute = ${a()} AND ${t}.${COLUMN[ty]} = ANY(${this.params.add(vals, ARRAY_CAST[ty])}))`,
+        );
+        return parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`;
+      }
+      default: {
+        const v = leaf.values[0]!;
+        const op = leaf.op === '!=' ? '=' : leaf.op;
+        return `(${t}.${PRESENT[v.type]} AND ${t}.attribute = ${a()} AND ${t}.${COLUMN[v.type]} ${op} ${this.params.add(literal(v), CAST[v.type])})`;
+      }
+    }
+  }
+
+  /** A predicate on the entry whose id is `id`. */
+  predicate(node: Condition, id: string): string {
+    if (node.kind !== 'leaf') {
+      return node.kind === 'and'
+        ? `(${node.children.map((c) => this.predicate(c, id)).join(' AND ')})`
+        : `${id} IN (${this.idSet(node)})`;
+    }
+    const t = this.next('t');
+    if (node.op === '!=') {
+      const u = this.next('t');
+      return (
+        `(EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.anyType(t, node.attribute)})` +
+        ` AND NOT EXISTS (SELECT 1 FROM metadata_triples ${u} WHERE ${u}.${this.column} = ${id} AND ${this.tripleCondition(u, node)}))`
+      );
+    }
+    return `EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.tripleCondition(t, node)})`;
+  }
+
+  /** A query returning the ids of matching entries (duplicates possible; used under IN). */
+  idSet(node: Condition): string {
+    if (node.kind === 'or') return node.children.map((c) => `(${this.idSet(c)})`).join(' UNION ALL ');
+    if (node.kind !== 'leaf') {
+      const [first, ...rest] = node.children;
+      const x = this.next('x');
+      return `SELECT ${x}.id FROM (${this.idSet(first!)}) ${x}(id) WHERE ${rest.map((c) => this.predicate(c, `${x}.id`)).join(' AND ')}`;
+    }
+    const t = this.next('t');
+    if (node.op === '!=') {
+      const u = this.next('t');
+      return (
+        `SELECT ${t}.${this.column} FROM metadata_triples ${t} WHERE ${t}.${this.column} IS NOT NULL AND ${this.anyType(t, node.attribute)}` +
+        ` AND NOT EXISTS (SELECT 1 FROM metadata_triples ${u} WHERE ${u}.${this.column} = ${t}.${this.column} AND ${this.tripleCondition(u, node)})`
+      );
+    }
+    return `SELECT ${t}.${this.column} FROM metadata_triples ${t} WHERE ${t}.${this.column} IS NOT NULL AND ${this.tripleCondition(t, node)}`;
+  }
+}

@@ -1,0 +1,191 @@
+import { z } from 'zod';
+import {
+  checkAttribute,
+  MAX_UNIT_LENGTH,
+  METADATA_VALUE_TYPES,
+  typedValue,
+  type ConditionJson,
+  type MetadataValueType,
+} from '../metadata-query';
+import { IdSchema, PathSchema, text } from './common';
+
+export const AttributeSchema = z.string().refine((v) => {
+  try {
+    checkAttribute(v);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be a letter or _, then letters, digits, _ . : or - (at most 63 characters)');
+
+const UnitSchema = text(0, MAX_UNIT_LENGTH).nullable().optional();
+const RawValueSchema = z.union([z.string(), z.number()]);
+
+/** A triple to add or set: the value is read as `type` (default: JSON numbers are numbers, strings text). */
+export const TripleInputSchema = z
+  .object({
+    attribute: AttributeSchema,
+    value: RawValueSchema,
+    type: z.enum(METADATA_VALUE_TYPES).optional(),
+    unit: UnitSchema,
+  })
+  .transform((t, ctx) => {
+    try {
+      const v = typedValue(t.value, t.type);
+      return {
+        attribute: t.attribute,
+        type: v.type,
+        value: v.text,
+        num: v.num,
+        time: v.time,
+        unit: t.unit || null,
+      };
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', path: ['value'], message: (err as Error).message });
+      return z.NEVER;
+    }
+  });
+export type TripleInput = z.input<typeof TripleInputSchema>;
+export type CheckedTriple = z.output<typeof TripleInputSchema>;
+
+/** Which triples to remove: every value of the attribute, or only those equal to `value` (and `unit`). */
+export const TripleMatchSchema = z
+  .object({
+    attribute: AttributeSchema,
+    value: RawValueSchema.optional(),
+    type: z.enum(METADATA_VALUE_TYPES).optional(),
+    unit: UnitSchema,
+  })
+  .transform((t, ctx) => {
+    // unit: absent matches any unit; null or '' only triples without one.
+    const unit = t.unit === undefined ? undefined : t.unit || null;
+    if (t.value === undefined) return { attribute: t.attribute, value: null, unit };
+    try {
+      return { attribute: t.attribute, value: typedValue(t.value, t.type).text, unit };
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', path: ['value'], message: (err as Error).message });
+      return z.NEVER;
+    }
+  });
+export type TripleMatch = z.input<typeof TripleMatchSchema>;
+
+export const AddTriplesSchema = z.object({ triples: z.array(TripleInputSchema).min(1).max(1000) });
+export type AddTriplesRequest = z.input<typeof AddTriplesSchema>;
+
+export const UpdateTripleSchema = z
+  .object({
+    attribute: AttributeSchema.optional(),
+    value: RawValueSchema.optional(),
+    type: z.enum(METADATA_VALUE_TYPES).optional(),
+    unit: UnitSchema,
+  })
+  .refine((v) => v.value !== undefined || v.unit !== undefined || v.attribute !== undefined, {
+    message: 'give at least one of attribute, value, unit',
+  });
+export type UpdateTripleRequest = z.input<typeof UpdateTripleSchema>;
+
+export const TripleIdParamSchema = z.object({ id: IdSchema });
+
+/** Largest number of (target, triple) rows one bulk request may touch. */
+export const MAX_BULK_ROWS = 200_000;
+
+export const BulkOperationSchema = z
+  .object({
+    /** Data objects or collections by path. */
+    paths: z.array(PathSchema).max(100_000).optional(),
+    /** Everything below this collection (not the collection itself). */
+    under: PathSchema.optional(),
+    /** With `under`: the data objects (default), the collections, or both. */
+    include: z.enum(['objects', 'collections', 'all']).default('objects'),
+    /** Triples added (one identical to a triple already there is not added again). */
+    add: z.array(TripleInputSchema).max(1000).default([]),
+    /** Replace every value of each named attribute with the values given. */
+    set: z.array(TripleInputSchema).max(1000).default([]),
+    /** Triples removed. */
+    remove: z.array(TripleMatchSchema).max(1000).default([]),
+  })
+  .refine(
+    (o) => (o.paths === undefined) !== (o.under === undefined),
+    'give exactly one of "paths" or "under"',
+  )
+  .refine((o) => o.add.length + o.set.length + o.remove.length > 0, 'give at least one of add, set, remove');
+
+export const BulkMetadataSchema = z.object({ operations: z.array(BulkOperationSchema).min(1).max(100_000) });
+export type BulkMetadataRequest = z.input<typeof BulkMetadataSchema>;
+
+export interface BulkMetadataResult {
+  /** Distinct objects and collections the request applied to. */
+  targets: number;
+  added: number;
+  updated: number;
+  removed: number;
+}
+
+export const METADATA_SORTS = ['name', 'size', 'modified', 'created'] as const;
+
+export const MetadataQuerySchema = z
+  .object({
+    /** The condition in JSON form; or give `q`. Neither: everything in scope. */
+    where: z.unknown().optional(),
+    /** The condition in text form, e.g. `filetype = fits and size > 1e6`. */
+    q: z.string().max(10_000).optional(),
+    /** Only entries below (or at) this collection. */
+    scope: PathSchema.default('/'),
+    kind: z.enum(['object', 'collection']).default('object'),
+    sort: z.enum(METADATA_SORTS).default('name'),
+    order: z.enum(['asc', 'desc']).default('asc'),
+    limit: z.number().int().min(0).max(1000).default(100),
+    cursor: text(0, 2048).optional(),
+    /** Attributes to count values of within the whole result. */
+    facets: z.array(AttributeSchema).max(8).default([]),
+    /** Most values per facet (the most frequent first). */
+    facetLimit: z.number().int().min(1).max(1000).default(50),
+    /** Return each item's triples too. */
+    withTriples: z.boolean().default(false),
+    /** Count the whole result (default); `false` saves the count on very large results. */
+    count: z.boolean().default(true),
+  })
+  .refine((v) => v.where === undefined || v.q === undefined, 'give "where" or "q", not both');
+export type MetadataQueryRequest = Omit<z.input<typeof MetadataQuerySchema>, 'where'> & {
+  where?: ConditionJson;
+};
+
+export interface TripleDto {
+  id: string;
+  attribute: string;
+  /** Numbers as JSON numbers, times as ISO 8601 strings, text as strings. */
+  value: string | number;
+  type: MetadataValueType;
+  unit: string | null;
+  modifiedAt: string;
+}
+
+export interface EntryTriplesDto {
+  kind: 'collection' | 'object';
+  id: string;
+  path: string;
+  triples: TripleDto[];
+}
+
+export interface MetadataHitDto {
+  kind: 'collection' | 'object';
+  id: string;
+  name: string;
+  path: string;
+  size: number;
+  modifiedAt: string;
+  triples?: TripleDto[];
+}
+
+export interface FacetValueDto {
+  value: string | number;
+  count: number;
+}
+
+export interface MetadataQueryResult {
+  items: MetadataHitDto[];
+  nextCursor?: string;
+  /** Entries in the whole result (absent with `count: false`). */
+  total?: number;
+  facets?: Record<string, FacetValueDto[]>;
+}

@@ -135,6 +135,13 @@ describe('mergeConflictRows', () => {
     expect(mergeConflictRows(a, decided).status).toBe('decided');
   });
 
+  it('copies naming different collections merge to the same one either way (no ping-pong)', () => {
+    const x = { ...a, collection_id: '9' };
+    const y = { ...b, collection_id: '12' };
+    expect(mergeConflictRows(x, y).collection_id).toBe('9');
+    expect(mergeConflictRows(y, x).collection_id).toBe('9');
+  });
+
   it('a delete seen at one site only makes the merged record a delete conflict', () => {
     const del = { ...b, kind: 'delete' as const };
     expect(mergeConflictRows(a, del).kind).toBe('delete');

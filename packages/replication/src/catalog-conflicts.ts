@@ -192,7 +192,13 @@ export function mergeConflictRows(a: ConflictRow, b: ConflictRow): ConflictRow {
     winner_site: winner.site,
     winner_stamp: winner.stamp,
     detail,
-    collection_id: a.collection_id ?? b.collection_id,
+    // Sites may have seen the record in different collections: the same choice everywhere.
+    collection_id:
+      a.collection_id === null || b.collection_id === null
+        ? (a.collection_id ?? b.collection_id)
+        : idOrder(a.collection_id, b.collection_id) <= 0
+          ? a.collection_id
+          : b.collection_id,
     opened_at: iso(openedAt(versions)),
     deadline: iso(openedAt(versions) + 1000 * Math.max(span(a), span(b))),
   };

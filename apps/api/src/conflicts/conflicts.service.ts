@@ -23,6 +23,7 @@ import type pg from 'pg';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
+import { redactSecrets } from '../common/serialize';
 import { NamespaceService } from '../namespace/namespace.service';
 import { ReplicationService } from '../replication/replication.service';
 import { SiteContext } from '../sites/site-context';
@@ -48,8 +49,6 @@ const MERGEABLE: Record<string, readonly string[]> = {
   conflict_policies: ['policy', 'site'],
 };
 
-/** Never shown, not even to administrators. */
-const SECRET_FIELDS = ['password_hash', 'secret_hash'];
 /** Bookkeeping that differs between any two versions; not what people compare. */
 const BOOKKEEPING = new Set(['updated_at', 'updated_by']);
 
@@ -355,7 +354,7 @@ export class ConflictsService implements OnModuleInit {
 
   /**
    * Runs `write` and closes the conflict in one transaction, refusing one already decided or past
-   * its deadline. `after` (a namespace operation with its own transaction) runs first, so a failure
+   * its deadline. `before` (a namespace operation with its own transaction) runs first, so a failure
    * there leaves the conflict open.
    */
   private async closeIfOpen(
@@ -442,9 +441,7 @@ export class ConflictsService implements OnModuleInit {
     const now = this.clock.now();
     return rows.map(({ record, rights }) => {
       const status = statusOf(record, now);
-      const winner = record.versions.find(
-        (v) => v.site === record.winner_site && v.stamp === Number(record.winner_stamp),
-      );
+      const winner = provisional(record);
       return {
         id: record.id,
         kind: record.kind,
@@ -462,7 +459,7 @@ export class ConflictsService implements OnModuleInit {
           trashed: isTrashed(record.tbl, v.data),
           by: v.by ? (names.get(v.by) ?? null) : null,
           ...(v.key ? { recordId: v.key } : {}),
-          values: redact(v.data),
+          values: redactSecrets(v.data),
           provisionalWinner: v === winner,
         })),
         changedFields: changedFields(record.versions),
@@ -596,13 +593,6 @@ function catalogError(err: unknown, record: ConflictRecord): Error {
     );
   }
   return err as Error;
-}
-
-function redact(row: Record<string, unknown> | null): Record<string, unknown> | null {
-  if (!row) return row;
-  const copy = { ...row };
-  for (const key of SECRET_FIELDS) if (key in copy) copy[key] = '(redacted)';
-  return copy;
 }
 
 function changedFields(versions: readonly ConflictVersion[]): string[] {

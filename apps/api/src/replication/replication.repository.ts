@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ReplicationConflictDto } from '@tributary/shared';
+import { redactSecrets } from '../common/serialize';
 import { SqlPool } from '../database/sql-pool';
 
 /** The replication tables the API reads directly (the engine owns the rest). */
@@ -34,17 +35,9 @@ export class ReplicationRepository {
       rowKey: r.row_key,
       winner: r.winner,
       resolution: r.resolution,
-      held: { site: r.local_site, stamp: r.local_stamp, row: redact(r.local_data) },
-      incoming: { site: r.incoming_site, stamp: r.incoming_stamp, row: redact(r.incoming_data) },
+      held: { site: r.local_site, stamp: r.local_stamp, row: redactSecrets(r.local_data) },
+      incoming: { site: r.incoming_site, stamp: r.incoming_stamp, row: redactSecrets(r.incoming_data) },
       detectedAt: r.detected_at.toISOString(),
     }));
   }
-}
-
-/** Hashes of passwords and token secrets never leave the catalog, not even to administrators. */
-function redact(row: Record<string, unknown> | null): Record<string, unknown> | null {
-  if (!row) return row;
-  const copy = { ...row };
-  for (const key of ['password_hash', 'secret_hash']) if (key in copy) copy[key] = '(redacted)';
-  return copy;
 }

@@ -17,6 +17,7 @@ type Site = (typeof SITES)[number];
 let fed: TestFederation | undefined;
 let pools: pg.Pool[] = [];
 let admin: pg.Client | undefined;
+let adminConfig: pg.ClientConfig | undefined;
 
 afterEach(async () => {
   await admin?.end();
@@ -33,7 +34,8 @@ async function setup(): Promise<TestFederation> {
   const f = (fed = await createFederation([...SITES]));
   await f.settle();
   const c = f.sites.lsu!.catalog.connection;
-  admin = new pg.Client({ ...c, database: 'postgres', application_name: 'crash-admin' });
+  adminConfig = { ...c, database: 'postgres', application_name: 'crash-admin' };
+  admin = new pg.Client(adminConfig);
   await admin.connect();
   return f;
 }
@@ -69,24 +71,47 @@ async function insertUsers(db: pg.Pool, prefix: string, txs: number, perTx: numb
 /**
  * Runs `action` while terminating, up to `times` times, every backend of `database` whose current
  * or last statement matches `pattern` and that is running it or idle inside its transaction.
+ *
+ * `hold`, when given, is a statement run in a transaction of its own on `database` before `action`
+ * starts (a row or table lock the target statement must wait for), so the target is still running
+ * when the killer looks for it however fast the machine is. The lock is released at the first kill,
+ * or after 20 s if the target never shows up.
  */
 async function terminating<T>(
   database: string,
   pattern: string,
   times: number,
   action: () => Promise<T>,
+  hold?: string,
 ): Promise<{ result: T; killed: number }> {
   let killed = 0;
   let finished = false;
+  let holder: pg.Client | undefined;
+  const release = async (): Promise<void> => {
+    const h = holder;
+    holder = undefined;
+    if (h) {
+      await h.query('COMMIT');
+      await h.end();
+    }
+  };
+  if (hold) {
+    holder = new pg.Client({ ...adminConfig, database, application_name: 'crash-hold' });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(hold);
+  }
+  const releaseAfter = setTimeout(() => void release(), 20_000);
   const killer = (async () => {
     while (!finished && killed < times) {
       const res = await admin!.query<{ ok: boolean }>(
         `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
           WHERE datname = $1 AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')
-            AND query ILIKE $2`,
+            AND application_name <> 'crash-hold' AND query ILIKE $2`,
         [database, `%${pattern}%`],
       );
       killed += res.rows.filter((r) => r.ok).length;
+      if (killed > 0) await release();
       await new Promise((r) => setTimeout(r, 1));
     }
   })();
@@ -96,6 +121,8 @@ async function terminating<T>(
   } finally {
     finished = true;
     await killer;
+    clearTimeout(releaseAfter);
+    await release();
   }
 }
 
@@ -166,8 +193,13 @@ describe('crashes during a cycle lose and duplicate nothing', () => {
     expect(await count(f, 'tulane', 'SELECT count(*) FROM repl_incoming')).toBe(10);
 
     const tulane = f.sites.tulane!;
-    const { result, killed } = await terminating(tulane.catalog.name, 'repl_inject', 1, () =>
-      tulane.engine.runCycle(),
+    const { result, killed } = await terminating(
+      tulane.catalog.name,
+      'repl_inject',
+      1,
+      () => tulane.engine.runCycle(),
+      // The injection's inserts into users wait for this lock, so it is caught mid-transaction.
+      'LOCK TABLE users IN SHARE MODE',
     );
     expect(killed).toBe(1);
     // All of the origin's transactions applied in one database transaction: all or nothing.
@@ -210,11 +242,17 @@ describe('crashes during a cycle lose and duplicate nothing', () => {
     const f = await setup();
     await insertUsers(f.sites.lsu!.catalog.db, 'ext', 8, 300);
     const lsu = f.sites.lsu!;
-    const { result, killed } = await terminating(lsu.catalog.name, 'DELETE FROM repl_changes', 1, () =>
-      lsu.engine.runCycle().then(
-        () => 'completed',
-        (err: unknown) => (err instanceof Error ? err.message : String(err)),
-      ),
+    const { result, killed } = await terminating(
+      lsu.catalog.name,
+      'DELETE FROM repl_changes',
+      1,
+      () =>
+        lsu.engine.runCycle().then(
+          () => 'completed',
+          (err: unknown) => (err instanceof Error ? err.message : String(err)),
+        ),
+      // The extraction's DELETE waits for this row, so it is caught mid-statement.
+      'SELECT 1 FROM repl_changes LIMIT 1 FOR UPDATE',
     );
     expect(killed).toBe(1);
     // The extraction is one transaction: either every change is logged or none is.
@@ -237,8 +275,13 @@ describe('crashes during a cycle lose and duplicate nothing', () => {
     const f = await setup();
     await insertUsers(f.sites.lsu!.catalog.db, 'col', 10, 300);
     const uno = f.sites.uno!;
-    const { result, killed } = await terminating(uno.catalog.name, 'INSERT INTO repl_incoming', 1, () =>
-      f.sites.lsu!.engine.runCycle(),
+    const { result, killed } = await terminating(
+      uno.catalog.name,
+      'INSERT INTO repl_incoming',
+      1,
+      () => f.sites.lsu!.engine.runCycle(),
+      // Stores into repl_incoming wait for this lock, so one is caught mid-statement.
+      'LOCK TABLE repl_incoming IN SHARE MODE',
     );
     expect(killed).toBe(1);
     const toUno = result.dispatched.find((d) => d.peer === 'uno')!;

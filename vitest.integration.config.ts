@@ -8,7 +8,7 @@ import { sharedConfig } from './vitest.shared';
 export default defineConfig({
   ...sharedConfig,
   test: {
-    include: ['apps/api/src/**/*.itest.ts', 'packages/*/src/**/*.itest.ts'],
+    include: ['apps/*/src/**/*.itest.ts', 'packages/*/src/**/*.itest.ts'],
     globalSetup: ['apps/api/src/test/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,

@@ -25,10 +25,9 @@ node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.ex
 #   binaries; they link against libstdc++ and, when run as root, create a `postgres` user with useradd.
 # - chromium: the end-to-end tests (e2e/) drive Debian's Chromium with Playwright, headless; Playwright
 #   cannot download its own browser builds here.
-PACKAGES=(libstdc++6 passwd chromium)
-# Later issues add here:
-#   libfuse-dev fuse         desktop agent: FUSE mount (@cocalc/fuse-native builds against libfuse 2.9;
-#                            fusermount unmounts); with python3 make g++ for node-gyp
+# - libfuse-dev fuse python3 make g++: the desktop agent's FUSE mount (@cocalc/fuse-native builds
+#   against libfuse 2.9 with node-gyp; fusermount unmounts).
+PACKAGES=(libstdc++6 passwd chromium libfuse-dev fuse python3 make g++)
 
 missing=()
 if command -v dpkg >/dev/null; then
@@ -58,6 +57,9 @@ fi
 # --- npm packages ----------------------------------------------------------------------------
 # node-gyp would download Node's headers (no network here but the registries); use the installed ones.
 export npm_config_nodedir=/usr
+# The Electron package's install script downloads a runtime from GitHub, which these machines cannot
+# reach; the agent's shell only needs its type definitions to build (see apps/agent/README.md).
+export ELECTRON_SKIP_BINARY_DOWNLOAD=1
 [[ -f /usr/include/node/node_api.h ]] ||
   say 'note: /usr/include/node has no Node headers; native addons (later: the FUSE agent) may not build.'
 

@@ -38,6 +38,7 @@ export const ErrorCode = {
   SnapshotRefused: 'SNAPSHOT_REFUSED',
   PurgeNotYet: 'PURGE_NOT_YET',
   ConflictClosed: 'CONFLICT_CLOSED',
+  UpdateRejected: 'UPDATE_REJECTED',
   InvalidQuery: 'INVALID_QUERY',
   Internal: 'INTERNAL',
 } as const;
@@ -81,6 +82,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   SNAPSHOT_REFUSED: 409,
   PURGE_NOT_YET: 409,
   CONFLICT_CLOSED: 409,
+  UPDATE_REJECTED: 409,
   INVALID_QUERY: 422,
   INTERNAL: 500,
 };

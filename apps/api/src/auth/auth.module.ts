@@ -10,5 +10,7 @@ import { AuthService } from './auth.service';
   imports: [UsersModule],
   controllers: [AuthController],
   providers: [AuthRepository, AuthService, { provide: APP_GUARD, useClass: AuthGuard }],
+  // The data module authenticates users on whose behalf a peer forwards a data update.
+  exports: [AuthService],
 })
 export class AuthModule {}

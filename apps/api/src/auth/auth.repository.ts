@@ -76,6 +76,14 @@ export class AuthRepository {
     return rows[0] ? toAccount(rows[0]) : null;
   }
 
+  async findAccountById(id: bigint): Promise<AccountRecord | null> {
+    const { rows } = await this.sql.query<AccountRow>(
+      `SELECT ${ACCOUNT_COLUMNS} FROM (SELECT id AS user_id FROM users WHERE id = $1) x ${ACCOUNT_JOINS}`,
+      [id.toString()],
+    );
+    return rows[0] ? toAccount(rows[0]) : null;
+  }
+
   async createSession(id: string, userId: bigint, csrfToken: string, expiresAt: Date): Promise<void> {
     await this.prisma.session.create({ data: { id, userId, csrfToken, expiresAt } });
   }

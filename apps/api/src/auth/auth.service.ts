@@ -137,6 +137,23 @@ export class AuthService {
     };
   }
 
+  /**
+   * The user a peer site acts for when it forwards that user's request (a data update to the site
+   * holding the bytes). The peer authenticated the user and checked their token's limits; this
+   * site checks the account is enabled here and, in the service, the user's rights in its catalog.
+   */
+  async forwardedPrincipal(userId: bigint): Promise<Principal> {
+    const account = await this.repo.findAccountById(userId);
+    if (!account) {
+      throw new DomainError(
+        ErrorCode.Unauthenticated,
+        `user ${userId} is not known at this site yet; try again after the next replication exchange`,
+      );
+    }
+    this.assertEnabled(account);
+    return { ...this.principalFor(account), via: 'peer' };
+  }
+
   private assertEnabled(account: AccountRecord): void {
     if (account.disabledAt) throw new DomainError(ErrorCode.AccountDisabled, 'this account is disabled');
   }

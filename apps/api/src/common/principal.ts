@@ -8,7 +8,8 @@ export interface Principal {
   activeGroupId: bigint | null;
   activeGroupName: string | null;
   groupIds: bigint[];
-  via: 'session' | 'token';
+  /** `peer`: a request another site forwarded for this user (see AuthService.forwardedPrincipal). */
+  via: 'session' | 'token' | 'peer';
   /** Set for token requests: what the token allows. */
   token?: { id: bigint; scope: TokenScope; collectionPath: string | null; expiresAt: Date | null };
   sessionId?: string;

@@ -1,4 +1,11 @@
-import type { BulkConflictDecisionDto, ConflictDto, ErrorBody, Page, TrashEntryDto } from '@tributary/shared';
+import type {
+  BulkConflictDecisionDto,
+  ConflictDto,
+  EntryDto,
+  ErrorBody,
+  Page,
+  TrashEntryDto,
+} from '@tributary/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '../test/factories';
 import { sleep, startFederation, type Federation, type FederationSite } from '../test/federation';
@@ -257,5 +264,58 @@ describe('conflict negotiation between real sites', () => {
       422,
       'VALIDATION_FAILED',
     );
+  });
+  it('data updates go to the site holding the bytes, which takes them from one site per cycle (UPDATE_REJECTED)', async () => {
+    const dir = await newDir('bytes');
+    const path = `${dir}/d.bin`;
+    const put = (site: FederationSite, seed: number) =>
+      site.http.request<EntryDto>('PUT', '/api/v1/data', {
+        query: { path, overwrite: true },
+        headers: { 'content-type': 'application/octet-stream' },
+        body: testBytes(5000 + seed, seed),
+      });
+    const bytesAt = async (site: FederationSite) =>
+      Buffer.from(await (await site.client.download(path)).arrayBuffer());
+    await lsu.client.upload(path, testBytes(4000, 1));
+    await exchange();
+    expect((await tulane.client.stat(path)).site).toBe('lsu');
+
+    // tulane holds no copy: its update is forwarded to lsu, which applies it at once.
+    const fromTulane = expectStatus(await put(tulane, 2), 200).body;
+    expect(fromTulane).toMatchObject({ path, size: 5002, version: 2, site: 'lsu' });
+    expect((await bytesAt(lsu)).equals(testBytes(5002, 2))).toBe(true);
+
+    // Within the same cycle lsu refuses updates from anyone else, itself included...
+    const refused = await put(lsu, 3);
+    const error = expectError(refused, 409, 'UPDATE_REJECTED');
+    expect(error.message).toContain('updated from tulane');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // ...but takes more from tulane.
+    expect(expectStatus(await put(tulane, 4), 200).body).toMatchObject({ version: 3 });
+
+    // Once lsu has run a cycle (offering tulane's update to every peer), another site may update.
+    expectStatus(await lsu.http.post('/api/v1/replication/cycle'), 200);
+    expect(expectStatus(await put(lsu, 5), 200).body).toMatchObject({ version: 4 });
+    const relayed = expectError(await put(tulane, 6), 409, 'UPDATE_REJECTED');
+    expect(relayed.message).toContain('updated from lsu');
+
+    await exchange();
+    for (const site of [lsu, tulane]) {
+      expect(await site.client.stat(path), site.id).toMatchObject({ version: 4, size: 5005, site: 'lsu' });
+      expect((await bytesAt(site)).equals(testBytes(5005, 5)), site.id).toBe(true);
+      // One writer, one sequence of versions: nothing concurrent to record.
+      expect(await conflictsAt(site, { path: dir, status: 'all' }), site.id).toEqual([]);
+    }
+    // Bad input is refused before anything is forwarded.
+    expectError(
+      await tulane.http.request('PUT', '/api/v1/data', {
+        query: { path, overwrite: true },
+        headers: { 'content-type': 'application/octet-stream', 'x-checksum-sha256': '0'.repeat(64) },
+        body: testBytes(10, 7),
+      }),
+      422,
+      'CHECKSUM_MISMATCH',
+    );
+    expect((await bytesAt(lsu)).equals(testBytes(5005, 5))).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
 import { NamespaceModule } from '../namespace/namespace.module';
 import { DataController } from './data.controller';
 import { DataRepository } from './data.repository';
@@ -8,7 +9,7 @@ import { IngestRepository } from './ingest.repository';
 import { StorageModule } from './storage.module';
 
 @Module({
-  imports: [NamespaceModule, StorageModule],
+  imports: [AuthModule, NamespaceModule, StorageModule],
   controllers: [DataController, PeerDataController],
   providers: [DataRepository, IngestRepository, DataService],
   // Upload sessions commit through the ordinary upload path.

@@ -8,6 +8,19 @@ export interface NewObjectBytes {
   contentType: string;
 }
 
+/** An object's row as an update of its bytes needs it, locked for the transaction. */
+export interface LockedObject {
+  id: bigint;
+  version: number;
+  contentType: string;
+}
+
+/** The update another site made within the current window (see `claimUpdateWindow`). */
+export interface UpdateWindowHolder {
+  siteId: string;
+  acceptedAt: Date;
+}
+
 @Injectable()
 export class DataRepository {
   constructor(private readonly prisma: PrismaService) {}
@@ -24,6 +37,51 @@ export class DataRepository {
     return replica
       ? { size: Number(replica.size), checksum: replica.checksum, key: replica.physicalPath }
       : null;
+  }
+
+  /** A live object's path, by id (null when it is gone or in the trash). */
+  async objectPath(id: bigint): Promise<string | null> {
+    const rows = await this.prisma.$queryRaw<Array<{ path: string }>>`
+      SELECT CASE WHEN c.path = '/' THEN '/' || o.name ELSE c.path || '/' || o.name END AS path
+        FROM data_objects o JOIN collections c ON c.id = o.collection_id
+       WHERE o.id = ${id} AND o.trash_id = 0`;
+    return rows[0]?.path ?? null;
+  }
+
+  /** Locks a live object's row until the transaction ends; null when it is gone or in the trash. */
+  async lockObject(tx: Tx, id: bigint): Promise<LockedObject | null> {
+    const rows = await tx.$queryRaw<Array<{ version: number; content_type: string }>>`
+      SELECT version, content_type FROM data_objects WHERE id = ${id} AND trash_id = 0 FOR UPDATE`;
+    const row = rows[0];
+    return row ? { id, version: row.version, contentType: row.content_type } : null;
+  }
+
+  /**
+   * Claims the object's update window for `siteId`: granted when the last accepted update came from
+   * the same site or was accepted before `openSince` (the start of the last completed replication
+   * cycle, so every peer has been offered it). Otherwise answers who holds the window. The caller
+   * holds the object's row lock, so claims of one object are serialised.
+   */
+  async claimUpdateWindow(
+    tx: Tx,
+    objectId: bigint,
+    siteId: string,
+    openSince: Date,
+  ): Promise<UpdateWindowHolder | null> {
+    const claimed = await tx.$executeRaw`
+      INSERT INTO data_update_windows (object_id, site_id, accepted_at) VALUES (${objectId}, ${siteId}, clock_timestamp())
+      ON CONFLICT (object_id) DO UPDATE SET site_id = EXCLUDED.site_id, accepted_at = EXCLUDED.accepted_at
+       WHERE data_update_windows.site_id = EXCLUDED.site_id OR data_update_windows.accepted_at < ${openSince}`;
+    if (claimed === 1) return null;
+    const rows = await tx.$queryRaw<Array<{ site_id: string; accepted_at: Date }>>`
+      SELECT site_id, accepted_at FROM data_update_windows WHERE object_id = ${objectId}`;
+    const row = rows[0]!;
+    return { siteId: row.site_id, acceptedAt: row.accepted_at };
+  }
+
+  /** Forgets windows that closed long ago (one row per updated object otherwise stays for ever). */
+  async pruneUpdateWindows(before: Date): Promise<void> {
+    await this.prisma.$executeRaw`DELETE FROM data_update_windows WHERE accepted_at < ${before}`;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, joinPath, normalizeName, splitPath, type EntryDto } from '@tributary/shared';
+import { ErrorCode, errorStatus, joinPath, normalizeName, splitPath, type EntryDto } from '@tributary/shared';
+import { PeerRequestError } from '@tributary/replication';
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { AccessService, levelAtLeast } from '../access/access.service';
@@ -13,7 +14,8 @@ import { NamespaceRepository, type ObjectRecord } from '../namespace/namespace.r
 import { NamespaceService } from '../namespace/namespace.service';
 import { ReplicationService } from '../replication/replication.service';
 import { SiteContext } from '../sites/site-context';
-import { DataRepository } from './data.repository';
+import { DataRepository, type UpdateWindowHolder } from './data.repository';
+import { forwardedUpdatePath, type ForwardedUpdate } from './forwarded-update';
 import { IngestRepository, type InsertedObject } from './ingest.repository';
 import { forEachFilePart, MultipartError } from './multipart';
 import { StagingError, type StagedFile } from './storage-driver';
@@ -63,7 +65,14 @@ export class DataService {
     private readonly metrics: MetricsRegistry,
     private readonly replication: ReplicationService,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
-  ) {}
+  ) {
+    // Update windows closed a cycle ago; rows older than an hour only take room.
+    replication.afterCycle((report) => {
+      void this.repo
+        .pruneUpdateWindows(new Date(report.startedAt.getTime() - 3600_000))
+        .catch(() => undefined);
+    });
+  }
 
   /**
    * Streams the body to staging (hashing as it goes), then in one transaction records the object
@@ -301,7 +310,11 @@ export class DataService {
     }
   }
 
-  /** Replaces an existing object's bytes: a new version, this site's replica moved to the new key. */
+  /**
+   * Replaces an existing object's bytes. One site decides on updates of an object's bytes, the one
+   * holding them: this site when it does, otherwise the update is forwarded there (docs/conflicts.md,
+   * "Data updates").
+   */
   private async overwrite(
     principal: Principal,
     path: string,
@@ -311,19 +324,118 @@ export class DataService {
     const existing = await this.namespace.resolve(path);
     if (existing?.kind !== 'object') throw notFound(path);
     await this.access.require(principal, { path, kind: 'object', objectId: existing.id }, 'write');
+    const holder = holdingSite(existing, this.site.siteId);
+    if (holder !== this.site.siteId) return this.forwardUpdate(principal, existing, holder, source, options);
     const staged = await this.stage(source, options);
-    const { name } = splitPath(path);
+    return this.replaceHeldBytes(principal, existing.id, path, staged, options.contentType, this.site.siteId);
+  }
+
+  /**
+   * Sends an update of bytes another site holds to that site, as the caller, and answers what it
+   * answered. The bytes are staged here first, so the holding site receives them whole, with their
+   * SHA-256 signed.
+   */
+  private async forwardUpdate(
+    principal: Principal,
+    existing: ObjectRecord,
+    holder: string,
+    source: UploadSource,
+    options: UploadOptions,
+  ): Promise<EntryDto> {
+    if (!this.replication.peers.peer(holder)) {
+      throw new DomainError(
+        ErrorCode.ReplicaUnavailable,
+        `the bytes of ${existing.path} are held at ${holder}, which this site has no peer link to; update them there`,
+      );
+    }
+    const staged = await this.stage(source, options);
+    try {
+      const update: ForwardedUpdate = {
+        objectId: existing.id.toString(),
+        userId: principal.userId.toString(),
+        path: existing.path,
+        size: staged.size,
+        sha256: staged.sha256,
+        contentType: options.contentType ?? null,
+      };
+      // At least a megabyte a second, and a minute for the holding site to commit.
+      const timeoutMs = 60_000 + Math.ceil(staged.size / 1000);
+      const entry = await this.replication.peers.sendBytes<EntryDto>(
+        holder,
+        forwardedUpdatePath(existing.id),
+        update,
+        staged.open(),
+        timeoutMs,
+      );
+      this.metrics.bytesOut.inc(staged.size);
+      return entry;
+    } catch (err) {
+      if (err instanceof PeerRequestError) throw relayRefusal(err, holder, existing.path);
+      throw err;
+    } finally {
+      await staged.discard();
+    }
+  }
+
+  /**
+   * A data update another site forwarded for one of its users: checked here as if the user had
+   * asked this site (rights, this site still holding the bytes, the update window).
+   */
+  async acceptForwardedUpdate(
+    principal: Principal,
+    from: string,
+    update: ForwardedUpdate,
+    body: Readable,
+  ): Promise<EntryDto> {
+    const objectId = BigInt(update.objectId);
+    const path = await this.repo.objectPath(objectId);
+    const existing = path ? await this.namespace.resolve(path) : null;
+    if (!path || existing?.kind !== 'object') {
+      throw notFound(`${update.path} (it was deleted at ${this.site.siteId}, which held its bytes)`);
+    }
+    await this.access.require(principal, { path, kind: 'object', objectId }, 'write');
+    const holder = holdingSite(existing, this.site.siteId);
+    if (holder !== this.site.siteId) {
+      throw new DomainError(
+        ErrorCode.ReplicaUnavailable,
+        `the bytes of ${update.path} are now held at ${holder}, not ${this.site.siteId}; try again after the next replication exchange`,
+      );
+    }
+    const staged = await this.stage(
+      { body },
+      { overwrite: true, contentLength: update.size, expectedSha256: update.sha256 },
+    );
+    return this.replaceHeldBytes(principal, objectId, path, staged, update.contentType ?? undefined, from);
+  }
+
+  /**
+   * Replaces the bytes of an object this site holds with staged ones, for an update that came from
+   * `requester` (this site or the peer that forwarded it): a new version, this site's replica moved
+   * to the new key, the other copies stale. Refused while another site's update holds the window.
+   */
+  private async replaceHeldBytes(
+    principal: Principal,
+    objectId: bigint,
+    path: string,
+    staged: StagedFile,
+    contentType: string | undefined,
+    requester: string,
+  ): Promise<EntryDto> {
     let committedKey: string | null = null;
     let replacedKey: string | null = null;
     try {
       await this.namespaceRepo.transaction(async (tx) => {
-        await this.namespaceRepo.lockName(tx, existing.collectionId, name);
-        const current = await this.namespaceRepo.findObject(
-          { id: existing.collectionId, path: splitPath(path).parent },
-          name,
-          tx,
-        );
-        if (!current) throw notFound(`${path} (it was moved or deleted meanwhile)`);
+        const current = await this.repo.lockObject(tx, objectId);
+        if (!current) throw notFound(`${path} (it was deleted meanwhile)`);
+        if (this.config.replication.peers.length > 0) {
+          const holder = await this.repo.claimUpdateWindow(
+            tx,
+            objectId,
+            requester,
+            this.replication.lastCycleStartedAt,
+          );
+          if (holder) throw this.updateRejected(path, holder);
+        }
         const key = storageKey(current.id, current.version + 1);
         await staged.commit(key);
         committedKey = key;
@@ -333,7 +445,7 @@ export class DataService {
           {
             size: BigInt(staged.size),
             checksum: staged.sha256,
-            contentType: options.contentType ?? current.contentType,
+            contentType: contentType ?? current.contentType,
           },
           { siteId: this.site.siteId, resourceId: this.site.resourceId, physicalPath: key },
           principal.userId,
@@ -345,10 +457,27 @@ export class DataService {
     }
     if (replacedKey && replacedKey !== committedKey) await this.storage.remove(replacedKey);
     this.metrics.bytesIn.inc(staged.size);
-    const entry = (await this.namespace.resolve(path)) as ObjectRecord;
+    const entry = (await this.namespace.resolve(
+      (await this.repo.objectPath(objectId)) ?? path,
+    )) as ObjectRecord;
     return toEntryDto(
       entry,
-      await this.access.levelOf(principal, { path, kind: 'object', objectId: entry.id }),
+      await this.access.levelOf(principal, { path: entry.path, kind: 'object', objectId }),
+    );
+  }
+
+  private updateRejected(path: string, holder: UpdateWindowHolder): DomainError {
+    const cycleMs = this.config.replication.cycleMs;
+    const nextExchange = Math.max(this.replication.lastCycleStartedAt.getTime() + cycleMs, Date.now() + 1000);
+    const retryAfter = Math.ceil((nextExchange - Date.now()) / 1000) + 1;
+    return new DomainError(
+      ErrorCode.UpdateRejected,
+      `${path} was updated from ${holder.siteId} at ${holder.acceptedAt.toISOString()}, and ${this.site.siteId}, ` +
+        `which holds its bytes, accepts updates of them from one site per replication cycle. ` +
+        `Try again after the next replication exchange, about ${new Date(nextExchange).toISOString()}, ` +
+        `once your site has that update`,
+      undefined,
+      { 'retry-after': String(retryAfter) },
     );
   }
 
@@ -465,5 +594,43 @@ function checksumMismatch(actual: string, expected: string): DomainError {
   return new DomainError(
     ErrorCode.ChecksumMismatch,
     `the bytes received hash to sha256:${actual}, not the sha256:${expected} you sent; retry the upload`,
+  );
+}
+
+/**
+ * The site whose copy of an object's bytes decides on updates of them: of the sites with a good
+ * copy, the first by id (every site computes the same); this site when none has one.
+ */
+export function holdingSite(object: ObjectRecord, localSite: string): string {
+  const good = object.replicas.filter((r) => r.status === 'good').map((r) => r.siteId);
+  return good.length === 0 ? localSite : good.sort()[0]!;
+}
+
+/** Refusals of the holding site the user can act on, passed on as they are; anything else is "unavailable". */
+const RELAYED_CODES = new Set<string>([
+  ErrorCode.UpdateRejected,
+  ErrorCode.PermissionDenied,
+  ErrorCode.NotFound,
+  ErrorCode.ChecksumMismatch,
+  ErrorCode.PayloadTooLarge,
+  ErrorCode.AccountDisabled,
+]);
+
+function relayRefusal(err: PeerRequestError, holder: string, path: string): DomainError {
+  if (err.code && RELAYED_CODES.has(err.code) && err.code in errorStatus) {
+    return new DomainError(
+      err.code as ErrorCode,
+      err.peerMessage ?? err.message,
+      undefined,
+      err.retryAfter ? { 'retry-after': err.retryAfter } : undefined,
+    );
+  }
+  const why =
+    err.status === undefined ? 'cannot be reached now' : `answered: ${err.peerMessage ?? err.message}`;
+  return new DomainError(
+    ErrorCode.ReplicaUnavailable,
+    `the update of ${path} was not applied: its bytes are held at ${holder}, which ${why}; try again later`,
+    undefined,
+    { 'retry-after': '30' },
   );
 }

@@ -73,6 +73,7 @@ export class LocalFsDriver implements StorageDriver {
     return {
       size,
       sha256: hash.digest('hex'),
+      open: () => createReadStream(tempPath),
       commit: async (key) => {
         await fs.rename(tempPath, await this.prepare(key));
         committed = true;
@@ -115,6 +116,7 @@ export class LocalFsDriver implements StorageDriver {
     return {
       size: measured.size,
       sha256: measured.sha256,
+      open: () => createReadStream(source),
       commit: async (key) => {
         const target = await this.prepare(key);
         await fs.rename(source, target);

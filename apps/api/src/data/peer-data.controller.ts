@@ -1,20 +1,26 @@
-import { Controller, Get, Param, Req, Res } from '@nestjs/common';
+import { Controller, Get, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { IdSchema } from '@tributary/shared';
+import { ErrorCode, IdSchema } from '@tributary/shared';
+import { ENVELOPE_HEADER } from '@tributary/replication';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import parseRange from 'range-parser';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { Public } from '../auth/auth.decorators';
+import { AuthService } from '../auth/auth.service';
+import { DomainError } from '../common/domain-error';
 import { PeerAuthService } from '../replication/peer-auth.service';
 import { DataService } from './data.service';
+import { ForwardedUpdateSchema, type ForwardedUpdate } from './forwarded-update';
 
 class ObjectIdParamDto extends createZodDto(z.object({ id: IdSchema })) {}
 
 /**
  * Object bytes for peer sites: a site that holds no copy of an object reads it through the site
- * that does (location transparency). Signed peer requests only; the peer checked the user's access.
+ * that does (location transparency; the peer checked the user's access), and forwards its users'
+ * updates of the bytes here (checked here: see DataService.acceptForwardedUpdate). Signed peer
+ * requests only.
  */
 @ApiTags('replication-peer')
 @Public()
@@ -22,8 +28,25 @@ class ObjectIdParamDto extends createZodDto(z.object({ id: IdSchema })) {}
 export class PeerDataController {
   constructor(
     private readonly auth: PeerAuthService,
+    private readonly users: AuthService,
     private readonly data: DataService,
   ) {}
+
+  @Post(':id/bytes')
+  async update(@Param() params: ObjectIdParamDto, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const envelope = req.headers[ENVELOPE_HEADER];
+    // The signature covers the envelope, which carries the body's size and SHA-256.
+    const peer = await this.auth.verify(req, Buffer.from(typeof envelope === 'string' ? envelope : ''));
+    try {
+      const update = parseEnvelope(envelope, params.id);
+      const principal = await this.users.forwardedPrincipal(BigInt(update.userId));
+      const entry = await this.data.acceptForwardedUpdate(principal, peer.peer, update, req);
+      this.auth.sendSigned(res, peer, 200, entry);
+    } catch (err) {
+      req.resume();
+      this.auth.sendError(res, peer, err);
+    }
+  }
 
   @Get(':id')
   async read(@Param() params: ObjectIdParamDto, @Req() req: Request, @Res() res: Response): Promise<void> {
@@ -59,4 +82,21 @@ export class PeerDataController {
       // The peer went away mid-transfer.
     }
   }
+}
+
+function parseEnvelope(header: string | string[] | undefined, objectId: string): ForwardedUpdate {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(typeof header === 'string' ? header : '', 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const result = ForwardedUpdateSchema.safeParse(parsed);
+  if (!result.success || result.data.objectId !== objectId) {
+    throw new DomainError(
+      ErrorCode.ValidationFailed,
+      `the ${ENVELOPE_HEADER} header does not describe object ${objectId}`,
+    );
+  }
+  return result.data;
 }

@@ -5,6 +5,8 @@ export interface StagedFile {
   size: number;
   /** Lower-case hex SHA-256 of the bytes. */
   sha256: string;
+  /** Reads the staged bytes (to forward them elsewhere) before they are committed or discarded. */
+  open(): Readable;
   /** Moves the bytes under `key` atomically (a rename). */
   commit(key: string): Promise<void>;
   /** Removes the staged bytes; safe to call after a failed or successful commit. */

@@ -68,6 +68,7 @@ export class PeerAuthService {
   /** Answers a failure as the API's error envelope, signed. */
   sendError(res: Response, peer: VerifiedPeer, err: unknown): void {
     if (err instanceof DomainError) {
+      for (const [name, value] of Object.entries(err.headers ?? {})) res.setHeader(name, value);
       this.sendSigned(res, peer, err.status, { error: { code: err.code, message: err.message } });
       return;
     }

@@ -57,6 +57,7 @@ export class ReplicationService implements OnApplicationShutdown {
     this.counters = { cycles: registerMetrics(metrics, this.engine) };
     this.engine.onCycle = (report: CycleReport) => {
       this.counters.cycles.inc();
+      if (!report.error) this.lastCycleStartedAt = report.startedAt;
       for (const listener of this.cycleListeners) listener(report);
       if (report.injected.conflicts > 0)
         this.logger.warn(`${report.injected.conflicts} conflict(s) resolved provisionally this cycle`);
@@ -64,6 +65,12 @@ export class ReplicationService implements OnApplicationShutdown {
   }
 
   private readonly cycleListeners: Array<(report: CycleReport) => void> = [];
+
+  /**
+   * When the last cycle that completed started (this process's start before the first): what this
+   * site wrote before that moment has been extracted and offered to every peer.
+   */
+  lastCycleStartedAt = new Date();
 
   /** Calls `listener` after every replication cycle (conflict policies run then). */
   afterCycle(listener: (report: CycleReport) => void): void {

@@ -1,0 +1,23 @@
+import { IdSchema } from '@tributary/shared';
+import { z } from 'zod';
+
+/**
+ * What a site sends with a data update it forwards to the site holding the object's bytes (signed;
+ * the bytes follow as the body and must match `size` and `sha256`).
+ */
+export const ForwardedUpdateSchema = z.object({
+  objectId: IdSchema,
+  /** The user the forwarding site authenticated. */
+  userId: IdSchema,
+  /** The object's path at the forwarding site, for messages. */
+  path: z.string().min(1).max(4096),
+  size: z.number().int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  contentType: z.string().min(1).max(255).nullable(),
+});
+
+export type ForwardedUpdate = z.infer<typeof ForwardedUpdateSchema>;
+
+/** The forwarded update's route at the holding site, under PEER_OBJECT_PATH. */
+export const forwardedUpdatePath = (objectId: bigint | string): string =>
+  `/api/v1/replication/peer/objects/${objectId}/bytes`;

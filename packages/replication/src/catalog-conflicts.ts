@@ -286,8 +286,11 @@ export class ConflictRecords {
     const winner = provisionalWinner(conflict.table, versions);
     const openedMicros = openedAt(versions);
     const collection = collectionOf(conflict.table, winner.data ?? change.d);
+    const id =
+      (await this.recordLost(client, conflict.table, conflict.key, baseStamp, baseSite)) ??
+      hashId('concurrent', conflict.table, conflict.key, `${baseStamp ?? ''}@${baseSite ?? ''}`);
     await this.write(client, origin, {
-      id: hashId('concurrent', conflict.table, conflict.key, `${baseStamp ?? ''}@${baseSite ?? ''}`),
+      id,
       kind: deleteKind ? 'delete' : 'update',
       tbl: conflict.table,
       row_key: conflict.key,
@@ -300,6 +303,31 @@ export class ConflictRecords {
       deadline: iso(openedMicros + this.deadlineMs * 1000),
       ...UNDECIDED,
     });
+  }
+
+  /**
+   * The conflict record in which the version a change was based on lost: a site that kept editing
+   * after its version lost (before it heard of the conflict) continues that conflict rather than
+   * opening another, so every site files the versions under one record whatever order they arrive
+   * in. A change based on a record's winner is a new conflict.
+   */
+  private async recordLost(
+    client: pg.PoolClient,
+    table: string,
+    key: string,
+    baseStamp: number | null,
+    baseSite: string | null,
+  ): Promise<string | null> {
+    if (baseStamp === null || baseSite === null) return null;
+    const res = await client.query<{ id: string }>(
+      `SELECT id FROM conflicts
+        WHERE tbl = $1 AND row_key = $2
+          AND versions @> jsonb_build_array(jsonb_build_object('stamp', $3::bigint, 'site', $4::text))
+          AND NOT (winner_stamp = $3::bigint AND winner_site = $4)
+        ORDER BY id LIMIT 1`,
+      [table, key, baseStamp, baseSite],
+    );
+    return res.rows[0]?.id ?? null;
   }
 
   /**

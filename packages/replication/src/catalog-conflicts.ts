@@ -73,6 +73,8 @@ export interface ConflictVersion {
   /** For `same-name`: which record this is. */
   key?: string;
   data: Record<string, unknown> | null;
+  /** The version this one was based on (`stamp@site`), when known: versions no other is based on are heads. */
+  base?: string | null;
 }
 
 /** A row of `conflicts` (as JSON: timestamps as ISO text). */
@@ -102,7 +104,11 @@ export interface ConflictRow {
  * The provisional winner among concurrent versions of one record: the latest (ties to the greater
  * site id), except that a live version wins over one that moved the record to the trash.
  */
-export function provisionalWinner(table: string, versions: readonly ConflictVersion[]): ConflictVersion {
+export function provisionalWinner(table: string, all: readonly ConflictVersion[]): ConflictVersion {
+  // A version another one was based on is superseded: only heads compete.
+  const bases = new Set(all.map((v) => v.base).filter((b): b is string => !!b));
+  const heads = all.filter((v) => !bases.has(`${v.stamp}@${v.site}`));
+  const versions = heads.length > 0 ? heads : all;
   const live = versions.filter((v) => !v.deleted && !isTrashed(table, v.data));
   const trashed = versions.filter((v) => !v.deleted && isTrashed(table, v.data));
   const pool = live.length > 0 && trashed.length > 0 ? live : versions;
@@ -265,12 +271,17 @@ export class ConflictRecords {
     if (!isNegotiable(conflict.table)) return;
     const change = conflict.incoming.change;
     const held = conflict.held;
+    const heldBase = await client.query<{ base: string | null }>(
+      `SELECT base_stamp || '@' || base_site AS base FROM repl_versions WHERE tbl = $1 AND row_key = $2`,
+      [conflict.table, conflict.key],
+    );
     const incomingVersion: ConflictVersion = {
       site: origin,
       stamp: change.s,
       deleted: change.o === 'D',
       by: byOf(change.d),
       data: change.d,
+      base: baseStamp === null || baseSite === null ? null : `${baseStamp}@${baseSite}`,
     };
     const heldVersion: ConflictVersion = {
       site: held.site ?? '?',
@@ -278,6 +289,7 @@ export class ConflictRecords {
       deleted: held.deleted,
       by: byOf(held.row),
       data: held.row,
+      base: heldBase.rows[0]?.base ?? null,
     };
     const versions = sortVersions([incomingVersion, heldVersion]);
     const deleteKind =
@@ -472,11 +484,161 @@ export class ConflictRecords {
       await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
       await client.query('UPDATE collections SET trash_id = 0 WHERE trash_id = $1::bigint', [trashId]);
       await client.query('UPDATE data_objects SET trash_id = 0 WHERE trash_id = $1::bigint', [trashId]);
-      await client.query('DELETE FROM trash_entries WHERE id = $1::bigint', [trashId]);
+      // The entry stays (empty, hidden from trash listings): its move is still a version of the
+      // record that a later change can bring back, and every site keeps the same entries.
       await client.query('RELEASE SAVEPOINT rescue');
     } catch {
       await client.query('ROLLBACK TO SAVEPOINT rescue');
     }
+  }
+
+  /**
+   * Keeps track of live versions of files and folders that lost a conflict here and are still heads
+   * (repl_heads), after the resolver decided between `held` and the incoming change.
+   */
+  async trackHeads(
+    client: pg.PoolClient,
+    origin: string,
+    change: Change,
+    held: { stamp: number | null; site: string | null; row: Record<string, unknown> | null },
+    winner: 'incoming' | 'held',
+  ): Promise<void> {
+    if (!TRASHABLE.has(change.t)) return;
+    // A version this change was based on is no longer a head.
+    if (change.b !== null && change.bs !== null) {
+      await client.query(
+        'DELETE FROM repl_heads WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4',
+        [change.t, change.k, change.b, change.bs],
+      );
+    }
+    const loser =
+      winner === 'incoming'
+        ? held.row && held.stamp !== null && held.site !== null
+          ? { stamp: held.stamp, site: held.site, data: held.row, base: await this.heldBase(client, change) }
+          : null
+        : change.o === 'D'
+          ? null
+          : { stamp: change.s, site: origin, data: change.d, base: [change.b, change.bs] as const };
+    if (!loser) return;
+    await client.query(
+      `INSERT INTO repl_heads (tbl, row_key, stamp, site, base_stamp, base_site, data)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+      [change.t, change.k, loser.stamp, loser.site, loser.base[0], loser.base[1], JSON.stringify(loser.data)],
+    );
+  }
+
+  private async heldBase(
+    client: pg.PoolClient,
+    change: Change,
+  ): Promise<readonly [number | null, string | null]> {
+    const res = await client.query<{ base_stamp: string | null; base_site: string | null }>(
+      'SELECT base_stamp, base_site FROM repl_versions WHERE tbl = $1 AND row_key = $2',
+      [change.t, change.k],
+    );
+    const r = res.rows[0];
+    return [r?.base_stamp == null ? null : Number(r.base_stamp), r?.base_site ?? null];
+  }
+
+  /**
+   * Moves to the trash from `origin` (its transactions after `after`, through `through`) that this
+   * site applied in order, on top of the version it held, while a live version that lost a conflict
+   * on the same record is still a head. Sites that met that version and the move directly let the
+   * live one rescue the record; here it lost before the move arrived. So the latest such version
+   * stands, as if it had arrived now, the move is recorded in the conflict, and what it trashed is
+   * rescued.
+   */
+  async reconsiderTrashed(
+    client: pg.PoolClient,
+    origin: string,
+    after: number,
+    through: number,
+  ): Promise<number> {
+    const any = await client.query('SELECT 1 FROM repl_heads LIMIT 1');
+    if (!any.rowCount) return 0;
+    const moves = await client.query<{ change: Change }>(
+      `SELECT c AS change FROM repl_archive a, jsonb_array_elements(a.changes) c
+        WHERE a.origin = $1 AND a.seq > $2 AND a.seq <= $3 AND c ->> 'o' = 'U' AND c ->> 't' = ANY($4)
+          AND COALESCE(c -> 'd' ->> 'trash_id', '0') <> '0'
+          AND EXISTS (SELECT 1 FROM repl_heads h WHERE h.tbl = c ->> 't' AND h.row_key = c ->> 'k')
+        ORDER BY a.seq`,
+      [origin, after, through, [...TRASHABLE]],
+    );
+    let rescued = 0;
+    for (const { change: move } of moves.rows) {
+      const held = await client.query<{ stamp: string; site: string }>(
+        'SELECT stamp, site FROM repl_versions WHERE tbl = $1 AND row_key = $2',
+        [move.t, move.k],
+      );
+      // A later change of the same batch replaced it: that one stands.
+      if (Number(held.rows[0]?.stamp) !== move.s || held.rows[0]?.site !== origin) continue;
+      const stored = await client.query<{
+        stamp: string;
+        site: string;
+        base_stamp: string | null;
+        base_site: string | null;
+        data: Record<string, unknown>;
+      }>('SELECT stamp, site, base_stamp, base_site, data FROM repl_heads WHERE tbl = $1 AND row_key = $2', [
+        move.t,
+        move.k,
+      ]);
+      // The version that stands is the best head: live before trashed, then the latest.
+      const rank = (v: { stamp: number; site: string; data: Record<string, unknown> }) =>
+        [isTrashed(move.t, v.data) ? 0 : 1, v.stamp, v.site] as const;
+      let best: (typeof stored.rows)[number] | undefined;
+      let bestRank = rank({ stamp: move.s, site: origin, data: move.d });
+      for (const h of stored.rows) {
+        const r = rank({ stamp: Number(h.stamp), site: h.site, data: h.data });
+        if (
+          r[0] > bestRank[0] ||
+          (r[0] === bestRank[0] && (r[1] > bestRank[1] || (r[1] === bestRank[1] && r[2] > bestRank[2])))
+        ) {
+          best = h;
+          bestRank = r;
+        }
+      }
+      if (!best) continue;
+      const revived: Change = {
+        t: move.t,
+        o: 'U',
+        k: move.k,
+        d: best.data,
+        s: Number(best.stamp),
+        b: best.base_stamp === null ? null : Number(best.base_stamp),
+        bs: best.base_site,
+      };
+      await this.noteConcurrent(
+        client,
+        best.site,
+        {
+          kind: 'update',
+          table: move.t,
+          key: move.k,
+          incoming: { site: best.site, change: revived },
+          held: { stamp: move.s, site: origin, deleted: false, row: move.d },
+        },
+        revived.b,
+        revived.bs,
+      );
+      await client.query('SELECT repl_apply_forced($1, $2)', [best.site, JSON.stringify(revived)]);
+      await client.query(
+        'UPDATE repl_versions SET base_stamp = $3, base_site = $4 WHERE tbl = $1 AND row_key = $2',
+        [move.t, move.k, revived.b, revived.bs],
+      );
+      await client.query(
+        'DELETE FROM repl_heads WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4',
+        [move.t, move.k, best.stamp, best.site],
+      );
+      // The move lost but is still a head; a live winner brings back what the move took.
+      await client.query(
+        `INSERT INTO repl_heads (tbl, row_key, stamp, site, base_stamp, base_site, data)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+        [move.t, move.k, move.s, origin, move.b, move.bs, JSON.stringify(move.d)],
+      );
+      if (!isTrashed(move.t, best.data)) await this.rescue(client, origin, scalarText(move.d.trash_id));
+      rescued += 1;
+    }
+    await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
+    return rescued;
   }
 
   /**

@@ -103,6 +103,9 @@ export class Injector {
         if (!row) throw new Error('repl_inject returned nothing');
         txs += row.txs;
         changes += row.changes;
+        if (row.txs > 0) {
+          conflicts += await this.records.reconsiderTrashed(client, origin, after, Number(row.applied_seq));
+        }
         if (row.stopped_at === null) {
           await client.query('COMMIT');
           if (row.txs === 0 || row.changes < FAST_PATH_CHANGES) return { txs, changes, conflicts };
@@ -113,6 +116,7 @@ export class Injector {
         try {
           const slow = await this.applySlowly(client, origin, seq);
           await client.query('SELECT repl_finish_txs($1, $2, $3)', [origin, seq - 1, seq]);
+          slow.conflicts += await this.records.reconsiderTrashed(client, origin, seq - 1, seq);
           await client.query('COMMIT');
           txs += 1;
           changes += slow.changes;
@@ -263,6 +267,7 @@ export class Injector {
     const resolution = decision.reason;
     if (kind === 'update' || kind === 'update-deleted' || kind === 'delete-updated') {
       await this.records.noteConcurrent(client, origin, conflict, change.b, change.bs);
+      await this.records.trackHeads(client, origin, change, held, decision.winner);
       // A live version won over a move to the trash: the rest of what was trashed comes back too.
       const loser = decision.winner === 'incoming' ? held.row : change.o === 'D' ? null : change.d;
       const winnerRow = decision.winner === 'incoming' ? change.d : held.row;
@@ -274,6 +279,11 @@ export class Injector {
       await client.query('SAVEPOINT forced');
       try {
         await client.query('SELECT repl_apply_forced($1, $2)', [origin, JSON.stringify(change)]);
+        // The held version was not this change's base: record the one it was.
+        await client.query(
+          'UPDATE repl_versions SET base_stamp = $3, base_site = $4 WHERE tbl = $1 AND row_key = $2',
+          [change.t, change.k, change.b, change.bs],
+        );
         await client.query('RELEASE SAVEPOINT forced');
         // A row deleted here came back: what was kept aside because it referenced it applies now.
         if (held.deleted && change.o !== 'D') await this.unpark(client, change.t, change.k);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma } from '@prisma/client';
-import type { PermissionLevel } from '@tributary/shared';
+import { escapeLike, type PermissionLevel } from '@tributary/shared';
 import { LOCK_NAME_SQL } from '../data/ingest.repository';
 import { PrismaService } from '../database/prisma.service';
 
@@ -460,26 +460,56 @@ export class NamespaceRepository {
     limit: number,
     beforeId: bigint | null,
   ): Promise<{ items: TrashRecord[]; total: number }> {
-    const where: Prisma.TrashEntryWhereInput = {
-      ...(deletedById === null ? {} : { deletedById }),
-      ...(within && within !== '/'
-        ? { OR: [{ originalPath: within }, { originalPath: { startsWith: within + '/' } }] }
-        : {}),
-    };
-    const [rows, total] = await Promise.all([
-      this.prisma.trashEntry.findMany({
-        where: { ...where, ...(beforeId ? { id: { lt: beforeId } } : {}) },
-        orderBy: { id: 'desc' },
-        take: limit,
-      }),
-      this.prisma.trashEntry.count({ where }),
+    // Only entries that still hold what they took: an entry whose record was rescued by an update
+    // made elsewhere stays in the catalog (every site keeps the same entries) but holds nothing.
+    const conditions: Prisma.Sql[] = [
+      Prisma.sql`(EXISTS (SELECT 1 FROM data_objects o WHERE o.id = t.object_id AND o.trash_id = t.id)
+               OR EXISTS (SELECT 1 FROM collections c WHERE c.id = t.collection_id AND c.trash_id = t.id))`,
+    ];
+    if (deletedById !== null) conditions.push(Prisma.sql`t.deleted_by_id = ${deletedById}`);
+    if (within && within !== '/') {
+      conditions.push(
+        Prisma.sql`(t.original_path = ${within} OR t.original_path LIKE ${escapeLike(within) + '/%'})`,
+      );
+    }
+    const where = Prisma.join(conditions, ' AND ');
+    const page = beforeId === null ? Prisma.sql`` : Prisma.sql`AND t.id < ${beforeId}`;
+    const [rows, counted] = await Promise.all([
+      this.prisma.$queryRaw<
+        Array<{
+          id: bigint;
+          kind: 'collection' | 'object';
+          collection_id: bigint | null;
+          object_id: bigint | null;
+          original_path: string;
+          deleted_by_id: bigint;
+          deleted_by: string | null;
+          deleted_at_site: string;
+          created_at: Date;
+          settled_at: Date | null;
+        }>
+      >`SELECT t.id, t.kind::text AS kind, t.collection_id, t.object_id, t.original_path, t.deleted_by_id,
+               u.username AS deleted_by, t.deleted_at_site, t.created_at, t.settled_at
+          FROM trash_entries t LEFT JOIN users u ON u.id = t.deleted_by_id
+         WHERE ${where} ${page}
+         ORDER BY t.id DESC LIMIT ${limit}`,
+      this.prisma.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM trash_entries t WHERE ${where}`,
     ]);
-    const users = await this.prisma.user.findMany({
-      where: { id: { in: [...new Set(rows.map((r) => r.deletedById))] } },
-      select: { id: true, username: true },
-    });
-    const names = new Map(users.map((u) => [u.id, u.username]));
-    return { items: rows.map((r) => ({ ...r, deletedBy: names.get(r.deletedById) ?? '?' })), total };
+    return {
+      items: rows.map((r) => ({
+        id: r.id,
+        kind: r.kind,
+        collectionId: r.collection_id,
+        objectId: r.object_id,
+        originalPath: r.original_path,
+        deletedById: r.deleted_by_id,
+        deletedBy: r.deleted_by ?? '?',
+        deletedAtSite: r.deleted_at_site,
+        createdAt: r.created_at,
+        settledAt: r.settled_at,
+      })),
+      total: Number(counted[0]?.n ?? 0),
+    };
   }
 
   /**

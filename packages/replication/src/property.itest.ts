@@ -6,7 +6,8 @@ import { createFederation, type TestFederation } from './testing/federation';
 
 /**
  * Property-based test of the conflict rules (fast-check): random sequences of concurrent writes at
- * three real catalogs (renames of accounts, updates of files and moves to the trash, accounts
+ * three real catalogs (renames of accounts, updates of files and moves to the trash, memberships
+ * added and removed, accounts
  * created under one name at several sites), cycles at random sites and peer outages. After healing:
  *
  * - every site holds an equal catalog (equal digests, conflict records included);
@@ -40,6 +41,8 @@ type Op =
   | { t: 'touch'; site: Site; obj: number }
   | { t: 'trash'; site: Site; obj: number }
   | { t: 'create'; site: Site; name: string }
+  | { t: 'join'; site: Site; user: number }
+  | { t: 'leave'; site: Site; user: number }
   | { t: 'cycle'; site: Site }
   | { t: 'down'; site: Site }
   | { t: 'up'; site: Site };
@@ -61,6 +64,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       name: fc.constantFrom('ann', 'bob'),
     }),
   },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('join' as const), site, user: fc.nat(2) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('leave' as const), site, user: fc.nat(2) }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('cycle' as const), site }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('down' as const), site }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('up' as const), site }) },
@@ -110,7 +115,7 @@ async function versionOf(c: pg.PoolClient, tbl: string, key: string): Promise<st
 async function apply(
   f: TestFederation,
   op: Op,
-  fixture: { users: string[]; objects: string[]; counter: { n: number }; created: string[] },
+  fixture: { users: string[]; objects: string[]; group: string; counter: { n: number }; created: string[] },
 ): Promise<Write | null> {
   const db = f.sites[op.site]!.catalog.db;
   const update = async (
@@ -177,6 +182,20 @@ async function apply(
       fixture.created.push(res.rows[0]!.id);
       return null;
     }
+    case 'join':
+      // The same membership may be added at several sites in one cycle.
+      await db.query(
+        `INSERT INTO memberships (user_id, group_id, role, updated_at) VALUES ($1, $2, 'member', now())
+         ON CONFLICT (user_id, group_id) DO NOTHING`,
+        [fixture.users[op.user], fixture.group],
+      );
+      return null;
+    case 'leave':
+      await db.query('DELETE FROM memberships WHERE user_id = $1 AND group_id = $2', [
+        fixture.users[op.user],
+        fixture.group,
+      ]);
+      return null;
     case 'cycle':
       await f.sites[op.site]!.engine.runCycle();
       return null;
@@ -299,6 +318,9 @@ describe('conflict rules hold for random concurrent operations (fast-check)', ()
               ),
             );
           }
+          const group = await one(
+            `INSERT INTO project_groups (name, description, updated_at) VALUES ('g', 'g', now()) RETURNING id`,
+          );
           const root = await one(
             `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
              VALUES (NULL, '', '/', (SELECT min(id) FROM users), now()) RETURNING id`,
@@ -320,7 +342,7 @@ describe('conflict rules hold for random concurrent operations (fast-check)', ()
           }
           await f.settle();
 
-          const fixture = { users, objects, counter: { n: 0 }, created: [] as string[] };
+          const fixture = { users, objects, group, counter: { n: 0 }, created: [] as string[] };
           const writes: Write[] = [];
           for (const op of ops) {
             const w = await apply(f, op, fixture);

@@ -593,9 +593,19 @@ export class NamespaceRepository {
     level: PermissionLevel | null,
     by: bigint,
   ): Promise<void> {
+    // Changed in place: a grant's id comes from what it joins (migration natural_ids), and an update
+    // keeps its version history, where a delete and a new insert of the same id would meet the
+    // delete's tombstone at every other site.
     await this.prisma.$transaction(async (tx) => {
-      await tx.permission.deleteMany({ where: { ...target, ...who } });
-      if (level) await tx.permission.create({ data: { ...target, ...who, level, createdBy: by } });
+      const existing = await tx.permission.findMany({ where: { ...target, ...who }, select: { id: true } });
+      if (!level) {
+        if (existing.length > 0) await tx.permission.deleteMany({ where: { ...target, ...who } });
+        return;
+      }
+      const [keep, ...extra] = existing;
+      if (extra.length > 0) await tx.permission.deleteMany({ where: { id: { in: extra.map((e) => e.id) } } });
+      if (keep) await tx.permission.update({ where: { id: keep.id }, data: { level, updatedBy: by } });
+      else await tx.permission.create({ data: { ...target, ...who, level, createdBy: by } });
     });
   }
 

@@ -40,6 +40,10 @@ type UploadSource = { body: Readable } | { file: MeasuredFile };
 /** Most objects one batch upload may create. */
 export const MAX_BATCH_FILES = 10_000;
 
+/** Most objects, and most bytes together, one batch read may return. */
+export const MAX_BATCH_READ_OBJECTS = 1000;
+export const MAX_BATCH_READ_BYTES = 256 * 1024 * 1024;
+
 /** Storage key of one version of an object's bytes at this site. */
 const storageKey = (objectId: bigint, version: number): string => `${objectId}.v${version}`;
 
@@ -425,6 +429,33 @@ export class DataService {
       );
     }
     return { object: entry, source: { kind: 'remote', siteId: remote.siteId, objectId: entry.id } };
+  }
+
+  /**
+   * Opens many objects for one batch read, all or nothing: every path must be an object the caller
+   * may read, and together at most MAX_BATCH_READ_BYTES. Lookups run a few at a time.
+   */
+  async openManyForRead(
+    principal: Principal,
+    paths: string[],
+  ): Promise<Array<{ object: ObjectRecord; source: ByteSource }>> {
+    const opened = new Array<{ object: ObjectRecord; source: ByteSource }>(paths.length);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < paths.length) {
+        const index = next++;
+        opened[index] = await this.openForRead(principal, paths[index]!);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, paths.length) }, worker));
+    const total = opened.reduce((sum, o) => sum + Number(o.object.size), 0);
+    if (total > MAX_BATCH_READ_BYTES) {
+      throw new DomainError(
+        ErrorCode.PayloadTooLarge,
+        `these objects hold ${total} bytes together; one batch read returns at most ${MAX_BATCH_READ_BYTES}`,
+      );
+    }
+    return opened;
   }
 
   /** The bytes (or a range of them) from where `openForRead` found them. */

@@ -298,7 +298,12 @@ describe('trib against a real site', () => {
       const badToken = await run(['ls'], { TRIBUTARY_TOKEN: 'trib_wrong' });
       expect(badToken.code).toBe(ExitCode.Auth);
 
-      const down = await run(['ls', '/'], { TRIBUTARY_SITE: 'http://127.0.0.1:1', TRIBUTARY_TOKEN: 'trib_any' });
+      // A port nothing listens on: bind one, then close it.
+      const probe = (await import('node:net')).createServer();
+      await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+      const port = (probe.address() as import('node:net').AddressInfo).port;
+      await new Promise((resolve) => probe.close(resolve));
+      const down = await run(['ls', '/'], { TRIBUTARY_SITE: `http://127.0.0.1:${port}`, TRIBUTARY_TOKEN: 'trib_any' });
       expect(down.code).toBe(ExitCode.Unreachable);
       expect(down.stderr).toMatch(/did not answer/);
       expect(down.stderr).toContain('ECONNREFUSED');

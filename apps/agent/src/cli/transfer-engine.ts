@@ -365,49 +365,151 @@ export async function downloadObjects(
       'FILE_EXISTS',
     );
   }
-  await parallel(todo, settings.parallel, async ({ entry, local }) => {
+  const place = async (local: string, write: (part: string) => Promise<void>): Promise<void> => {
     const part = path.join(path.dirname(local), `.${path.basename(local)}.trib-part`);
     try {
-      if (entry.size <= SMALL_FILE_BYTES) {
-        const { body } = await withRetry(
-          () => service.api.bytes({ method: 'GET', url: `/api/v1/data?path=${encodeURIComponent(entry.path)}`, signal: settings.signal }),
-          DEFAULT_RETRY,
-          { signal: settings.signal },
-        );
-        const actual = sha256(body);
-        if (actual !== hexOf(entry.checksum)) {
-          throw new CliError(
-            `${entry.path}: the bytes received hash to sha256:${actual}, the catalog says ${entry.checksum}`,
-            ExitCode.Integrity,
-            'the object may have changed during the download: run the command again',
-            ErrorCode.ChecksumMismatch,
-          );
-        }
-        await fs.writeFile(part, body);
-        tracker.bytes(body.length);
-      } else {
-        let counted = 0;
-        await downloadFile(service.api, entry.path, part, {
-          chunkBytes: settings.chunkBytes,
-          signal: settings.signal,
-          onProgress: (p) => {
-            if (p.phase !== 'transfer') return;
-            tracker.bytes(p.bytes - counted);
-            counted = p.bytes;
-          },
-        });
-        if (counted < entry.size) tracker.bytes(entry.size - counted);
-      }
+      await write(part);
       await fs.rename(part, local);
     } catch (err) {
       await fs.rm(part, { force: true });
       throw err;
     }
+  };
+  const finished = (size: number) => {
     transferred++;
-    bytes += entry.size;
+    bytes += size;
     tracker.fileDone();
+  };
+
+  // Small objects travel many to a request (POST /api/v1/data/batch-read); a site without that
+  // route gets one GET per object.
+  const small = todo.filter((i) => i.entry.size <= SMALL_FILE_BYTES);
+  const large = todo.filter((i) => i.entry.size > SMALL_FILE_BYTES);
+  const batches: Array<typeof small> = [];
+  let batch: typeof small = [];
+  let batchBytes = 0;
+  for (const item of small) {
+    if (batch.length >= BATCH_MAX_FILES || batchBytes + item.entry.size > BATCH_MAX_BYTES) {
+      batches.push(batch);
+      batch = [];
+      batchBytes = 0;
+    }
+    batch.push(item);
+    batchBytes += item.entry.size;
+  }
+  if (batch.length > 0) batches.push(batch);
+  let batchReadMissing = false;
+  const single = async ({ entry, local }: { entry: EntryDto; local: string }): Promise<void> => {
+    const { body } = await withRetry(
+      () => service.api.bytes({ method: 'GET', url: `/api/v1/data?path=${encodeURIComponent(entry.path)}`, signal: settings.signal }),
+      DEFAULT_RETRY,
+      { signal: settings.signal },
+    );
+    checkBytes(entry, body);
+    await place(local, (part) => fs.writeFile(part, body));
+    tracker.bytes(body.length);
+    finished(entry.size);
+  };
+  await parallel(batches, Math.max(1, Math.min(4, settings.parallel)), async (group) => {
+    if (!batchReadMissing && group.length > 1) {
+      let objects: Map<string, Buffer> | undefined;
+      try {
+        objects = await readBatch(service, group.map((i) => i.entry.path), settings.signal);
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === ErrorCode.RouteNotFound)) throw err;
+        batchReadMissing = true;
+      }
+      if (objects) {
+        const received = objects;
+        await parallel(group, 16, async ({ entry, local }) => {
+          const body = received.get(entry.path);
+          if (!body) throw new CliError(`${entry.path}: the site's batch answer left it out`, ExitCode.Error);
+          checkBytes(entry, body);
+          await place(local, (part) => fs.writeFile(part, body));
+          tracker.bytes(body.length);
+          finished(entry.size);
+        });
+        return;
+      }
+    }
+    await parallel(group, settings.parallel, single);
+  });
+  await parallel(large, Math.max(1, Math.min(4, settings.parallel)), async ({ entry, local }) => {
+    let counted = 0;
+    await place(local, (part) =>
+      downloadFile(service.api, entry.path, part, {
+        chunkBytes: settings.chunkBytes,
+        signal: settings.signal,
+        onProgress: (p) => {
+          if (p.phase !== 'transfer') return;
+          tracker.bytes(p.bytes - counted);
+          counted = p.bytes;
+        },
+      }).then(() => undefined),
+    );
+    if (counted < entry.size) tracker.bytes(entry.size - counted);
+    finished(entry.size);
   });
   return { files: items.length, transferred, unchanged, bytes, seconds: (performance.now() - started) / 1000 };
+}
+
+/** The bytes of a small object must hash to what the catalog says. */
+function checkBytes(entry: EntryDto, body: Uint8Array): void {
+  const actual = sha256(body);
+  if (actual !== hexOf(entry.checksum)) {
+    throw new CliError(
+      `${entry.path}: the bytes received hash to sha256:${actual}, the catalog says ${entry.checksum}`,
+      ExitCode.Integrity,
+      'the object may have changed during the download: run the command again',
+      ErrorCode.ChecksumMismatch,
+    );
+  }
+}
+
+/**
+ * Many objects in one request (`POST /api/v1/data/batch-read`): the answer is, per object, a line
+ * of JSON `{"path","size","sha256"}` and then exactly `size` bytes.
+ */
+export async function readBatch(service: SiteService, paths: string[], signal?: AbortSignal): Promise<Map<string, Buffer>> {
+  const { body } = await withRetry(
+    () =>
+      service.api.bytes({
+        method: 'POST',
+        url: '/api/v1/data/batch-read',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ paths }),
+        signal,
+      }),
+    DEFAULT_RETRY,
+    { signal },
+  );
+  return parseBatchRead(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+}
+
+/** Splits a batch-read answer; a short or malformed answer is an error, never a partial result. */
+export function parseBatchRead(body: Buffer): Map<string, Buffer> {
+  const objects = new Map<string, Buffer>();
+  let at = 0;
+  while (at < body.length) {
+    const end = body.indexOf(0x0a, at);
+    if (end < 0) throw new CliError('the batch answer ended inside a header', ExitCode.Unreachable, undefined, 'TRUNCATED');
+    let header: { path?: unknown; size?: unknown; sha256?: unknown };
+    try {
+      header = JSON.parse(body.subarray(at, end).toString('utf8')) as typeof header;
+    } catch {
+      throw new CliError('the batch answer holds a header that is not JSON', ExitCode.Error, undefined, 'MALFORMED');
+    }
+    if (typeof header.path !== 'string' || typeof header.size !== 'number' || !Number.isSafeInteger(header.size) || header.size < 0) {
+      throw new CliError('the batch answer holds a header without path and size', ExitCode.Error, undefined, 'MALFORMED');
+    }
+    const start = end + 1;
+    if (start + header.size > body.length) {
+      throw new CliError(`the batch answer ended inside ${header.path}`, ExitCode.Unreachable, undefined, 'TRUNCATED');
+    }
+    objects.set(header.path, body.subarray(start, start + header.size));
+    at = start + header.size;
+  }
+  return objects;
 }
 
 /** Copies one object inside the federation: its bytes stream from a GET into a PUT, checksum checked by the site. */

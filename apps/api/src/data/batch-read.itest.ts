@@ -97,6 +97,21 @@ describe('batch read (POST /api/v1/data/batch-read)', () => {
     expect(denied.text).not.toContain(sha256(files.get(some[0]!)!));
   });
 
+  it('reads an object readable only through a grant on it, and nothing else of its collection', async () => {
+    const [first, second] = [...files.keys()];
+    expectStatus(
+      await alice.client.put('/api/v1/permissions', { path: first, user: bob.username, level: 'read' }),
+      200,
+    );
+    const res = expectStatus(await bob.client.post('/api/v1/data/batch-read', { paths: [first] }), 200);
+    expect(parseBatch(res.bytes)[0]!.data.equals(files.get(first!)!)).toBe(true);
+    expectError(
+      await bob.client.post('/api/v1/data/batch-read', { paths: [first, second] }),
+      403,
+      ErrorCode.PermissionDenied,
+    );
+  });
+
   it('checks its body', async () => {
     expectError(
       await alice.client.post('/api/v1/data/batch-read', { paths: [] }),

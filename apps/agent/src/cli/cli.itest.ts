@@ -2,11 +2,26 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { CreatedTokenDto, EntryDetailDto, EntryDto, TokenDto, TrashEntryDto, TripleDto, UserDto } from '@tributary/shared';
+import type {
+  CreatedTokenDto,
+  EntryDetailDto,
+  EntryDto,
+  TokenDto,
+  TrashEntryDto,
+  TripleDto,
+  UserDto,
+} from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSite, type TestSite, type TestUser } from '../../../api/src/test/test-site';
 import { listTransfers } from '../transfers/registry';
-import { CLI_MAIN, sha256Hex, treeHashes, tribInProcess, tribProcess, type CliRun } from '../testing/cli-harness';
+import {
+  CLI_MAIN,
+  sha256Hex,
+  treeHashes,
+  tribInProcess,
+  tribProcess,
+  type CliRun,
+} from '../testing/cli-harness';
 import { ExitCode } from './errors';
 
 /**
@@ -32,7 +47,10 @@ describe('trib against a real site', () => {
   beforeAll(async () => {
     site = await startTestSite({ LOGIN_RATE_LIMIT: '1000' });
     alice = await site.createUser();
-    const created = await alice.client.post<CreatedTokenDto>('/api/v1/tokens', { name: 'cli-test', scope: 'write' });
+    const created = await alice.client.post<CreatedTokenDto>('/api/v1/tokens', {
+      name: 'cli-test',
+      scope: 'write',
+    });
     expect(created.status).toBe(201);
     token = created.body.secret;
     home = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-home-'));
@@ -55,13 +73,20 @@ describe('trib against a real site', () => {
     expect(wrong.code).toBe(ExitCode.Auth);
     expect(existsSync(path.join(home, 'config.json'))).toBe(false);
 
-    const run = await tribInProcess(['login', '--site', `${site.url}/api/v1/`, '--token', '-'], { env, cwd: work, stdin: `${token}\n` });
+    const run = await tribInProcess(['login', '--site', `${site.url}/api/v1/`, '--token', '-'], {
+      env,
+      cwd: work,
+      stdin: `${token}\n`,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout + run.stderr).not.toContain(token);
     expect(run.stdout).toContain(alice.username);
     const stat = await fs.stat(path.join(home, 'config.json'));
     expect(stat.mode & 0o777).toBe(0o600);
-    const config = JSON.parse(await fs.readFile(path.join(home, 'config.json'), 'utf8')) as { current: string; sites: Record<string, { url: string }> };
+    const config = JSON.parse(await fs.readFile(path.join(home, 'config.json'), 'utf8')) as {
+      current: string;
+      sites: Record<string, { url: string }>;
+    };
     expect(config.current).toBe('lsu');
     expect(config.sites.lsu?.url).toBe(site.url);
 
@@ -111,9 +136,12 @@ describe('trib against a real site', () => {
     const put = await ok('put', '-r', '--json', 'tree', 'proj/');
     const summary = put.json<{ files: number; transferred: number }>();
     expect(summary).toMatchObject({ files: 5, transferred: 5 });
-    const remote = (await ok('ls', '-R', '--json', 'proj/tree')).json<Array<EntryDto & { relative: string }>>();
+    const remote = (await ok('ls', '-R', '--json', 'proj/tree')).json<
+      Array<EntryDto & { relative: string }>
+    >();
     const byRel = new Map(remote.map((e) => [e.relative, e]));
-    for (const [rel, data] of Object.entries(files)) expect(byRel.get(rel)?.checksum).toBe(`sha256:${sha256Hex(data)}`);
+    for (const [rel, data] of Object.entries(files))
+      expect(byRel.get(rel)?.checksum).toBe(`sha256:${sha256Hex(data)}`);
     expect(byRel.get('empty')?.kind).toBe('collection');
 
     // Back again, into a new local directory.
@@ -129,7 +157,10 @@ describe('trib against a real site', () => {
 
     // Again: nothing to send. Changed locally: refused without --force, replaced with it.
     const again = await ok('put', '-r', '--json', 'tree', 'proj/');
-    expect(again.json<{ transferred: number; unchanged: number }>()).toMatchObject({ transferred: 0, unchanged: 5 });
+    expect(again.json<{ transferred: number; unchanged: number }>()).toMatchObject({
+      transferred: 0,
+      unchanged: 5,
+    });
     await fs.writeFile(path.join(src, 'a', 'one.bin'), 'changed');
     const clash = await trib('put', '-r', 'tree', 'proj/');
     expect(clash.code).toBe(ExitCode.Conflict);
@@ -157,7 +188,9 @@ describe('trib against a real site', () => {
     await ok('mkdir', 'shelf/box');
     await ok('mv', 'shelf/memo-copy.txt', 'shelf/box');
     await ok('cp', '-r', 'shelf/box', 'shelf/box2');
-    const names = (await ok('ls', '-R', '--json', 'shelf')).json<Array<{ relative: string }>>().map((e) => e.relative);
+    const names = (await ok('ls', '-R', '--json', 'shelf'))
+      .json<Array<{ relative: string }>>()
+      .map((e) => e.relative);
     expect(names.sort()).toEqual(['box', 'box/memo-copy.txt', 'box2', 'box2/memo-copy.txt', 'memo.txt']);
     const copy = (await ok('stat', '--json', 'shelf/box2/memo-copy.txt')).json<EntryDetailDto>();
     expect(copy.checksum).toBe(`sha256:${sha256Hex(Buffer.from('note'))}`);
@@ -169,7 +202,9 @@ describe('trib against a real site', () => {
     expect(trashed).toHaveLength(2);
     expect((await trib('stat', 'shelf/memo.txt')).code).toBe(ExitCode.NotFound);
     const trash = (await ok('trash', 'list', '--json')).json<TrashEntryDto[]>();
-    expect(trash.map((t) => t.originalPath)).toEqual(expect.arrayContaining([`${remoteHome}/shelf/box`, `${remoteHome}/shelf/memo.txt`]));
+    expect(trash.map((t) => t.originalPath)).toEqual(
+      expect.arrayContaining([`${remoteHome}/shelf/box`, `${remoteHome}/shelf/memo.txt`]),
+    );
     await ok('restore', 'shelf/memo.txt', trashed[0]!.id);
     expect((await ok('ls', 'shelf')).stdout).toBe('box/\nbox2/\nmemo.txt\n');
     expect((await trib('rm', '-f', 'shelf/nothing-here')).code).toBe(0);
@@ -181,34 +216,51 @@ describe('trib against a real site', () => {
     await ok('put', 'sky.fits', 'proj/');
     await ok('meta', 'add', 'proj/sky.fits', 'filetype', 'fits');
     await ok('meta', 'add', 'proj/sky.fits', 'resolution', '0.5', 'arcsec', '--type', 'number');
-    const triples = (await ok('meta', 'ls', '--json', 'proj/sky.fits')).json<{ triples: TripleDto[] }>().triples;
+    const triples = (await ok('meta', 'ls', '--json', 'proj/sky.fits')).json<{ triples: TripleDto[] }>()
+      .triples;
     expect(triples.map((t) => [t.attribute, t.value, t.unit])).toEqual(
       expect.arrayContaining([
         ['filetype', 'fits', null],
         ['resolution', 0.5, 'arcsec'],
       ]),
     );
-    const found = (await ok('query', '--json', 'filetype = fits and resolution < 1', '--scope', remoteHome)).json<{ total: number; items: Array<{ path: string }> }>();
+    const found = (
+      await ok('query', '--json', 'filetype = fits and resolution < 1', '--scope', remoteHome)
+    ).json<{ total: number; items: Array<{ path: string }> }>();
     expect(found.items.map((i) => i.path)).toEqual([`${remoteHome}/proj/sky.fits`]);
     expect((await ok('query', 'resolution > 1', '--scope', remoteHome)).stdout).toBe('');
     const bad = await trib('query', 'resolution >>> 1');
     expect(bad.code).toBe(ExitCode.Usage);
     await ok('meta', 'rm', 'proj/sky.fits', 'filetype');
-    expect((await ok('meta', 'ls', '--json', 'proj/sky.fits')).json<{ triples: TripleDto[] }>().triples.map((t) => t.attribute)).toEqual(['resolution']);
+    expect(
+      (await ok('meta', 'ls', '--json', 'proj/sky.fits'))
+        .json<{ triples: TripleDto[] }>()
+        .triples.map((t) => t.attribute),
+    ).toEqual(['resolution']);
     expect((await trib('meta', 'rm', 'proj/sky.fits', 'filetype')).code).toBe(ExitCode.NotFound);
-    expect((await trib('meta', 'add', 'proj/sky.fits', 'size', 'big', '--type', 'number')).code).toBe(ExitCode.Usage);
+    expect((await trib('meta', 'add', 'proj/sky.fits', 'size', 'big', '--type', 'number')).code).toBe(
+      ExitCode.Usage,
+    );
   });
 
   it('creates, lists and revokes tokens; a revoked token is refused', async () => {
-    const created = (await ok('token', 'create', 'ci-read', '--scope', 'read', '--days', '7', '--json')).json<CreatedTokenDto>();
+    const created = (
+      await ok('token', 'create', 'ci-read', '--scope', 'read', '--days', '7', '--json')
+    ).json<CreatedTokenDto>();
     expect(created.secret).toMatch(/^trib_/);
     const list = (await ok('token', 'list', '--json')).json<TokenDto[]>();
-    expect(list.find((t) => t.id === created.id)).toMatchObject({ name: 'ci-read', scope: 'read', revokedAt: null });
+    expect(list.find((t) => t.id === created.id)).toMatchObject({
+      name: 'ci-read',
+      scope: 'read',
+      revokedAt: null,
+    });
     expect(JSON.stringify(list)).not.toContain(created.secret);
     // The new token works for reading, and not for writing.
     const asRead = { ...env, TRIBUTARY_TOKEN: created.secret };
     expect((await tribInProcess(['ls', remoteHome], { env: asRead, cwd: work })).code).toBe(0);
-    expect((await tribInProcess(['mkdir', `${remoteHome}/nope`], { env: asRead, cwd: work })).code).toBe(ExitCode.Auth);
+    expect((await tribInProcess(['mkdir', `${remoteHome}/nope`], { env: asRead, cwd: work })).code).toBe(
+      ExitCode.Auth,
+    );
     await ok('token', 'revoke', created.id);
     const revoked = await tribInProcess(['ls', remoteHome], { env: asRead, cwd: work });
     expect(revoked.code).toBe(ExitCode.Auth);
@@ -220,7 +272,9 @@ describe('trib against a real site', () => {
     const admin = await site.admin();
     const name = `grp${randomBytes(3).toString('hex')}`;
     expect((await admin.post('/api/v1/groups', { name })).status).toBe(201);
-    expect((await admin.put(`/api/v1/groups/${name}/members`, { username: alice.username })).status).toBe(200);
+    expect((await admin.put(`/api/v1/groups/${name}/members`, { username: alice.username })).status).toBe(
+      200,
+    );
     const other = `grp${randomBytes(3).toString('hex')}`;
     expect((await admin.post('/api/v1/groups', { name: other })).status).toBe(201);
 
@@ -243,25 +297,43 @@ describe('trib against a real site', () => {
   it('moves 1000 small files each way in one command (no timing asserted here: see bench:mount)', async () => {
     const dir = path.join(work, 'small');
     await fs.mkdir(dir);
-    for (let i = 0; i < 1000; i++) await fs.writeFile(path.join(dir, `f${String(i).padStart(4, '0')}.dat`), randomBytes(10 * 1024));
-    const put = (await ok('put', '-r', '--json', 'small', remoteHome + '/')).json<{ transferred: number; seconds: number }>();
+    for (let i = 0; i < 1000; i++)
+      await fs.writeFile(path.join(dir, `f${String(i).padStart(4, '0')}.dat`), randomBytes(10 * 1024));
+    const put = (await ok('put', '-r', '--json', 'small', remoteHome + '/')).json<{
+      transferred: number;
+      seconds: number;
+    }>();
     expect(put.transferred).toBe(1000);
     await fs.mkdir(path.join(work, 'small-back'));
-    const get = (await ok('get', '-r', '--json', `${remoteHome}/small`, 'small-back')).json<{ transferred: number; seconds: number }>();
+    const get = (await ok('get', '-r', '--json', `${remoteHome}/small`, 'small-back')).json<{
+      transferred: number;
+      seconds: number;
+    }>();
     expect(get.transferred).toBe(1000);
     expect(await treeHashes(path.join(work, 'small-back', 'small'))).toEqual(await treeHashes(dir));
     console.log(`1000 x 10 KiB in-process: put ${put.seconds.toFixed(2)} s, get ${get.seconds.toFixed(2)} s`);
   });
 
   describe('the executable', () => {
-    const run = (argv: string[], extra: NodeJS.ProcessEnv = {}) => tribProcess(argv, { env: { ...env, ...extra }, cwd: work });
+    const run = (argv: string[], extra: NodeJS.ProcessEnv = {}) =>
+      tribProcess(argv, { env: { ...env, ...extra }, cwd: work });
 
     it('exists (npm run build -w @tributary/agent)', () => {
       expect(existsSync(CLI_MAIN)).toBe(true);
     });
 
     it('prints help for every command and exits 0', async () => {
-      for (const command of ['', 'put', 'get', 'ls', 'meta add', 'conflicts decide', 'token create', 'mount', 'ui']) {
+      for (const command of [
+        '',
+        'put',
+        'get',
+        'ls',
+        'meta add',
+        'conflicts decide',
+        'token create',
+        'mount',
+        'ui',
+      ]) {
         const res = await run([...command.split(' ').filter(Boolean), '--help']);
         expect(res.code, command).toBe(0);
         expect(res.stdout).toContain('Usage: trib');
@@ -303,7 +375,10 @@ describe('trib against a real site', () => {
       await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
       const port = (probe.address() as import('node:net').AddressInfo).port;
       await new Promise((resolve) => probe.close(resolve));
-      const down = await run(['ls', '/'], { TRIBUTARY_SITE: `http://127.0.0.1:${port}`, TRIBUTARY_TOKEN: 'trib_any' });
+      const down = await run(['ls', '/'], {
+        TRIBUTARY_SITE: `http://127.0.0.1:${port}`,
+        TRIBUTARY_TOKEN: 'trib_any',
+      });
       expect(down.code).toBe(ExitCode.Unreachable);
       expect(down.stderr).toMatch(/did not answer/);
       expect(down.stderr).toContain('ECONNREFUSED');

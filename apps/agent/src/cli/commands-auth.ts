@@ -21,7 +21,10 @@ export function registerAuth(program: Command, io: CliIO): void {
     .command('login')
     .description('log in to a site with an API token (create one in the portal under Tokens)')
     .option('--site <url>', 'the site URL, e.g. http://127.0.0.1:8080')
-    .option('--token <token>', 'the API token; "-" reads it from standard input (keeps it out of shell history)')
+    .option(
+      '--token <token>',
+      'the API token; "-" reads it from standard input (keeps it out of shell history)',
+    )
     .option('--name <name>', 'a short name for the site (default: the site id it reports)')
     .addHelpText(
       'after',
@@ -31,7 +34,9 @@ export function registerAuth(program: Command, io: CliIO): void {
 
   program
     .command('logout')
-    .description('forget the token of the current site (revoke it with `trib token revoke` first if you want it dead)')
+    .description(
+      'forget the token of the current site (revoke it with `trib token revoke` first if you want it dead)',
+    )
     .action(
       action(io, async (ctx: CliContext) => {
         const site = await ctx.site();
@@ -64,7 +69,9 @@ export function registerAuth(program: Command, io: CliIO): void {
       }),
     );
 
-  const site = program.command('site').description('the sites you have logged in to, and which one commands use');
+  const site = program
+    .command('site')
+    .description('the sites you have logged in to, and which one commands use');
   site
     .command('show', { isDefault: true })
     .description('the site commands talk to now')
@@ -126,7 +133,12 @@ export function registerAuth(program: Command, io: CliIO): void {
       action(io, async (ctx: CliContext, _o: object, name: string) => {
         const config = await ctx.config();
         if (!config.sites[name]) {
-          throw new CliError(`no saved site named "${name}"`, ExitCode.NotFound, 'see `trib site list`, or `trib login --site <url> --name ' + name + '`', 'NOT_FOUND');
+          throw new CliError(
+            `no saved site named "${name}"`,
+            ExitCode.NotFound,
+            'see `trib site list`, or `trib login --site <url> --name ' + name + '`',
+            'NOT_FOUND',
+          );
         }
         await updateConfig((c) => (c.current = name), ctx.env);
         ctx.result({ current: name }, () => `Now using ${name} (${config.sites[name]!.url}).\n`);
@@ -139,7 +151,8 @@ export function registerAuth(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx: CliContext, _o: object, name: string) => {
         const config = await ctx.config();
-        if (!config.sites[name]) throw new CliError(`no saved site named "${name}"`, ExitCode.NotFound, undefined, 'NOT_FOUND');
+        if (!config.sites[name])
+          throw new CliError(`no saved site named "${name}"`, ExitCode.NotFound, undefined, 'NOT_FOUND');
         await updateConfig((c) => {
           delete c.sites[name];
           if (c.current === name) c.current = Object.keys(c.sites)[0];
@@ -165,10 +178,21 @@ export function registerAuth(program: Command, io: CliIO): void {
       action(io, async (ctx: CliContext, _o: object, input?: string) => {
         const site = await ctx.site();
         const service = await ctx.service();
-        const target = input ? await ctx.remote(input) : (site.profile?.home ?? (await service.client.me()).homePath);
+        const target = input
+          ? await ctx.remote(input)
+          : (site.profile?.home ?? (await service.client.me()).homePath);
         const entry = await service.client.stat(target);
-        if (entry.kind !== 'collection') throw new CliError(`${target} is not a collection`, ExitCode.Conflict, undefined, 'NOT_A_COLLECTION');
-        if (!site.profile) throw usage('`trib cd` needs a saved site: log in first (TRIBUTARY_SITE given as a URL has nowhere to keep it)');
+        if (entry.kind !== 'collection')
+          throw new CliError(
+            `${target} is not a collection`,
+            ExitCode.Conflict,
+            undefined,
+            'NOT_A_COLLECTION',
+          );
+        if (!site.profile)
+          throw usage(
+            '`trib cd` needs a saved site: log in first (TRIBUTARY_SITE given as a URL has nowhere to keep it)',
+          );
         await updateConfig((c) => {
           const p = c.sites[site.name];
           if (p) p.cwd = target;
@@ -205,8 +229,13 @@ async function login(ctx: CliContext, options: LoginOptions): Promise<void> {
     },
   );
   const me: UserDto = await connect(url, token).client.me();
-  const name = options.name ?? Object.entries(config.sites).find(([, p]) => p.url === url)?.[0] ?? health ?? new URL(url).host;
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(name)) throw usage(`"${name}" is not a usable site name: letters, digits, ".", "_" or "-"`);
+  const name =
+    options.name ??
+    Object.entries(config.sites).find(([, p]) => p.url === url)?.[0] ??
+    health ??
+    new URL(url).host;
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(name))
+    throw usage(`"${name}" is not a usable site name: letters, digits, ".", "_" or "-"`);
   await updateConfig((c) => {
     const previous: SiteProfile | undefined = c.sites[name];
     c.sites[name] = {
@@ -218,8 +247,10 @@ async function login(ctx: CliContext, options: LoginOptions): Promise<void> {
     };
     c.current = name;
   }, ctx.env);
-  ctx.result({ site: name, url, user: me.username, home: me.homePath }, () =>
-    `Logged in to ${name} (${url}) as ${me.username} from ${os.hostname()}. Relative paths start at ${resolveRemote('.', me.homePath)}.\n`,
+  ctx.result(
+    { site: name, url, user: me.username, home: me.homePath },
+    () =>
+      `Logged in to ${name} (${url}) as ${me.username} from ${os.hostname()}. Relative paths start at ${resolveRemote('.', me.homePath)}.\n`,
   );
 }
 

@@ -34,22 +34,37 @@ const tripleColumns = [
 ];
 
 function registerMeta(program: Command, io: CliIO): void {
-  const meta = program.command('meta').description('metadata triples (attribute, value, unit) on objects and collections');
+  const meta = program
+    .command('meta')
+    .description('metadata triples (attribute, value, unit) on objects and collections');
   meta
     .command('add')
     .argument('<path>')
     .argument('<attribute>')
     .argument('<value>')
     .argument('[unit]')
-    .option('-t, --type <type>', 'text, number or time (default: text)', choiceArg('--type', METADATA_VALUE_TYPES))
+    .option(
+      '-t, --type <type>',
+      'text, number or time (default: text)',
+      choiceArg('--type', METADATA_VALUE_TYPES),
+    )
     .description('add a triple, e.g. `trib meta add run1/a.fits resolution 0.5 arcsec -t number`')
     .action(
       action(
         io,
-        async (ctx: CliContext, options: { type?: MetadataValueType }, input: string, attribute: string, value: string, unit?: string) => {
+        async (
+          ctx: CliContext,
+          options: { type?: MetadataValueType },
+          input: string,
+          attribute: string,
+          value: string,
+          unit?: string,
+        ) => {
           const service = await ctx.service();
           const path = await ctx.remote(input);
-          const added = await service.client.addMetadata(path, [{ attribute, value, type: options.type, unit: unit ?? null }]);
+          const added = await service.client.addMetadata(path, [
+            { attribute, value, type: options.type, unit: unit ?? null },
+          ]);
           ctx.result(added, () => formatTable(added, tripleColumns));
         },
       ),
@@ -63,7 +78,11 @@ function registerMeta(program: Command, io: CliIO): void {
       action(io, async (ctx: CliContext, _o: object, input: string) => {
         const service = await ctx.service();
         const result = await service.client.metadata(await ctx.remote(input));
-        ctx.result(result, () => (result.triples.length === 0 ? `No metadata on ${sanitize(result.path)}.\n` : formatTable(result.triples, tripleColumns)));
+        ctx.result(result, () =>
+          result.triples.length === 0
+            ? `No metadata on ${sanitize(result.path)}.\n`
+            : formatTable(result.triples, tripleColumns),
+        );
       }),
     );
   meta
@@ -74,23 +93,37 @@ function registerMeta(program: Command, io: CliIO): void {
     .option('--id <id>', 'remove exactly this triple (see `trib meta ls`)')
     .description('remove triples by attribute (and value), or one by id')
     .action(
-      action(io, async (ctx: CliContext, options: { id?: string }, input: string, attribute: string, value?: string) => {
-        const service = await ctx.service();
-        const current = await service.client.metadata(await ctx.remote(input));
-        const doomed = current.triples.filter(
-          (t) => (options.id ? t.id === options.id : t.attribute === attribute && (value === undefined || String(t.value) === value)),
-        );
-        if (doomed.length === 0) {
-          throw new CliError(
-            `no triple ${options.id ? `with id ${options.id}` : `${attribute}${value !== undefined ? `=${value}` : ''}`} on ${current.path}`,
-            ExitCode.NotFound,
-            `see \`trib meta ls ${input}\``,
-            'NOT_FOUND',
+      action(
+        io,
+        async (
+          ctx: CliContext,
+          options: { id?: string },
+          input: string,
+          attribute: string,
+          value?: string,
+        ) => {
+          const service = await ctx.service();
+          const current = await service.client.metadata(await ctx.remote(input));
+          const doomed = current.triples.filter((t) =>
+            options.id
+              ? t.id === options.id
+              : t.attribute === attribute && (value === undefined || String(t.value) === value),
           );
-        }
-        for (const t of doomed) await service.client.removeTriple(t.id);
-        ctx.result({ removed: doomed }, () => `Removed ${doomed.length} triple${doomed.length === 1 ? '' : 's'}.\n`);
-      }),
+          if (doomed.length === 0) {
+            throw new CliError(
+              `no triple ${options.id ? `with id ${options.id}` : `${attribute}${value !== undefined ? `=${value}` : ''}`} on ${current.path}`,
+              ExitCode.NotFound,
+              `see \`trib meta ls ${input}\``,
+              'NOT_FOUND',
+            );
+          }
+          for (const t of doomed) await service.client.removeTriple(t.id);
+          ctx.result(
+            { removed: doomed },
+            () => `Removed ${doomed.length} triple${doomed.length === 1 ? '' : 's'}.\n`,
+          );
+        },
+      ),
     );
 }
 
@@ -101,13 +134,20 @@ function registerQuery(program: Command, io: CliIO): void {
     .option('--scope <path>', 'only below this collection (default: everything)')
     .option('--collections', 'find collections instead of objects')
     .option('-n, --limit <n>', 'most results (default 100; 0 only counts)', intArg('--limit', 0, 100_000))
-    .option('--triples', 'show each result\'s triples (with --json)')
+    .option('--triples', "show each result's triples (with --json)")
     .description('find objects by metadata (docs/metadata.md has the grammar)')
-    .addHelpText('after', '\nExamples:\n  trib query "filetype = fits and resolution < 1"\n  trib query "project = coast" --scope /projects --json')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  trib query "filetype = fits and resolution < 1"\n  trib query "project = coast" --scope /projects --json',
+    )
     .action(
       action(
         io,
-        async (ctx: CliContext, options: { scope?: string; collections?: boolean; limit?: number; triples?: boolean }, q: string) => {
+        async (
+          ctx: CliContext,
+          options: { scope?: string; collections?: boolean; limit?: number; triples?: boolean },
+          q: string,
+        ) => {
           const service = await ctx.service();
           const want = options.limit ?? 100;
           const items: MetadataHitDto[] = [];
@@ -127,9 +167,15 @@ function registerQuery(program: Command, io: CliIO): void {
             items.push(...page.items);
             cursor = page.nextCursor;
           } while (cursor && items.length < want);
-          ctx.result({ total: total ?? items.length, items }, () =>
-            items.map((i) => `${sanitize(i.path)}${i.kind === 'collection' ? '/' : ''}\n`).join('') +
-            (ctx.options.quiet ? '' : items.length < (total ?? 0) ? `(${items.length} of ${total} shown: raise --limit)\n` : ''),
+          ctx.result(
+            { total: total ?? items.length, items },
+            () =>
+              items.map((i) => `${sanitize(i.path)}${i.kind === 'collection' ? '/' : ''}\n`).join('') +
+              (ctx.options.quiet
+                ? ''
+                : items.length < (total ?? 0)
+                  ? `(${items.length} of ${total} shown: raise --limit)\n`
+                  : ''),
           );
         },
       ),
@@ -137,7 +183,7 @@ function registerQuery(program: Command, io: CliIO): void {
 }
 
 function registerGroup(program: Command, io: CliIO): void {
-  const group = program.command('group').description('project groups (the seed\'s pchangeuser)');
+  const group = program.command('group').description("project groups (the seed's pchangeuser)");
   group
     .command('list', { isDefault: true })
     .alias('ls')
@@ -147,8 +193,11 @@ function registerGroup(program: Command, io: CliIO): void {
         const service = await ctx.service();
         const me = await service.client.me();
         const rows = me.groups.map((name) => ({ name, active: name === me.activeGroup }));
-        ctx.result({ active: me.activeGroup, groups: me.groups }, () =>
-          rows.map((r) => `${r.active ? '*' : ' '} ${r.name}\n`).join('') || 'You are in no project group.\n',
+        ctx.result(
+          { active: me.activeGroup, groups: me.groups },
+          () =>
+            rows.map((r) => `${r.active ? '*' : ' '} ${r.name}\n`).join('') ||
+            'You are in no project group.\n',
         );
       }),
     );
@@ -175,17 +224,28 @@ function registerToken(program: Command, io: CliIO): void {
     .option('-d, --days <n>', 'valid for this many days (default 90, at most 365)', intArg('--days', 1, 365))
     .description('create a token; its secret is printed once, on standard output')
     .action(
-      action(io, async (ctx: CliContext, options: { scope?: TokenScope; collection?: string; days?: number }, name: string) => {
-        const service = await ctx.service();
-        const created = await service.client.createToken({
-          name,
-          scope: options.scope ?? 'read',
-          collection: options.collection ? await ctx.remote(options.collection) : undefined,
-          expiresAt: options.days ? new Date(Date.now() + options.days * 86_400_000).toISOString() : undefined,
-        });
-        ctx.result(created, () => `${created.secret}\n`);
-        ctx.note(`Token "${created.name}" (id ${created.id}, ${created.scope}) expires ${formatTime(created.expiresAt)}. The secret above is shown only now.`);
-      }),
+      action(
+        io,
+        async (
+          ctx: CliContext,
+          options: { scope?: TokenScope; collection?: string; days?: number },
+          name: string,
+        ) => {
+          const service = await ctx.service();
+          const created = await service.client.createToken({
+            name,
+            scope: options.scope ?? 'read',
+            collection: options.collection ? await ctx.remote(options.collection) : undefined,
+            expiresAt: options.days
+              ? new Date(Date.now() + options.days * 86_400_000).toISOString()
+              : undefined,
+          });
+          ctx.result(created, () => `${created.secret}\n`);
+          ctx.note(
+            `Token "${created.name}" (id ${created.id}, ${created.scope}) expires ${formatTime(created.expiresAt)}. The secret above is shown only now.`,
+          );
+        },
+      ),
     );
   token
     .command('list', { isDefault: true })
@@ -203,7 +263,15 @@ function registerToken(program: Command, io: CliIO): void {
             { header: 'COLLECTION', value: (t) => t.collection ?? '-' },
             { header: 'EXPIRES', value: (t) => formatTime(t.expiresAt) },
             { header: 'LAST USED', value: (t) => formatTime(t.lastUsedAt) },
-            { header: 'STATE', value: (t) => (t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt < new Date().toISOString() ? 'expired' : 'active') },
+            {
+              header: 'STATE',
+              value: (t) =>
+                t.revokedAt
+                  ? 'revoked'
+                  : t.expiresAt && t.expiresAt < new Date().toISOString()
+                    ? 'expired'
+                    : 'active',
+            },
           ]),
         );
       }),
@@ -216,7 +284,8 @@ function registerToken(program: Command, io: CliIO): void {
       action(io, async (ctx: CliContext, _o: object, ids: string[]) => {
         const service = await ctx.service();
         for (const id of ids) {
-          if (!/^[1-9]\d{0,18}$/.test(id)) throw usage(`"${id}" is not a token id (a positive number; see \`trib token list\`)`);
+          if (!/^[1-9]\d{0,18}$/.test(id))
+            throw usage(`"${id}" is not a token id (a positive number; see \`trib token list\`)`);
           await service.client.revokeToken(id);
         }
         ctx.result({ revoked: ids }, () => `Revoked ${ids.length} token${ids.length === 1 ? '' : 's'}.\n`);
@@ -225,11 +294,17 @@ function registerToken(program: Command, io: CliIO): void {
 }
 
 function registerConflicts(program: Command, io: CliIO): void {
-  const conflicts = program.command('conflicts').description('conflicts between sites that need a person (docs/conflicts.md)');
+  const conflicts = program
+    .command('conflicts')
+    .description('conflicts between sites that need a person (docs/conflicts.md)');
   conflicts
     .command('list', { isDefault: true })
     .alias('ls')
-    .option('--status <status>', 'open, decided, final, closed or all (default open)', choiceArg('--status', CONFLICT_STATUS_FILTERS))
+    .option(
+      '--status <status>',
+      'open, decided, final, closed or all (default open)',
+      choiceArg('--status', CONFLICT_STATUS_FILTERS),
+    )
     .option('--kind <kind>', 'update, delete or same-name', choiceArg('--kind', CONFLICT_KINDS))
     .option('--path <path>', 'only at or below this path')
     .option('--all-users', 'not only the ones about your records or changes')
@@ -237,7 +312,15 @@ function registerConflicts(program: Command, io: CliIO): void {
     .action(
       action(
         io,
-        async (ctx: CliContext, options: { status?: (typeof CONFLICT_STATUS_FILTERS)[number]; kind?: (typeof CONFLICT_KINDS)[number]; path?: string; allUsers?: boolean }) => {
+        async (
+          ctx: CliContext,
+          options: {
+            status?: (typeof CONFLICT_STATUS_FILTERS)[number];
+            kind?: (typeof CONFLICT_KINDS)[number];
+            path?: string;
+            allUsers?: boolean;
+          },
+        ) => {
           const service = await ctx.service();
           const items: ConflictDto[] = [];
           let cursor: string | undefined;
@@ -260,8 +343,15 @@ function registerConflicts(program: Command, io: CliIO): void {
                   { header: 'ID', value: (c) => c.id },
                   { header: 'KIND', value: (c) => c.kind },
                   { header: 'STATUS', value: (c) => c.status },
-                  { header: 'DEADLINE', value: (c) => (c.status === 'open' ? `in ${formatDuration(Date.parse(c.deadline) - Date.now())}` : '-') },
-                  { header: 'SITES', value: (c) => c.versions.map((v) => v.site + (v.provisionalWinner ? '*' : '')).join(',') },
+                  {
+                    header: 'DEADLINE',
+                    value: (c) =>
+                      c.status === 'open' ? `in ${formatDuration(Date.parse(c.deadline) - Date.now())}` : '-',
+                  },
+                  {
+                    header: 'SITES',
+                    value: (c) => c.versions.map((v) => v.site + (v.provisionalWinner ? '*' : '')).join(','),
+                  },
                   { header: 'WHAT', value: (c) => c.path ?? `${c.table} ${c.recordId}` },
                 ]),
           );
@@ -276,22 +366,26 @@ function registerConflicts(program: Command, io: CliIO): void {
       action(io, async (ctx: CliContext, _o: object, id: string) => {
         const service = await ctx.service();
         const c = await service.conflict(checkConflictId(id));
-        ctx.result(c, () =>
-          formatFields([
-            ['id', c.id],
-            ['kind', c.kind],
-            ['status', c.status],
-            ['what', c.path ?? `${c.table} ${c.recordId}`],
-            ['opened', formatTime(c.openedAt)],
-            ['deadline', formatTime(c.deadline)],
-            ['differs in', c.changedFields.join(', ')],
-            ['you decide', c.canDecide ? 'yes' : 'no'],
-          ]) +
+        ctx.result(
+          c,
+          () =>
+            formatFields([
+              ['id', c.id],
+              ['kind', c.kind],
+              ['status', c.status],
+              ['what', c.path ?? `${c.table} ${c.recordId}`],
+              ['opened', formatTime(c.openedAt)],
+              ['deadline', formatTime(c.deadline)],
+              ['differs in', c.changedFields.join(', ')],
+              ['you decide', c.canDecide ? 'yes' : 'no'],
+            ]) +
             c.versions
               .map(
                 (v) =>
                   `\nversion ${v.index}: ${v.site} at ${formatTime(v.at)} by ${v.by ?? '?'}${v.provisionalWinner ? ' (provisional winner)' : ''}${v.deleted ? ' (deleted)' : ''}\n` +
-                  c.changedFields.map((f) => `  ${f}: ${sanitize(JSON.stringify(v.values?.[f] ?? null))}\n`).join(''),
+                  c.changedFields
+                    .map((f) => `  ${f}: ${sanitize(JSON.stringify(v.values?.[f] ?? null))}\n`)
+                    .join(''),
               )
               .join(''),
         );
@@ -300,17 +394,26 @@ function registerConflicts(program: Command, io: CliIO): void {
   conflicts
     .command('decide')
     .argument('<id>')
-    .argument('<action>', 'keep (the provisional winner stands), choose <version>, or rename <name> (same-name)')
+    .argument(
+      '<action>',
+      'keep (the provisional winner stands), choose <version>, or rename <name> (same-name)',
+    )
     .argument('[value]', 'the version index for choose, the new name for rename')
     .description('decide a conflict; the decision replicates to every site')
-    .addHelpText('after', '\nExamples:\n  trib conflicts decide 3f2a... keep\n  trib conflicts decide 3f2a... choose 1\n  trib conflicts decide 3f2a... rename results_lsu.csv')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  trib conflicts decide 3f2a... keep\n  trib conflicts decide 3f2a... choose 1\n  trib conflicts decide 3f2a... rename results_lsu.csv',
+    )
     .action(
       action(io, async (ctx: CliContext, _o: object, id: string, decision: string, value?: string) => {
         const service = await ctx.service();
         let body: ConflictDecisionRequest;
         if (decision === 'keep') body = { action: 'keep' };
         else if (decision === 'choose') {
-          if (value === undefined || !/^\d{1,4}$/.test(value)) throw usage('choose needs the version index: trib conflicts decide <id> choose <version> (see `trib conflicts show <id>`)');
+          if (value === undefined || !/^\d{1,4}$/.test(value))
+            throw usage(
+              'choose needs the version index: trib conflicts decide <id> choose <version> (see `trib conflicts show <id>`)',
+            );
           body = { action: 'choose', version: Number(value) };
         } else if (decision === 'rename') {
           if (!value) throw usage('rename needs the new name: trib conflicts decide <id> rename <name>');
@@ -323,7 +426,7 @@ function registerConflicts(program: Command, io: CliIO): void {
 }
 
 function checkConflictId(id: string): string {
-  if (!/^[0-9a-f]{32}$/.test(id)) throw usage(`"${id}" is not a conflict id (32 hexadecimal digits; see \`trib conflicts list\`)`);
+  if (!/^[0-9a-f]{32}$/.test(id))
+    throw usage(`"${id}" is not a conflict id (32 hexadecimal digits; see \`trib conflicts list\`)`);
   return id;
 }
-

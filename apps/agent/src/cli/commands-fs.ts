@@ -1,5 +1,12 @@
 import type { Command } from 'commander';
-import { ApiError, ErrorCode, joinPath, type EntryDetailDto, type EntryDto, type TrashEntryDto } from '@tributary/shared';
+import {
+  ApiError,
+  ErrorCode,
+  joinPath,
+  type EntryDetailDto,
+  type EntryDto,
+  type TrashEntryDto,
+} from '@tributary/shared';
 import { action, choiceArg } from './command';
 import type { CliContext, CliIO } from './context';
 import { CliError, ExitCode, usage } from './errors';
@@ -15,9 +22,13 @@ export function registerFs(program: Command, io: CliIO): void {
     .argument('[paths...]', 'collections or objects (default: the working collection)')
     .option('-l, --long', 'kind, size, modification time, owner and name')
     .option('-R, --recursive', 'list everything below, with paths')
-    .option('--sort <key>', 'name, size or modified', choiceArg('--sort', ['name', 'size', 'modified'] as const))
+    .option(
+      '--sort <key>',
+      'name, size or modified',
+      choiceArg('--sort', ['name', 'size', 'modified'] as const),
+    )
     .option('-r, --reverse', 'reverse the order')
-    .description('list collections (the seed\'s pls)')
+    .description("list collections (the seed's pls)")
     .action(action(io, ls));
 
   program
@@ -43,7 +54,10 @@ export function registerFs(program: Command, io: CliIO): void {
                 ['version', e.version],
                 ['created', formatTime(e.createdAt)],
                 ['modified', formatTime(e.modifiedAt)],
-                ['replicas', e.replicas.map((r) => `${r.site}:${r.resource} (${r.status})`).join(', ') || '-'],
+                [
+                  'replicas',
+                  e.replicas.map((r) => `${r.site}:${r.resource} (${r.status})`).join(', ') || '-',
+                ],
               ]),
             )
             .join('\n'),
@@ -55,7 +69,7 @@ export function registerFs(program: Command, io: CliIO): void {
     .command('mkdir')
     .argument('<paths...>')
     .option('-p, --parents', 'create missing parents too; an existing collection is fine')
-    .description('create collections (the seed\'s pmkdir)')
+    .description("create collections (the seed's pmkdir)")
     .action(
       action(io, async (ctx: CliContext, options: { parents?: boolean }, inputs: string[]) => {
         const service = await ctx.service();
@@ -74,7 +88,9 @@ export function registerFs(program: Command, io: CliIO): void {
   program
     .command('mv')
     .argument('<sources...>', 'what to move or rename, then the target')
-    .description('rename or move collections and objects; into a collection when the target is one (the seed\'s pmv)')
+    .description(
+      "rename or move collections and objects; into a collection when the target is one (the seed's pmv)",
+    )
     .action(
       action(io, async (ctx: CliContext, _o: object, args: string[]) => {
         if (args.length < 2) throw usage('give a source and a target: trib mv <source...> <target>');
@@ -83,7 +99,8 @@ export function registerFs(program: Command, io: CliIO): void {
         const sources = await Promise.all(args.slice(0, -1).map((s) => ctx.remote(s)));
         const into = await isCollectionTarget(ctx, args[args.length - 1]!, target, sources.length);
         const moved: EntryDto[] = [];
-        for (const from of sources) moved.push(await service.client.move(from, into ? joinPath(target, baseName(from)) : target));
+        for (const from of sources)
+          moved.push(await service.client.move(from, into ? joinPath(target, baseName(from)) : target));
         ctx.result(moved, () => '');
       }),
     );
@@ -93,7 +110,9 @@ export function registerFs(program: Command, io: CliIO): void {
     .argument('<sources...>', 'objects (collections with -r), then the target')
     .option('-r, --recursive', 'copy collections with everything in them')
     .option('-f, --force', 'replace objects that exist at the target')
-    .description('copy inside the federation: the bytes stream from the holding site to the target, checksum checked (the seed\'s pcp)')
+    .description(
+      "copy inside the federation: the bytes stream from the holding site to the target, checksum checked (the seed's pcp)",
+    )
     .action(action(io, cp));
 
   program
@@ -103,25 +122,30 @@ export function registerFs(program: Command, io: CliIO): void {
     .option('-f, --force', 'no error for paths that do not exist')
     .description('move collections and objects to the trash (restore with `trib restore`)')
     .action(
-      action(io, async (ctx: CliContext, options: { recursive?: boolean; force?: boolean }, inputs: string[]) => {
-        const service = await ctx.service();
-        const trashed: TrashEntryDto[] = [];
-        for (const input of inputs) {
-          const path = await ctx.remote(input);
-          let entry: EntryDto;
-          try {
-            entry = await service.client.stat(path);
-          } catch (err) {
-            if (options.force && err instanceof ApiError && err.code === ErrorCode.NotFound) continue;
-            throw err;
+      action(
+        io,
+        async (ctx: CliContext, options: { recursive?: boolean; force?: boolean }, inputs: string[]) => {
+          const service = await ctx.service();
+          const trashed: TrashEntryDto[] = [];
+          for (const input of inputs) {
+            const path = await ctx.remote(input);
+            let entry: EntryDto;
+            try {
+              entry = await service.client.stat(path);
+            } catch (err) {
+              if (options.force && err instanceof ApiError && err.code === ErrorCode.NotFound) continue;
+              throw err;
+            }
+            if (entry.kind === 'collection' && !options.recursive) {
+              throw usage(`${path} is a collection: pass -r to move it and everything in it to the trash`);
+            }
+            trashed.push(await service.client.remove(path));
           }
-          if (entry.kind === 'collection' && !options.recursive) {
-            throw usage(`${path} is a collection: pass -r to move it and everything in it to the trash`);
-          }
-          trashed.push(await service.client.remove(path));
-        }
-        ctx.result(trashed, () => trashed.map((t) => `trashed ${sanitize(t.originalPath)} (trash id ${t.id})\n`).join(''));
-      }),
+          ctx.result(trashed, () =>
+            trashed.map((t) => `trashed ${sanitize(t.originalPath)} (trash id ${t.id})\n`).join(''),
+          );
+        },
+      ),
     );
 
   const trash = program.command('trash').description('what you moved to the trash');
@@ -156,13 +180,19 @@ export function registerFs(program: Command, io: CliIO): void {
       action(io, async (ctx: CliContext, _o: object, ids: string[]) => {
         const service = await ctx.service();
         for (const id of ids) await service.client.purge(checkId(id));
-        ctx.result({ purged: ids }, () => `Purged ${ids.length} trash entr${ids.length === 1 ? 'y' : 'ies'}.\n`);
+        ctx.result(
+          { purged: ids },
+          () => `Purged ${ids.length} trash entr${ids.length === 1 ? 'y' : 'ies'}.\n`,
+        );
       }),
     );
 
   program
     .command('restore')
-    .argument('<targets...>', 'trash ids, or the original paths of trashed entries (the latest delete of that path)')
+    .argument(
+      '<targets...>',
+      'trash ids, or the original paths of trashed entries (the latest delete of that path)',
+    )
     .description('bring entries back from the trash to where they were')
     .action(
       action(io, async (ctx: CliContext, _o: object, targets: string[]) => {
@@ -174,8 +204,16 @@ export function registerFs(program: Command, io: CliIO): void {
           if (!/^\d+$/.test(target)) {
             const original = await ctx.remote(target);
             trashList ??= await allTrash(ctx);
-            const match = trashList.filter((t) => t.originalPath === original).sort((a, b) => b.deletedAt.localeCompare(a.deletedAt))[0];
-            if (!match) throw new CliError(`nothing in the trash was at ${original}`, ExitCode.NotFound, 'see `trib trash list`', 'NOT_FOUND');
+            const match = trashList
+              .filter((t) => t.originalPath === original)
+              .sort((a, b) => b.deletedAt.localeCompare(a.deletedAt))[0];
+            if (!match)
+              throw new CliError(
+                `nothing in the trash was at ${original}`,
+                ExitCode.NotFound,
+                'see `trib trash list`',
+                'NOT_FOUND',
+              );
             id = match.id;
           }
           restored.push(await service.client.restore(checkId(id)));
@@ -186,7 +224,8 @@ export function registerFs(program: Command, io: CliIO): void {
 }
 
 function checkId(id: string): string {
-  if (!/^[1-9]\d{0,18}$/.test(id)) throw usage(`"${id}" is not a trash id (a positive number; see \`trib trash list\`)`);
+  if (!/^[1-9]\d{0,18}$/.test(id))
+    throw usage(`"${id}" is not a trash id (a positive number; see \`trib trash list\`)`);
   return id;
 }
 
@@ -203,7 +242,12 @@ async function allTrash(ctx: CliContext): Promise<TrashEntryDto[]> {
 }
 
 /** Whether a mv/cp target means "into this collection": it ends with '/', there are several sources, or it is one. */
-async function isCollectionTarget(ctx: CliContext, input: string, target: string, sources: number): Promise<boolean> {
+async function isCollectionTarget(
+  ctx: CliContext,
+  input: string,
+  target: string,
+  sources: number,
+): Promise<boolean> {
   const service = await ctx.service();
   let existing: EntryDto | undefined;
   try {
@@ -243,7 +287,12 @@ async function ls(ctx: CliContext, options: LsOptions, inputs: string[]): Promis
     let entries: Array<EntryDto & { relative?: string }> = options.recursive
       ? await service.walk(path, ctx.io.signal)
       : await service.children(path, ctx.io.signal);
-    entries = sortEntries(entries, options.sort ?? 'name', options.reverse === true, options.recursive === true);
+    entries = sortEntries(
+      entries,
+      options.sort ?? 'name',
+      options.reverse === true,
+      options.recursive === true,
+    );
     listings.push({ path, entries });
   }
   const data = listings.length === 1 ? listings[0]!.entries : listings;
@@ -260,7 +309,11 @@ async function ls(ctx: CliContext, options: LsOptions, inputs: string[]): Promis
             l.entries,
             [
               { header: 'KIND', value: (e) => (e.kind === 'collection' ? 'dir' : 'obj') },
-              { header: 'SIZE', value: (e) => (e.kind === 'collection' ? '-' : formatSize(e.size)), align: 'right' },
+              {
+                header: 'SIZE',
+                value: (e) => (e.kind === 'collection' ? '-' : formatSize(e.size)),
+                align: 'right',
+              },
               { header: 'MODIFIED', value: (e) => formatTime(e.modifiedAt) },
               { header: 'OWNER', value: (e) => e.owner },
               { header: 'SITE', value: (e) => e.site ?? '-' },
@@ -274,7 +327,12 @@ async function ls(ctx: CliContext, options: LsOptions, inputs: string[]): Promis
   );
 }
 
-function sortEntries<T extends EntryDto & { relative?: string }>(entries: T[], key: 'name' | 'size' | 'modified', reverse: boolean, byPath: boolean): T[] {
+function sortEntries<T extends EntryDto & { relative?: string }>(
+  entries: T[],
+  key: 'name' | 'size' | 'modified',
+  reverse: boolean,
+  byPath: boolean,
+): T[] {
   const compare = (a: T, b: T): number => {
     if (key === 'size') return a.size - b.size || a.name.localeCompare(b.name);
     if (key === 'modified') return a.modifiedAt.localeCompare(b.modifiedAt) || a.name.localeCompare(b.name);
@@ -284,7 +342,11 @@ function sortEntries<T extends EntryDto & { relative?: string }>(entries: T[], k
   return reverse ? sorted.reverse() : sorted;
 }
 
-async function cp(ctx: CliContext, options: { recursive?: boolean; force?: boolean }, args: string[]): Promise<void> {
+async function cp(
+  ctx: CliContext,
+  options: { recursive?: boolean; force?: boolean },
+  args: string[],
+): Promise<void> {
   if (args.length < 2) throw usage('give a source and a target: trib cp <source...> <target>');
   const service = await ctx.service();
   const targetInput = args[args.length - 1]!;
@@ -304,14 +366,25 @@ async function cp(ctx: CliContext, options: { recursive?: boolean; force?: boole
     if (to === from || to.startsWith(from + '/')) throw usage(`cannot copy ${from} into itself (${to})`);
     const tree = await service.walk(from, ctx.io.signal);
     await ensureCollection(service, to, false);
-    for (const dir of tree.filter((e) => e.kind === 'collection')) await ensureCollection(service, joinPath(to, dir.relative), false);
+    for (const dir of tree.filter((e) => e.kind === 'collection'))
+      await ensureCollection(service, joinPath(to, dir.relative), false);
     await parallel(
       tree.filter((e) => e.kind === 'object'),
       settings.parallel,
       async (object) => {
-        copied.push(await copyObject(service, object, joinPath(to, object.relative), options.force === true, ctx.io.signal));
+        copied.push(
+          await copyObject(
+            service,
+            object,
+            joinPath(to, object.relative),
+            options.force === true,
+            ctx.io.signal,
+          ),
+        );
       },
     );
   }
-  ctx.result(copied, () => (ctx.options.quiet ? '' : `Copied ${copied.length} object${copied.length === 1 ? '' : 's'}.\n`));
+  ctx.result(copied, () =>
+    ctx.options.quiet ? '' : `Copied ${copied.length} object${copied.length === 1 ? '' : 's'}.\n`,
+  );
 }

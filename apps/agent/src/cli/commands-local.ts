@@ -13,20 +13,28 @@ export function registerLocal(program: Command, io: CliIO): void {
   program
     .command('ui')
     .option('--port <port>', 'port on 127.0.0.1 (default: a free one)', intArg('--port', 0, 65535))
-    .option('--open', 'open it in Chromium\'s app mode (chromium --app=URL)')
+    .option('--open', "open it in Chromium's app mode (chromium --app=URL)")
     .description('serve the local UI on 127.0.0.1 (mounts, transfers, conflicts, settings) until Ctrl-C')
     .action(
       action(io, async (ctx: CliContext, options: { port?: number; open?: boolean }) => {
         const server = await startUiServer({ env: ctx.env, port: options.port });
         ctx.result({ url: server.url, origin: server.origin, port: server.port }, () => `${server.url}\n`);
-        ctx.note('The URL carries this installation\'s UI secret: do not share it. Ctrl-C stops the UI.');
+        ctx.note("The URL carries this installation's UI secret: do not share it. Ctrl-C stops the UI.");
         if (options.open) {
           const browser = findBrowser(ctx.env);
           if (!browser) {
             await server.close();
-            throw new CliError('no Chromium found to open the UI', ExitCode.Unsupported, 'install chromium, set TRIBUTARY_BROWSER, or open the URL yourself', 'NO_BROWSER');
+            throw new CliError(
+              'no Chromium found to open the UI',
+              ExitCode.Unsupported,
+              'install chromium, set TRIBUTARY_BROWSER, or open the URL yourself',
+              'NO_BROWSER',
+            );
           }
-          spawn(browser, [`--app=${server.url}`, '--no-first-run'], { detached: true, stdio: 'ignore' }).unref();
+          spawn(browser, [`--app=${server.url}`, '--no-first-run'], {
+            detached: true,
+            stdio: 'ignore',
+          }).unref();
         }
         await new Promise<void>((resolve) => {
           if (!ctx.io.signal) return;
@@ -66,7 +74,8 @@ export function registerLocal(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx: CliContext, _o: object, key: string) => {
         const { settings } = await ctx.config();
-        if (!(key in SETTING_LIMITS)) throw usage(`unknown setting "${key}": use one of ${Object.keys(SETTING_LIMITS).join(', ')}`);
+        if (!(key in SETTING_LIMITS))
+          throw usage(`unknown setting "${key}": use one of ${Object.keys(SETTING_LIMITS).join(', ')}`);
         const value = settings[key as keyof typeof settings];
         ctx.result({ [key]: value }, () => `${value}\n`);
       }),
@@ -98,18 +107,25 @@ export function registerLocal(program: Command, io: CliIO): void {
 }
 
 function findBrowser(env: NodeJS.ProcessEnv): string | undefined {
-  const candidates = [env.TRIBUTARY_BROWSER, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
+  const candidates = [
+    env.TRIBUTARY_BROWSER,
+    '/usr/bin/chromium',
+    '/usr/bin/chromium-browser',
+    '/usr/bin/google-chrome',
+  ];
   return candidates.find((c): c is string => typeof c === 'string' && c.length > 0 && existsSync(c));
 }
 
 /** The words a shell may complete after `trib` and after each command, from commander's own tree. */
 export function completionWords(program: Command): Map<string, string[]> {
   const words = new Map<string, string[]>();
-  const optionsOf = (c: Command) => c.options.flatMap((o) => [o.short, o.long].filter((f): f is string => Boolean(f)));
+  const optionsOf = (c: Command) =>
+    c.options.flatMap((o) => [o.short, o.long].filter((f): f is string => Boolean(f)));
   words.set('', [...program.commands.map((c) => c.name()), ...optionsOf(program), '--help']);
   for (const command of program.commands) {
     words.set(command.name(), [...command.commands.map((c) => c.name()), ...optionsOf(command), '--help']);
-    for (const sub of command.commands) words.set(`${command.name()} ${sub.name()}`, [...optionsOf(sub), '--help']);
+    for (const sub of command.commands)
+      words.set(`${command.name()} ${sub.name()}`, [...optionsOf(sub), '--help']);
   }
   return words;
 }
@@ -142,6 +158,7 @@ ${cases}
   case "$cur" in -*) ;; *) COMPREPLY+=($(compgen -f -- "$cur")) ;; esac
 }
 `;
-  if (shell === 'bash') return `# trib completion for bash: source <(trib completion bash)\n${body}complete -o default -F _trib trib\n`;
+  if (shell === 'bash')
+    return `# trib completion for bash: source <(trib completion bash)\n${body}complete -o default -F _trib trib\n`;
   return `# trib completion for zsh: source <(trib completion zsh)\nautoload -U +X bashcompinit && bashcompinit\n${body}complete -o default -F _trib trib\n`;
 }

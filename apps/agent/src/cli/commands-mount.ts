@@ -27,15 +27,30 @@ export function registerMount(program: Command, io: CliIO): void {
     .argument('[local-dir]', 'an empty local directory')
     .option('--foreground', 'stay attached: the mount runs until Ctrl-C')
     .option('--list', 'list mounts (same as `trib mounts`)')
-    .option('--timeout <seconds>', 'how long to wait for the mount to come up (default 30)', intArg('--timeout', 1, 600))
-    .description('mount a collection on a local directory with FUSE (the seed\'s petafs)')
-    .addHelpText('after', '\nExamples:\n  trib mount / ~/federation\n  trib mount /projects/coast /mnt/coast --foreground\n  trib unmount ~/federation')
+    .option(
+      '--timeout <seconds>',
+      'how long to wait for the mount to come up (default 30)',
+      intArg('--timeout', 1, 600),
+    )
+    .description("mount a collection on a local directory with FUSE (the seed's petafs)")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  trib mount / ~/federation\n  trib mount /projects/coast /mnt/coast --foreground\n  trib unmount ~/federation',
+    )
     .action(
       action(
         io,
-        async (ctx: CliContext, options: { foreground?: boolean; list?: boolean; timeout?: number }, remote?: string, local?: string) => {
+        async (
+          ctx: CliContext,
+          options: { foreground?: boolean; list?: boolean; timeout?: number },
+          remote?: string,
+          local?: string,
+        ) => {
           if (options.list) return showMounts(ctx);
-          if (!remote || !local) throw usage('give the remote collection and the local directory: trib mount <remote> <local-dir>');
+          if (!remote || !local)
+            throw usage(
+              'give the remote collection and the local directory: trib mount <remote> <local-dir>',
+            );
           await mount(ctx, await ctx.remote(remote), path.resolve(ctx.cwd, local), options);
         },
       ),
@@ -44,7 +59,11 @@ export function registerMount(program: Command, io: CliIO): void {
     .command('unmount')
     .alias('umount')
     .argument('<local-dir>')
-    .option('--timeout <seconds>', 'how long to wait for the mount to stop (default 15)', intArg('--timeout', 1, 600))
+    .option(
+      '--timeout <seconds>',
+      'how long to wait for the mount to stop (default 15)',
+      intArg('--timeout', 1, 600),
+    )
     .description('stop a mount started by `trib mount`')
     .action(
       action(io, async (ctx: CliContext, options: { timeout?: number }, local: string) => {
@@ -75,7 +94,8 @@ async function showMounts(ctx: CliContext): Promise<void> {
 }
 
 export function describeState(m: MountView): string {
-  if (!m.alive && (m.state === 'mounting' || m.state === 'mounted' || m.state === 'unreachable')) return `${m.state} (process gone)`;
+  if (!m.alive && (m.state === 'mounting' || m.state === 'mounted' || m.state === 'unreachable'))
+    return `${m.state} (process gone)`;
   return m.state;
 }
 
@@ -87,14 +107,26 @@ async function mount(
 ): Promise<void> {
   const service = await ctx.service();
   const stat = await fs.stat(mountpoint).catch(() => undefined);
-  if (!stat?.isDirectory()) throw new CliError(`${mountpoint} is not a directory`, ExitCode.NotFound, `create it first (mkdir -p ${mountpoint})`, 'ENOENT');
+  if (!stat?.isDirectory())
+    throw new CliError(
+      `${mountpoint} is not a directory`,
+      ExitCode.NotFound,
+      `create it first (mkdir -p ${mountpoint})`,
+      'ENOENT',
+    );
   const already = await findMount(mountpoint, ctx.env);
   if (already?.alive) {
-    throw new CliError(`${mountpoint} is already mounted (${already.remote} at ${already.site})`, ExitCode.Conflict, `trib unmount ${mountpoint}`, 'ALREADY_MOUNTED');
+    throw new CliError(
+      `${mountpoint} is already mounted (${already.remote} at ${already.site})`,
+      ExitCode.Conflict,
+      `trib unmount ${mountpoint}`,
+      'ALREADY_MOUNTED',
+    );
   }
   // Check the collection before starting a process for it.
   const entry = await service.client.stat(remote);
-  if (entry.kind !== 'collection') throw new CliError(`${remote} is not a collection`, ExitCode.Conflict, undefined, 'NOT_A_COLLECTION');
+  if (entry.kind !== 'collection')
+    throw new CliError(`${remote} is not a collection`, ExitCode.Conflict, undefined, 'NOT_A_COLLECTION');
   const main = mountMain(ctx.env);
   const id = randomBytes(6).toString('hex');
   const settings = (await ctx.config()).settings;
@@ -116,8 +148,20 @@ async function mount(
     ctx.io.signal?.addEventListener('abort', onAbort, { once: true });
     const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)));
     ctx.io.signal?.removeEventListener('abort', onAbort);
-    if (code === MOUNT_EXIT_NO_FUSE) throw new CliError('FUSE is not available on this machine', ExitCode.Unsupported, 'install FUSE (Debian: apt-get install fuse libfuse2)', 'FUSE_UNAVAILABLE');
-    if (code !== 0 && !ctx.io.signal?.aborted) throw new CliError(`the mount process exited with code ${code}`, ExitCode.Error, undefined, 'MOUNT_FAILED');
+    if (code === MOUNT_EXIT_NO_FUSE)
+      throw new CliError(
+        'FUSE is not available on this machine',
+        ExitCode.Unsupported,
+        'install FUSE (Debian: apt-get install fuse libfuse2)',
+        'FUSE_UNAVAILABLE',
+      );
+    if (code !== 0 && !ctx.io.signal?.aborted)
+      throw new CliError(
+        `the mount process exited with code ${code}`,
+        ExitCode.Error,
+        undefined,
+        'MOUNT_FAILED',
+      );
     return;
   }
 
@@ -139,8 +183,10 @@ async function mount(
         ctx.result(state, () => `Mounted ${remote} (${service.site.name}) on ${mountpoint}. Log: ${log}\n`);
         return;
       }
-      if (state?.state === 'failed') throw await mountFailure(`the mount failed: ${state.lastError ?? 'no reason given'}`, log, exited);
-      if (exited !== undefined) throw await mountFailure(`the mount process exited with code ${exited} before mounting`, log, exited);
+      if (state?.state === 'failed')
+        throw await mountFailure(`the mount failed: ${state.lastError ?? 'no reason given'}`, log, exited);
+      if (exited !== undefined)
+        throw await mountFailure(`the mount process exited with code ${exited} before mounting`, log, exited);
       if (Date.now() > deadline) {
         child.kill('SIGTERM');
         throw await mountFailure(`the mount did not come up within ${options.timeout ?? 30} s`, log, exited);
@@ -157,12 +203,26 @@ async function mount(
   }
 }
 
-async function mountFailure(message: string, log: string, exitCode: number | null | undefined): Promise<CliError> {
+async function mountFailure(
+  message: string,
+  log: string,
+  exitCode: number | null | undefined,
+): Promise<CliError> {
   const tail = await logTail(log);
   if (exitCode === MOUNT_EXIT_NO_FUSE) {
-    return new CliError(`FUSE is not available on this machine${tail ? `:\n${tail}` : ''}`, ExitCode.Unsupported, 'install FUSE (Debian: apt-get install fuse libfuse2)', 'FUSE_UNAVAILABLE');
+    return new CliError(
+      `FUSE is not available on this machine${tail ? `:\n${tail}` : ''}`,
+      ExitCode.Unsupported,
+      'install FUSE (Debian: apt-get install fuse libfuse2)',
+      'FUSE_UNAVAILABLE',
+    );
   }
-  return new CliError(tail ? `${message}; the end of its log (${log}):\n${tail}` : message, ExitCode.Error, undefined, 'MOUNT_FAILED');
+  return new CliError(
+    tail ? `${message}; the end of its log (${log}):\n${tail}` : message,
+    ExitCode.Error,
+    undefined,
+    'MOUNT_FAILED',
+  );
 }
 
 /** The last lines of a log file (at most 20 lines, 4 KiB). */
@@ -180,10 +240,18 @@ async function unmount(ctx: CliContext, mountpoint: string, timeoutMs: number): 
   if (!found) {
     // Perhaps mounted by an earlier agent whose state is gone: ask FUSE directly.
     if (fusermount(mountpoint)) {
-      ctx.result({ mountpoint, unmounted: true, via: 'fusermount' }, () => `Unmounted ${mountpoint} (fusermount).\n`);
+      ctx.result(
+        { mountpoint, unmounted: true, via: 'fusermount' },
+        () => `Unmounted ${mountpoint} (fusermount).\n`,
+      );
       return;
     }
-    throw new CliError(`nothing is mounted on ${mountpoint}`, ExitCode.NotFound, 'see `trib mounts`', 'NOT_MOUNTED');
+    throw new CliError(
+      `nothing is mounted on ${mountpoint}`,
+      ExitCode.NotFound,
+      'see `trib mounts`',
+      'NOT_MOUNTED',
+    );
   }
   const stateFile = path.join(mountsDir(ctx.env), `${found.id}.json`);
   if (found.alive) {
@@ -196,7 +264,12 @@ async function unmount(ctx: CliContext, mountpoint: string, timeoutMs: number): 
       // The process could not unmount (a busy mount, a stuck filesystem): ask FUSE, then wait a little more.
       fusermount(mountpoint);
       if (!(await waitStopped(ctx, found, 5000))) {
-        throw new CliError(`${mountpoint} did not unmount within ${Math.round(timeoutMs / 1000)} s`, ExitCode.Error, `close programs using it, then retry; or \`fusermount -u ${mountpoint}\``, 'UNMOUNT_FAILED');
+        throw new CliError(
+          `${mountpoint} did not unmount within ${Math.round(timeoutMs / 1000)} s`,
+          ExitCode.Error,
+          `close programs using it, then retry; or \`fusermount -u ${mountpoint}\``,
+          'UNMOUNT_FAILED',
+        );
       }
     }
   } else {

@@ -10,7 +10,14 @@ import { formatSize } from './output';
 import { baseName, endsWithSlash } from './paths';
 import { TransferTracker } from './progress';
 import type { SiteService } from './service';
-import { downloadObjects, ensureCollection, uploadFiles, walkLocal, type LocalFile, type TransferSummary } from './transfer-engine';
+import {
+  downloadObjects,
+  ensureCollection,
+  uploadFiles,
+  walkLocal,
+  type LocalFile,
+  type TransferSummary,
+} from './transfer-engine';
 
 interface TransferOptions {
   recursive?: boolean;
@@ -25,8 +32,16 @@ export function registerTransfer(program: Command, io: CliIO): void {
     command
       .option('-r, --recursive', 'directories (collections) with everything in them')
       .option('-f, --force', 'replace targets whose content differs (identical ones are always skipped)')
-      .option('-j, --parallel <n>', 'files in flight at once (default: the parallel setting, 16)', intArg('--parallel', 1, 64))
-      .option('--chunk-mib <n>', 'chunk size of large files in MiB (default 8)', intArg('--chunk-mib', 1, 256));
+      .option(
+        '-j, --parallel <n>',
+        'files in flight at once (default: the parallel setting, 16)',
+        intArg('--parallel', 1, 64),
+      )
+      .option(
+        '--chunk-mib <n>',
+        'chunk size of large files in MiB (default 8)',
+        intArg('--chunk-mib', 1, 256),
+      );
 
   common(
     program
@@ -43,13 +58,26 @@ export function registerTransfer(program: Command, io: CliIO): void {
     program
       .command('get')
       .argument('<sources...>', 'remote objects (collections with -r), then the local target')
-      .description('download objects; checksummed against the catalog, parallel ranged requests for large ones')
-      .addHelpText('after', '\nExamples:\n  trib get /home/alice/run1/data.h5 .\n  trib get -r /home/alice/run1 ./copies/'),
+      .description(
+        'download objects; checksummed against the catalog, parallel ranged requests for large ones',
+      )
+      .addHelpText(
+        'after',
+        '\nExamples:\n  trib get /home/alice/run1/data.h5 .\n  trib get -r /home/alice/run1 ./copies/',
+      ),
   ).action(action(io, get));
 }
 
-async function startJournal(ctx: CliContext, service: SiteService, direction: 'put' | 'get', source: string, target: string) {
-  return TransferJournal.start({ direction, source, target, site: service.site.name }, ctx.env).catch(() => undefined);
+async function startJournal(
+  ctx: CliContext,
+  service: SiteService,
+  direction: 'put' | 'get',
+  source: string,
+  target: string,
+) {
+  return TransferJournal.start({ direction, source, target, site: service.site.name }, ctx.env).catch(
+    () => undefined,
+  );
 }
 
 async function settingsOf(ctx: CliContext, options: TransferOptions) {
@@ -80,7 +108,10 @@ async function tracked(
   } catch (err) {
     tracker.stop();
     const failure = describeError(err);
-    await journal?.finish(failure.exitCode === ExitCode.Interrupted ? 'interrupted' : 'failed', failure.message);
+    await journal?.finish(
+      failure.exitCode === ExitCode.Interrupted ? 'interrupted' : 'failed',
+      failure.message,
+    );
     throw err;
   }
   tracker.stop();
@@ -103,7 +134,8 @@ async function put(ctx: CliContext, options: TransferOptions, args: string[]): P
   const sources = args.slice(0, -1).map((s) => path.resolve(ctx.cwd, s));
   const stats = await Promise.all(sources.map((s) => fs.stat(s)));
   stats.forEach((s, i) => {
-    if (s.isDirectory() && !options.recursive) throw usage(`${args[i]} is a directory: pass -r to upload it with what it holds`);
+    if (s.isDirectory() && !options.recursive)
+      throw usage(`${args[i]} is a directory: pass -r to upload it with what it holds`);
     if (!s.isDirectory() && !s.isFile()) throw usage(`${args[i]} is neither a file nor a directory`);
   });
   let existing: EntryDto | undefined;
@@ -129,7 +161,10 @@ async function put(ctx: CliContext, options: TransferOptions, args: string[]): P
     const stat = stats[i]!;
     const top = into ? joinPath(target, path.basename(source)) : target;
     if (stat.isFile()) {
-      items.push({ file: { relative: path.basename(source), absolute: source, size: stat.size, mtimeMs: stat.mtimeMs }, remote: top });
+      items.push({
+        file: { relative: path.basename(source), absolute: source, size: stat.size, mtimeMs: stat.mtimeMs },
+        remote: top,
+      });
       continue;
     }
     const tree = await walkLocal(source);
@@ -147,7 +182,9 @@ async function put(ctx: CliContext, options: TransferOptions, args: string[]): P
           const remote = joinPath(top, dir);
           const parentFresh = fresh.has(remote.slice(0, remote.lastIndexOf('/')) || '/');
           // Under a collection created just now nothing can exist yet.
-          const created = parentFresh ? (await service.client.createCollection(remote, false), true) : await ensureCollection(service, remote, false);
+          const created = parentFresh
+            ? (await service.client.createCollection(remote, false), true)
+            : await ensureCollection(service, remote, false);
           if (created) fresh.add(remote);
           collections.push(remote);
         }),
@@ -171,7 +208,12 @@ async function get(ctx: CliContext, options: TransferOptions, args: string[]): P
   const localStat = await fs.stat(target).catch(() => undefined);
   const into = localStat?.isDirectory() === true;
   if (!into && (sources.length > 1 || targetInput.endsWith('/') || targetInput.endsWith(path.sep))) {
-    throw new CliError(`no local directory ${target}`, ExitCode.NotFound, `create it first (mkdir -p ${target})`, 'ENOENT');
+    throw new CliError(
+      `no local directory ${target}`,
+      ExitCode.NotFound,
+      `create it first (mkdir -p ${target})`,
+      'ENOENT',
+    );
   }
   const entries = await Promise.all(sources.map((s) => service.client.stat(s)));
   const items: Array<{ entry: EntryDto; local: string }> = [];
@@ -181,11 +223,16 @@ async function get(ctx: CliContext, options: TransferOptions, args: string[]): P
       items.push({ entry, local: top });
       continue;
     }
-    if (!options.recursive) throw usage(`${entry.path} is a collection: pass -r to download it with what it holds`);
+    if (!options.recursive)
+      throw usage(`${entry.path} is a collection: pass -r to download it with what it holds`);
     const tree = await service.walk(entry.path, ctx.io.signal);
     await fs.mkdir(top, { recursive: true });
-    for (const dir of tree.filter((e) => e.kind === 'collection')) await fs.mkdir(path.join(top, ...dir.relative.split('/')), { recursive: true });
-    for (const object of tree.filter((e) => e.kind === 'object')) items.push({ entry: object, local: path.join(top, ...object.relative.split('/')) });
+    for (const dir of tree.filter((e) => e.kind === 'collection'))
+      await fs.mkdir(path.join(top, ...dir.relative.split('/')), { recursive: true });
+    for (const object of tree.filter((e) => e.kind === 'object'))
+      items.push({ entry: object, local: path.join(top, ...object.relative.split('/')) });
   }
-  await tracked(ctx, service, 'get', sources.join(' '), target, (tracker) => downloadObjects(service, items, settings, tracker));
+  await tracked(ctx, service, 'get', sources.join(' '), target, (tracker) =>
+    downloadObjects(service, items, settings, tracker),
+  );
 }

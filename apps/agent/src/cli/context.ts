@@ -47,7 +47,9 @@ export class CliContext {
 
   /** Progress bars: only on a terminal, and not with --json, --quiet or --no-progress. */
   get showProgress(): boolean {
-    return this.io.stderr.isTTY === true && !this.json && !this.options.quiet && this.options.progress !== false;
+    return (
+      this.io.stderr.isTTY === true && !this.json && !this.options.quiet && this.options.progress !== false
+    );
   }
 
   out(text: string): void {
@@ -116,4 +118,3 @@ export class CliContext {
     return resolveRemote(input, base);
   }
 }
-

@@ -41,7 +41,8 @@ export class CliError extends Error {
   }
 }
 
-export const usage = (message: string, hint?: string): CliError => new CliError(message, ExitCode.Usage, hint, 'USAGE');
+export const usage = (message: string, hint?: string): CliError =>
+  new CliError(message, ExitCode.Usage, hint, 'USAGE');
 
 const CODE_EXIT: Partial<Record<ErrorCode, ExitCode>> = {
   VALIDATION_FAILED: ExitCode.Usage,
@@ -109,7 +110,12 @@ export interface FailureReport {
 
 export function describeError(err: unknown): FailureReport {
   if (err instanceof CliError) {
-    return { exitCode: err.exitCode, code: err.code ?? exitName(err.exitCode), message: err.message, hint: err.hint };
+    return {
+      exitCode: err.exitCode,
+      code: err.code ?? exitName(err.exitCode),
+      message: err.message,
+      hint: err.hint,
+    };
   }
   if (err instanceof ApiError) {
     return {
@@ -133,17 +139,29 @@ export function describeError(err: unknown): FailureReport {
     return { exitCode: ExitCode.Integrity, code: 'CHECKSUM_MISMATCH', message: err.message };
   }
   if (err instanceof PathError) {
-    return { exitCode: ExitCode.Usage, code: 'INVALID_PATH', message: `${JSON.stringify(err.input)}: ${err.message}` };
+    return {
+      exitCode: ExitCode.Usage,
+      code: 'INVALID_PATH',
+      message: `${JSON.stringify(err.input)}: ${err.message}`,
+    };
   }
   if (err instanceof ConfigError) return { exitCode: ExitCode.Usage, code: 'CONFIG', message: err.message };
   if (isAbort(err)) return { exitCode: ExitCode.Interrupted, code: 'INTERRUPTED', message: 'interrupted' };
   const errno = (err as NodeJS.ErrnoException | undefined)?.code;
   if (typeof errno === 'string' && err instanceof Error) {
     const exitCode =
-      errno === 'ENOENT' ? ExitCode.NotFound : errno === 'EACCES' || errno === 'EPERM' ? ExitCode.Auth : ExitCode.Error;
-    return { exitCode, code: errno, message: localMessage(err as NodeJS.ErrnoException) };
+      errno === 'ENOENT'
+        ? ExitCode.NotFound
+        : errno === 'EACCES' || errno === 'EPERM'
+          ? ExitCode.Auth
+          : ExitCode.Error;
+    return { exitCode, code: errno, message: localMessage(err) };
   }
-  return { exitCode: ExitCode.Error, code: 'ERROR', message: err instanceof Error ? err.message : String(err) };
+  return {
+    exitCode: ExitCode.Error,
+    code: 'ERROR',
+    message: err instanceof Error ? err.message : String(err),
+  };
 }
 
 function apiMessage(err: ApiError): string {

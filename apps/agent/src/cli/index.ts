@@ -17,7 +17,9 @@ const VERSION = '0.1.0';
 export function buildProgram(io: CliIO): Command {
   const program = new Command('trib');
   program
-    .description('Tributary from the command line: files, metadata, tokens, conflicts and mounts of a federation')
+    .description(
+      'Tributary from the command line: files, metadata, tokens, conflicts and mounts of a federation',
+    )
     .version(VERSION, '-V, --version')
     .option('--json', 'machine-readable output on stdout')
     .option('-q, --quiet', 'no messages, only results and errors')
@@ -63,14 +65,28 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
     return ExitCode.Ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return ExitCode.Ok;
+      if (
+        err.code === 'commander.helpDisplayed' ||
+        err.code === 'commander.version' ||
+        err.code === 'commander.help'
+      )
+        return ExitCode.Ok;
       // Commander has printed its message (unknown command or option, missing argument, bad value).
       return ExitCode.Usage;
     }
     const failure = describeError(err);
     const json = argv.includes('--json');
     if (json) {
-      io.stderr.write(JSON.stringify({ error: { code: failure.code, message: failure.message, hint: failure.hint, exitCode: failure.exitCode } }) + '\n');
+      io.stderr.write(
+        JSON.stringify({
+          error: {
+            code: failure.code,
+            message: failure.message,
+            hint: failure.hint,
+            exitCode: failure.exitCode,
+          },
+        }) + '\n',
+      );
     } else {
       io.stderr.write(`trib: ${failure.message}\n`);
       if (failure.hint) io.stderr.write(`  ${failure.hint}\n`);

@@ -24,12 +24,16 @@ describe('trib mount and unmount (stand-in mount process)', () => {
   const started: number[] = [];
 
   const trib = (argv: string[], mode = 'ok'): Promise<CliRun> =>
-    tribInProcess(argv, { env: { TRIBUTARY_AGENT_HOME: home, TRIBUTARY_MOUNT_MAIN: FAKE_MAIN, FAKE_MOUNT_MODE: mode }, cwd: dir });
+    tribInProcess(argv, {
+      env: { TRIBUTARY_AGENT_HOME: home, TRIBUTARY_MOUNT_MAIN: FAKE_MAIN, FAKE_MOUNT_MODE: mode },
+      cwd: dir,
+    });
 
   beforeAll(async () => {
     site = await startTestSite({ LOGIN_RATE_LIMIT: '1000' });
     const alice = await site.createUser();
-    token = (await alice.client.post<CreatedTokenDto>('/api/v1/tokens', { name: 'mount', scope: 'write' })).body.secret;
+    token = (await alice.client.post<CreatedTokenDto>('/api/v1/tokens', { name: 'mount', scope: 'write' }))
+      .body.secret;
     remote = alice.user.homePath;
     home = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-mount-home-'));
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-mount-dir-'));
@@ -111,7 +115,17 @@ describe('trib mount and unmount (stand-in mount process)', () => {
   it('clears the state of a mount whose process died', async () => {
     await fs.mkdir(path.join(home, 'mounts'), { recursive: true });
     const now = new Date().toISOString();
-    const stale = { id: 'gone', pid: 2 ** 22 + 12345, mountpoint: path.join(dir, 'stale'), remote, site: site.url, state: 'mounted', startedAt: now, updatedAt: now, stats: { bytesRead: 0, bytesWritten: 0, operations: 0, errors: 0 } };
+    const stale = {
+      id: 'gone',
+      pid: 2 ** 22 + 12345,
+      mountpoint: path.join(dir, 'stale'),
+      remote,
+      site: site.url,
+      state: 'mounted',
+      startedAt: now,
+      updatedAt: now,
+      stats: { bytesRead: 0, bytesWritten: 0, operations: 0, errors: 0 },
+    };
     await fs.writeFile(path.join(home, 'mounts', 'gone.json'), JSON.stringify(stale));
     expect((await trib(['mounts'])).stdout).toContain('mounted (process gone)');
     const run = await trib(['unmount', path.join(dir, 'stale')]);

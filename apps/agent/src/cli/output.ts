@@ -56,14 +56,24 @@ export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]
 
 /** Control characters in names would move the cursor or hide text in a terminal: show them escaped. */
 export function sanitize(value: string): string {
-  // eslint-disable-next-line no-control-regex
-  return value.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return value.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
 }
 
 /** Key: value lines, keys padded. */
 export function formatFields(fields: Array<[string, string | number | null | undefined]>): string {
   const width = Math.max(...fields.map(([k]) => k.length));
-  return fields.map(([k, v]) => `${(k + ':').padEnd(width + 1)} ${v === null || v === undefined ? '-' : sanitize(String(v))}`).join('\n') + '\n';
+  return (
+    fields
+      .map(
+        ([k, v]) =>
+          `${(k + ':').padEnd(width + 1)} ${v === null || v === undefined ? '-' : sanitize(String(v))}`,
+      )
+      .join('\n') + '\n'
+  );
 }
 
 /** `1h 5m`, `42s`, `3d 2h` for durations in milliseconds. */

@@ -45,7 +45,11 @@ export class SiteService {
    * Walks a collection breadth-first, yielding each entry below it with its path relative to
    * `root`; `concurrency` listings run at once.
    */
-  async walk(root: string, signal?: AbortSignal, concurrency = 8): Promise<Array<EntryDto & { relative: string }>> {
+  async walk(
+    root: string,
+    signal?: AbortSignal,
+    concurrency = 8,
+  ): Promise<Array<EntryDto & { relative: string }>> {
     const result: Array<EntryDto & { relative: string }> = [];
     let level: string[] = [root];
     while (level.length > 0) {
@@ -64,7 +68,9 @@ export class SiteService {
 
   listConflicts(query: ConflictListQuery): Promise<Page<ConflictDto>> {
     const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+    for (const [key, value] of Object.entries(query) as Array<[string, string | number | undefined]>) {
+      if (value !== undefined) params.set(key, String(value));
+    }
     return this.api.json<Page<ConflictDto>>({ method: 'GET', url: `/api/v1/conflicts?${params.toString()}` });
   }
 

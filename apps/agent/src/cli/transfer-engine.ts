@@ -80,7 +80,11 @@ const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes)
 const hexOf = (checksum: string | null): string | undefined => checksum?.replace(/^sha256:/, '');
 
 /** Creates a collection; an existing one is fine. Returns true when it was created now. */
-export async function ensureCollection(service: SiteService, remote: string, parents: boolean): Promise<boolean> {
+export async function ensureCollection(
+  service: SiteService,
+  remote: string,
+  parents: boolean,
+): Promise<boolean> {
   try {
     await service.client.createCollection(remote, parents);
     return true;
@@ -88,7 +92,12 @@ export async function ensureCollection(service: SiteService, remote: string, par
     if (err instanceof ApiError && err.code === ErrorCode.NameTaken) {
       const existing = await service.client.stat(remote);
       if (existing.kind !== 'collection') {
-        throw new CliError(`${remote} exists and is not a collection`, ExitCode.Conflict, undefined, 'NOT_A_COLLECTION');
+        throw new CliError(
+          `${remote} exists and is not a collection`,
+          ExitCode.Conflict,
+          undefined,
+          'NOT_A_COLLECTION',
+        );
       }
       return false;
     }
@@ -117,7 +126,10 @@ export async function uploadFiles(
   settings: TransferSettings,
   tracker: TransferTracker,
 ): Promise<TransferSummary> {
-  tracker.plan(items.length, items.reduce((n, i) => n + i.file.size, 0));
+  tracker.plan(
+    items.length,
+    items.reduce((n, i) => n + i.file.size, 0),
+  );
   const byCollection = new Map<string, Array<{ file: LocalFile; remote: string; name: string }>>();
   for (const item of items) {
     const at = item.remote.lastIndexOf('/');
@@ -140,7 +152,9 @@ export async function uploadFiles(
   const clashes: string[] = [];
 
   await parallel([...byCollection.entries()], settings.parallel, async ([collection, list]) => {
-    const existing = freshCollections.has(collection) ? new Map<string, EntryDto>() : await existingObjects(service, collection);
+    const existing = freshCollections.has(collection)
+      ? new Map<string, EntryDto>()
+      : await existingObjects(service, collection);
     let batch: Small[] = [];
     let batchBytes = 0;
     const flushBatch = () => {
@@ -151,7 +165,12 @@ export async function uploadFiles(
     for (const item of list) {
       const there = existing.get(item.name);
       if (there && there.kind === 'collection') {
-        throw new CliError(`${item.remote} is a collection; cannot replace it with a file`, ExitCode.Conflict, undefined, 'NOT_AN_OBJECT');
+        throw new CliError(
+          `${item.remote} is a collection; cannot replace it with a file`,
+          ExitCode.Conflict,
+          undefined,
+          'NOT_AN_OBJECT',
+        );
       }
       if (item.file.size <= SMALL_FILE_BYTES) {
         const data = await fs.readFile(item.file.absolute);
@@ -200,7 +219,8 @@ export async function uploadFiles(
 
   if (clashes.length > 0) {
     clashes.sort();
-    const shown = clashes.slice(0, 5).join(', ') + (clashes.length > 5 ? ` and ${clashes.length - 5} more` : '');
+    const shown =
+      clashes.slice(0, 5).join(', ') + (clashes.length > 5 ? ` and ${clashes.length - 5} more` : '');
     throw new CliError(
       `${clashes.length} remote object(s) exist with different content: ${shown}`,
       ExitCode.Conflict,
@@ -243,7 +263,12 @@ export async function uploadFiles(
   for (const f of replacements) {
     jobs.push(async () => {
       await withRetry(
-        () => service.client.upload(f.remote, new Blob([new Uint8Array(f.data)]), { overwrite: true, sha256: f.sha, signal: settings.signal }),
+        () =>
+          service.client.upload(f.remote, new Blob([new Uint8Array(f.data)]), {
+            overwrite: true,
+            sha256: f.sha,
+            signal: settings.signal,
+          }),
         DEFAULT_RETRY,
         { signal: settings.signal },
       );
@@ -262,7 +287,13 @@ export async function uploadFiles(
     });
   }
   await parallel(jobs, settings.parallel, (job) => job());
-  return { files: items.length, transferred, unchanged, bytes, seconds: (performance.now() - started) / 1000 };
+  return {
+    files: items.length,
+    transferred,
+    unchanged,
+    bytes,
+    seconds: (performance.now() - started) / 1000,
+  };
 }
 
 /** A resumable upload; its session id is kept in agentHome()/uploads until it completes. */
@@ -277,11 +308,18 @@ async function uploadLarge(
 ): Promise<void> {
   const dir = path.join(agentHome(settings.env), 'uploads');
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const key = createHash('sha256').update(`${service.site.url}\n${file.absolute}\n${remote}`).digest('hex').slice(0, 32);
+  const key = createHash('sha256')
+    .update(`${service.site.url}\n${file.absolute}\n${remote}`)
+    .digest('hex')
+    .slice(0, 32);
   const resumeFile = path.join(dir, `${key}.json`);
   let sessionId: string | undefined;
   try {
-    const saved = JSON.parse(await fs.readFile(resumeFile, 'utf8')) as { sessionId: string; size: number; mtimeMs: number };
+    const saved = JSON.parse(await fs.readFile(resumeFile, 'utf8')) as {
+      sessionId: string;
+      size: number;
+      mtimeMs: number;
+    };
     if (saved.size === file.size && saved.mtimeMs === file.mtimeMs) sessionId = saved.sessionId;
   } catch {
     // Nothing to resume.
@@ -296,7 +334,11 @@ async function uploadLarge(
       signal: settings.signal,
       onSession: (session) => {
         void fs
-          .writeFile(resumeFile, JSON.stringify({ sessionId: session.id, size: file.size, mtimeMs: file.mtimeMs }), { mode: 0o600 })
+          .writeFile(
+            resumeFile,
+            JSON.stringify({ sessionId: session.id, size: file.size, mtimeMs: file.mtimeMs }),
+            { mode: 0o600 },
+          )
           .catch(() => undefined);
       },
       onProgress: (p) => {
@@ -330,7 +372,10 @@ export async function downloadObjects(
   settings: TransferSettings,
   tracker: TransferTracker,
 ): Promise<TransferSummary> {
-  tracker.plan(items.length, items.reduce((n, i) => n + i.entry.size, 0));
+  tracker.plan(
+    items.length,
+    items.reduce((n, i) => n + i.entry.size, 0),
+  );
   let transferred = 0;
   let unchanged = 0;
   let bytes = 0;
@@ -344,7 +389,10 @@ export async function downloadObjects(
       return;
     }
     if (stat.isDirectory()) {
-      throw new CliError(`${item.local} is a directory; cannot replace it with ${item.entry.path}`, ExitCode.Conflict);
+      throw new CliError(
+        `${item.local} is a directory; cannot replace it with ${item.entry.path}`,
+        ExitCode.Conflict,
+      );
     }
     if (stat.size === item.entry.size && (await sha256OfFile(item.local)) === hexOf(item.entry.checksum)) {
       unchanged++;
@@ -357,7 +405,8 @@ export async function downloadObjects(
   });
   if (clashes.length > 0) {
     clashes.sort();
-    const shown = clashes.slice(0, 5).join(', ') + (clashes.length > 5 ? ` and ${clashes.length - 5} more` : '');
+    const shown =
+      clashes.slice(0, 5).join(', ') + (clashes.length > 5 ? ` and ${clashes.length - 5} more` : '');
     throw new CliError(
       `${clashes.length} local file(s) exist with different content: ${shown}`,
       ExitCode.Conflict,
@@ -401,7 +450,12 @@ export async function downloadObjects(
   let batchReadMissing = false;
   const single = async ({ entry, local }: { entry: EntryDto; local: string }): Promise<void> => {
     const { body } = await withRetry(
-      () => service.api.bytes({ method: 'GET', url: `/api/v1/data?path=${encodeURIComponent(entry.path)}`, signal: settings.signal }),
+      () =>
+        service.api.bytes({
+          method: 'GET',
+          url: `/api/v1/data?path=${encodeURIComponent(entry.path)}`,
+          signal: settings.signal,
+        }),
       DEFAULT_RETRY,
       { signal: settings.signal },
     );
@@ -414,7 +468,11 @@ export async function downloadObjects(
     if (!batchReadMissing && group.length > 1) {
       let objects: Map<string, Buffer> | undefined;
       try {
-        objects = await readBatch(service, group.map((i) => i.entry.path), settings.signal);
+        objects = await readBatch(
+          service,
+          group.map((i) => i.entry.path),
+          settings.signal,
+        );
       } catch (err) {
         if (!(err instanceof ApiError && err.code === ErrorCode.RouteNotFound)) throw err;
         batchReadMissing = true;
@@ -450,7 +508,13 @@ export async function downloadObjects(
     if (counted < entry.size) tracker.bytes(entry.size - counted);
     finished(entry.size);
   });
-  return { files: items.length, transferred, unchanged, bytes, seconds: (performance.now() - started) / 1000 };
+  return {
+    files: items.length,
+    transferred,
+    unchanged,
+    bytes,
+    seconds: (performance.now() - started) / 1000,
+  };
 }
 
 /** The bytes of a small object must hash to what the catalog says. */
@@ -470,7 +534,11 @@ function checkBytes(entry: EntryDto, body: Uint8Array): void {
  * Many objects in one request (`POST /api/v1/data/batch-read`): the answer is, per object, a line
  * of JSON `{"path","size","sha256"}` and then exactly `size` bytes.
  */
-export async function readBatch(service: SiteService, paths: string[], signal?: AbortSignal): Promise<Map<string, Buffer>> {
+export async function readBatch(
+  service: SiteService,
+  paths: string[],
+  signal?: AbortSignal,
+): Promise<Map<string, Buffer>> {
   const { body } = await withRetry(
     () =>
       service.api.bytes({
@@ -492,19 +560,45 @@ export function parseBatchRead(body: Buffer): Map<string, Buffer> {
   let at = 0;
   while (at < body.length) {
     const end = body.indexOf(0x0a, at);
-    if (end < 0) throw new CliError('the batch answer ended inside a header', ExitCode.Unreachable, undefined, 'TRUNCATED');
+    if (end < 0)
+      throw new CliError(
+        'the batch answer ended inside a header',
+        ExitCode.Unreachable,
+        undefined,
+        'TRUNCATED',
+      );
     let header: { path?: unknown; size?: unknown; sha256?: unknown };
     try {
       header = JSON.parse(body.subarray(at, end).toString('utf8')) as typeof header;
     } catch {
-      throw new CliError('the batch answer holds a header that is not JSON', ExitCode.Error, undefined, 'MALFORMED');
+      throw new CliError(
+        'the batch answer holds a header that is not JSON',
+        ExitCode.Error,
+        undefined,
+        'MALFORMED',
+      );
     }
-    if (typeof header.path !== 'string' || typeof header.size !== 'number' || !Number.isSafeInteger(header.size) || header.size < 0) {
-      throw new CliError('the batch answer holds a header without path and size', ExitCode.Error, undefined, 'MALFORMED');
+    if (
+      typeof header.path !== 'string' ||
+      typeof header.size !== 'number' ||
+      !Number.isSafeInteger(header.size) ||
+      header.size < 0
+    ) {
+      throw new CliError(
+        'the batch answer holds a header without path and size',
+        ExitCode.Error,
+        undefined,
+        'MALFORMED',
+      );
     }
     const start = end + 1;
     if (start + header.size > body.length) {
-      throw new CliError(`the batch answer ended inside ${header.path}`, ExitCode.Unreachable, undefined, 'TRUNCATED');
+      throw new CliError(
+        `the batch answer ended inside ${header.path}`,
+        ExitCode.Unreachable,
+        undefined,
+        'TRUNCATED',
+      );
     }
     objects.set(header.path, body.subarray(start, start + header.size));
     at = start + header.size;
@@ -513,8 +607,18 @@ export function parseBatchRead(body: Buffer): Map<string, Buffer> {
 }
 
 /** Copies one object inside the federation: its bytes stream from a GET into a PUT, checksum checked by the site. */
-export async function copyObject(service: SiteService, entry: EntryDto, to: string, force: boolean, signal?: AbortSignal): Promise<EntryDto> {
-  const res = await service.api.send({ method: 'GET', url: `/api/v1/data?path=${encodeURIComponent(entry.path)}`, signal });
+export async function copyObject(
+  service: SiteService,
+  entry: EntryDto,
+  to: string,
+  force: boolean,
+  signal?: AbortSignal,
+): Promise<EntryDto> {
+  const res = await service.api.send({
+    method: 'GET',
+    url: `/api/v1/data?path=${encodeURIComponent(entry.path)}`,
+    signal,
+  });
   if (!res.body) throw new CliError(`${entry.path}: the site sent no bytes`, ExitCode.Error);
   return service.client.upload(to, res.body, {
     overwrite: force,

@@ -108,7 +108,9 @@ export function checkSetting(name: string, value: unknown): [keyof AgentSettings
   const limits = SETTING_LIMITS[key];
   const number = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : NaN;
   if (!Number.isInteger(number) || number < limits.min || number > limits.max) {
-    throw new ConfigError(`${name} (${limits.what}) must be a whole number from ${limits.min} to ${limits.max}`);
+    throw new ConfigError(
+      `${name} (${limits.what}) must be a whole number from ${limits.min} to ${limits.max}`,
+    );
   }
   return [key, number];
 }
@@ -139,7 +141,11 @@ export interface ActiveSite {
  * Picks the site: `TRIBUTARY_SITE` (a URL, or the name of a saved site) wins over `--site`, which
  * wins over the current site in config.json; `TRIBUTARY_TOKEN` wins over the saved token.
  */
-export function activeSite(config: AgentConfig, env: NodeJS.ProcessEnv, flag?: string): ActiveSite | undefined {
+export function activeSite(
+  config: AgentConfig,
+  env: NodeJS.ProcessEnv,
+  flag?: string,
+): ActiveSite | undefined {
   const chosen = env.TRIBUTARY_SITE || flag || config.current;
   if (!chosen) {
     if (env.TRIBUTARY_TOKEN) return undefined;
@@ -149,7 +155,13 @@ export function activeSite(config: AgentConfig, env: NodeJS.ProcessEnv, flag?: s
   const byName = config.sites[chosen];
   let site: ActiveSite;
   if (byName) {
-    site = { name: chosen, url: byName.url, token: byName.token, profile: byName, source: fromEnv ? 'env' : 'config' };
+    site = {
+      name: chosen,
+      url: byName.url,
+      token: byName.token,
+      profile: byName,
+      source: fromEnv ? 'env' : 'config',
+    };
   } else if (/^https?:\/\//.test(chosen)) {
     const url = normalizeSiteUrl(chosen);
     const entry = Object.entries(config.sites).find(([, p]) => p.url === url);

@@ -1,5 +1,14 @@
 import path from 'node:path';
-import { app, BrowserWindow, ipcMain, Menu, nativeImage, shell, Tray, type IpcMainInvokeEvent } from 'electron';
+import {
+  app,
+  BrowserWindow,
+  ipcMain,
+  Menu,
+  nativeImage,
+  shell,
+  Tray,
+  type IpcMainInvokeEvent,
+} from 'electron';
 import { startUiServer, type UiServer } from '../ui/server';
 import { isOpenableUrl, type IpcChannel } from './ipc';
 
@@ -24,9 +33,12 @@ function fromOurPage(event: IpcMainInvokeEvent): boolean {
   return ui !== undefined && (url === ui.origin || url.startsWith(`${ui.origin}/`));
 }
 
-function handle(channel: IpcChannel, listener: (event: IpcMainInvokeEvent, ...args: unknown[]) => unknown): void {
+function handle(
+  channel: IpcChannel,
+  listener: (event: IpcMainInvokeEvent, ...args: unknown[]) => unknown,
+): void {
   ipcMain.handle(channel, (event, ...args: unknown[]) => {
-    if (!fromOurPage(event)) throw new Error('refused: not the agent\'s page');
+    if (!fromOurPage(event)) throw new Error("refused: not the agent's page");
     return listener(event, ...args);
   });
 }

@@ -81,7 +81,10 @@ export async function listMounts(env: NodeJS.ProcessEnv = process.env): Promise<
 }
 
 /** The mount whose mountpoint is `dir` (compared as resolved absolute paths). */
-export async function findMount(dir: string, env: NodeJS.ProcessEnv = process.env): Promise<MountView | undefined> {
+export async function findMount(
+  dir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<MountView | undefined> {
   const wanted = path.resolve(dir);
   return (await listMounts(env)).find((m) => path.resolve(m.mountpoint) === wanted);
 }

@@ -40,7 +40,10 @@ export async function tribInProcess(
 ): Promise<CliRun> {
   const stdout = new Capture();
   const stderr = new Capture();
-  const stdin = options.stdin !== undefined ? (await import('node:stream')).Readable.from([Buffer.from(options.stdin)]) : undefined;
+  const stdin =
+    options.stdin !== undefined
+      ? (await import('node:stream')).Readable.from([Buffer.from(options.stdin)])
+      : undefined;
   const code = await runCli(argv, { stdout, stderr, env: options.env, cwd: options.cwd, stdin });
   return toRun(code, stdout.text, stderr.text);
 }
@@ -49,7 +52,10 @@ export async function tribInProcess(
 export const CLI_MAIN = path.resolve(__dirname, '../../dist/cli/main.js');
 
 /** Runs `trib` as a real child process (exit codes, stdout and stderr as a shell sees them). */
-export function tribProcess(argv: string[], options: { env: NodeJS.ProcessEnv; cwd?: string }): Promise<CliRun> {
+export function tribProcess(
+  argv: string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string },
+): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,

@@ -7,8 +7,12 @@ import type { TestSite } from '../../../api/src/test/test-site';
  * version from `tulane` that differs in content_type. Returns the conflict id.
  */
 export async function recordUpdateConflict(site: TestSite, objectId: string): Promise<string> {
-  const row = (await site.query<{ row: Record<string, unknown> }>('SELECT to_jsonb(o) AS row FROM data_objects o WHERE id = $1', [objectId]))
-    .rows[0]!.row;
+  const row = (
+    await site.query<{ row: Record<string, unknown> }>(
+      'SELECT to_jsonb(o) AS row FROM data_objects o WHERE id = $1',
+      [objectId],
+    )
+  ).rows[0]!.row;
   const opened = Date.now() * 1000;
   const id = randomBytes(16).toString('hex');
   await site.query(
@@ -19,7 +23,13 @@ export async function recordUpdateConflict(site: TestSite, objectId: string): Pr
       objectId,
       JSON.stringify([
         { site: 'lsu', stamp: opened, deleted: false, by: null, data: row },
-        { site: 'tulane', stamp: opened - 5, deleted: false, by: null, data: { ...row, content_type: 'text/plain' } },
+        {
+          site: 'tulane',
+          stamp: opened - 5,
+          deleted: false,
+          by: null,
+          data: { ...row, content_type: 'text/plain' },
+        },
       ]),
       opened,
       row.collection_id,

@@ -24,7 +24,11 @@ function write(state, extra) {
     startedAt,
     updatedAt: new Date().toISOString(),
     stats: { bytesRead: 0, bytesWritten: 0, operations: 0, errors: 0 },
-    fake: { argv: args, tokenInEnv: Boolean(process.env.TRIBUTARY_TOKEN), token: process.env.TRIBUTARY_TOKEN },
+    fake: {
+      argv: args,
+      tokenInEnv: Boolean(process.env.TRIBUTARY_TOKEN),
+      token: process.env.TRIBUTARY_TOKEN,
+    },
     ...extra,
   };
   fs.mkdirSync(path.dirname(file), { recursive: true });

@@ -41,7 +41,10 @@ export async function startUiServer(options: UiServerOptions = {}): Promise<UiSe
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       const failure = describeError(err);
-      if (!res.headersSent) send(res, failure.status && failure.status < 500 ? failure.status : 502, { error: { code: failure.code, message: failure.message } });
+      if (!res.headersSent)
+        send(res, failure.status && failure.status < 500 ? failure.status : 502, {
+          error: { code: failure.code, message: failure.message },
+        });
       else res.end();
     });
   });
@@ -69,15 +72,29 @@ export async function startUiServer(options: UiServerOptions = {}): Promise<UiSe
       return;
     }
     if (!secretMatches(cookie, secret)) {
-      if (url.pathname.startsWith('/api/')) send(res, 401, { error: { code: 'UNAUTHENTICATED', message: 'the local UI secret is missing or wrong' } });
-      else sendText(res, 401, 'This is the Tributary agent. Open the URL `trib ui` prints (it carries the secret).');
+      if (url.pathname.startsWith('/api/'))
+        send(res, 401, {
+          error: { code: 'UNAUTHENTICATED', message: 'the local UI secret is missing or wrong' },
+        });
+      else
+        sendText(
+          res,
+          401,
+          'This is the Tributary agent. Open the URL `trib ui` prints (it carries the secret).',
+        );
       return;
     }
     const method = req.method ?? 'GET';
     if (method !== 'GET' && method !== 'HEAD') {
       const origin = req.headers.origin;
-      if (origin !== undefined && origin !== `http://127.0.0.1:${port}` && origin !== `http://localhost:${port}`) {
-        send(res, 403, { error: { code: 'CSRF_FAILED', message: 'changes are accepted only from the agent\'s own page' } });
+      if (
+        origin !== undefined &&
+        origin !== `http://127.0.0.1:${port}` &&
+        origin !== `http://localhost:${port}`
+      ) {
+        send(res, 403, {
+          error: { code: 'CSRF_FAILED', message: "changes are accepted only from the agent's own page" },
+        });
         return;
       }
       if (!(req.headers['content-type'] ?? '').startsWith('application/json')) {
@@ -86,8 +103,10 @@ export async function startUiServer(options: UiServerOptions = {}): Promise<UiSe
       }
     }
 
-    if (method === 'GET' && url.pathname === '/') return sendPage(res, INDEX_HTML, 'text/html; charset=utf-8');
-    if (method === 'GET' && url.pathname === '/app.js') return sendPage(res, APP_JS, 'text/javascript; charset=utf-8');
+    if (method === 'GET' && url.pathname === '/')
+      return sendPage(res, INDEX_HTML, 'text/html; charset=utf-8');
+    if (method === 'GET' && url.pathname === '/app.js')
+      return sendPage(res, APP_JS, 'text/javascript; charset=utf-8');
     if (method === 'GET' && url.pathname === '/api/state') return send(res, 200, await state());
     if (method === 'GET' && url.pathname === '/api/conflicts') return send(res, 200, await conflicts());
     const decide = /^\/api\/conflicts\/([0-9a-f]{32})\/decision$/.exec(url.pathname);
@@ -96,13 +115,19 @@ export async function startUiServer(options: UiServerOptions = {}): Promise<UiSe
       const service = await siteService();
       return send(res, 200, await service.decideConflict(decide[1]!, body));
     }
-    if (method === 'PUT' && url.pathname === '/api/settings') return send(res, 200, await saveSettings(await readJson(req)));
+    if (method === 'PUT' && url.pathname === '/api/settings')
+      return send(res, 200, await saveSettings(await readJson(req)));
     send(res, 404, { error: { code: 'ROUTE_NOT_FOUND', message: `no ${method} ${url.pathname}` } });
   }
 
   async function siteService(): Promise<SiteService> {
     const site = activeSite(await loadConfig(env), env);
-    if (!site?.token) throw new ApiError(401, 'UNAUTHENTICATED', 'not logged in: run `trib login --site <url> --token <token>`');
+    if (!site?.token)
+      throw new ApiError(
+        401,
+        'UNAUTHENTICATED',
+        'not logged in: run `trib login --site <url> --token <token>`',
+      );
     return new SiteService(site, site.token);
   }
 
@@ -111,13 +136,23 @@ export async function startUiServer(options: UiServerOptions = {}): Promise<UiSe
     let site: { name: string; url: string; user: string | null; loggedIn: boolean } | null = null;
     try {
       const active = activeSite(config, env);
-      if (active) site = { name: active.name, url: active.url, user: active.profile?.username ?? null, loggedIn: Boolean(active.token) };
+      if (active)
+        site = {
+          name: active.name,
+          url: active.url,
+          user: active.profile?.username ?? null,
+          loggedIn: Boolean(active.token),
+        };
     } catch {
       site = null;
     }
     return {
       site,
-      sites: Object.entries(config.sites).map(([name, p]) => ({ name, url: p.url, user: p.username ?? null })),
+      sites: Object.entries(config.sites).map(([name, p]) => ({
+        name,
+        url: p.url,
+        user: p.username ?? null,
+      })),
       settings: config.settings,
       mounts: await listMounts(env),
       transfers: (await listTransfers(env)).slice(0, 50),
@@ -131,7 +166,8 @@ export async function startUiServer(options: UiServerOptions = {}): Promise<UiSe
   }
 
   async function saveSettings(body: unknown) {
-    if (!body || typeof body !== 'object') throw new ApiError(422, 'VALIDATION_FAILED', 'send an object of settings');
+    if (!body || typeof body !== 'object')
+      throw new ApiError(422, 'VALIDATION_FAILED', 'send an object of settings');
     const input = body as Record<string, unknown>;
     const changes: Partial<AgentSettings> = {};
     const errors: Record<string, string[]> = {};
@@ -148,7 +184,8 @@ export async function startUiServer(options: UiServerOptions = {}): Promise<UiSe
     if (input.site !== undefined && (typeof input.site !== 'string' || !config.sites[input.site])) {
       errors.site = ['choose one of the saved sites (log in to others with `trib login`)'];
     }
-    if (Object.keys(errors).length > 0) throw new ApiError(422, 'VALIDATION_FAILED', 'some settings are not valid', errors);
+    if (Object.keys(errors).length > 0)
+      throw new ApiError(422, 'VALIDATION_FAILED', 'some settings are not valid', errors);
     const saved = await updateConfig((c) => {
       Object.assign(c.settings, changes);
       if (typeof input.site === 'string') c.current = input.site;
@@ -175,7 +212,8 @@ export async function startUiServer(options: UiServerOptions = {}): Promise<UiSe
 }
 
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
@@ -184,7 +222,11 @@ const SECURITY_HEADERS = {
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -194,7 +236,11 @@ function sendText(res: http.ServerResponse, status: number, text: string): void 
 }
 
 function sendPage(res: http.ServerResponse, text: string, type: string): void {
-  res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': type, 'content-length': Buffer.byteLength(text) });
+  res.writeHead(200, {
+    ...SECURITY_HEADERS,
+    'content-type': type,
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 

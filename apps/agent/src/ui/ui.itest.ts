@@ -28,7 +28,8 @@ describe('local UI', () => {
   beforeAll(async () => {
     site = await startTestSite({ LOGIN_RATE_LIMIT: '1000' });
     alice = await site.createUser();
-    const token = (await alice.client.post<CreatedTokenDto>('/api/v1/tokens', { name: 'ui', scope: 'write' })).body.secret;
+    const token = (await alice.client.post<CreatedTokenDto>('/api/v1/tokens', { name: 'ui', scope: 'write' }))
+      .body.secret;
     home = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-ui-home-'));
     work = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-ui-work-'));
     env = { TRIBUTARY_AGENT_HOME: home };
@@ -60,7 +61,14 @@ describe('local UI', () => {
     ui = await startUiServer({ env });
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+        '--disable-sync',
+      ],
     });
   }, 90_000);
 
@@ -99,10 +107,13 @@ describe('local UI', () => {
     const http = await import('node:http');
     const raw = (headers: Record<string, string>, method = 'GET', pathname = '/api/state', body?: string) =>
       new Promise<number>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port: ui.port, path: pathname, method, headers }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = http.request(
+          { host: '127.0.0.1', port: ui.port, path: pathname, method, headers },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
@@ -110,7 +121,12 @@ describe('local UI', () => {
     expect(await raw({ cookie, host: `evil.example:${ui.port}` })).toBe(421);
     expect(
       await raw(
-        { cookie, host: `127.0.0.1:${ui.port}`, origin: 'http://evil.example', 'content-type': 'application/json' },
+        {
+          cookie,
+          host: `127.0.0.1:${ui.port}`,
+          origin: 'http://evil.example',
+          'content-type': 'application/json',
+        },
         'PUT',
         '/api/settings',
         '{"parallel":2}',
@@ -144,8 +160,12 @@ describe('local UI', () => {
       await expect.poll(() => conflicts.textContent(), { timeout: 15_000 }).toContain('obs.csv');
       expect(await conflicts.textContent()).toContain('tulane');
       await conflicts.getByRole('button', { name: 'Choose tulane' }).click();
-      await expect.poll(() => conflicts.textContent(), { timeout: 15_000 }).toContain('No conflicts need you');
-      const decided = await alice.client.get<{ status: string; decision: { action: string } | null }>(`/api/v1/conflicts/${conflictId}`);
+      await expect
+        .poll(() => conflicts.textContent(), { timeout: 15_000 })
+        .toContain('No conflicts need you');
+      const decided = await alice.client.get<{ status: string; decision: { action: string } | null }>(
+        `/api/v1/conflicts/${conflictId}`,
+      );
       expect(decided.body).toMatchObject({ status: 'decided', decision: { action: 'choose' } });
 
       const form = page.locator('#settings');
@@ -159,7 +179,9 @@ describe('local UI', () => {
       expect(saved.settings).toMatchObject({ bufferMiB: 64, cacheTtlSeconds: 30, parallel: 16 });
 
       // A value out of range is refused with the reason, and nothing is saved.
-      await form.locator('input[name=parallel]').evaluate((el) => el.removeAttribute('max'));
+      await form
+        .locator('input[name=parallel]')
+        .evaluate((el: { removeAttribute(name: string): void }) => el.removeAttribute('max'));
       await form.locator('input[name=parallel]').fill('500');
       await form.getByRole('button', { name: 'Save' }).click();
       await expect.poll(() => page.textContent('#settings-status')).toContain('not valid');

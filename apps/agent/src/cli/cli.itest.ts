@@ -14,6 +14,7 @@ import type {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSite, type TestSite, type TestUser } from '../../../api/src/test/test-site';
 import { listTransfers } from '../transfers/registry';
+import { recordUpdateConflict } from '../testing/conflict-record';
 import {
   CLI_MAIN,
   sha256Hex,
@@ -285,13 +286,38 @@ describe('trib against a real site', () => {
     expect(refused.code).toBe(ExitCode.Auth);
   });
 
-  it('lists conflicts (none here) as a table and as JSON; bad filters are usage errors', async () => {
+  it('lists, shows and decides conflicts; bad filters and ids are usage errors', async () => {
     expect((await ok('conflicts', 'list')).stdout).toContain('No conflicts');
     expect((await ok('conflicts', '--json')).json<unknown[]>()).toEqual([]);
+
+    await fs.writeFile(path.join(work, 'disputed.csv'), 'a,b\n');
+    await ok('put', 'disputed.csv', 'proj/');
+    const entry = (await ok('stat', '--json', 'proj/disputed.csv')).json<EntryDetailDto>();
+    const id = await recordUpdateConflict(site, entry.id);
+    const listed = await ok('conflicts', 'list');
+    expect(listed.stdout).toMatch(
+      new RegExp(`${id}\\s+update\\s+open\\s+in \\d+h \\d+m\\s+lsu\\*,tulane\\s+${entry.path}`),
+    );
+    const shown = await ok('conflicts', 'show', id);
+    expect(shown.stdout).toContain('differs in: content_type');
+    expect(shown.stdout).toContain('version 1: tulane');
+    expect((await trib('conflicts', 'decide', id, 'choose')).code).toBe(ExitCode.Usage);
+    expect((await trib('conflicts', 'decide', id, 'flip')).code).toBe(ExitCode.Usage);
+    await ok('conflicts', 'decide', id, 'choose', '1');
+    const decided = (await ok('conflicts', 'show', '--json', id)).json<{
+      status: string;
+      decision: { action: string };
+    }>();
+    expect(decided).toMatchObject({ status: 'decided', decision: { action: 'choose' } });
+    const again = await trib('conflicts', 'decide', id, 'keep');
+    expect(again.code).toBe(ExitCode.Conflict);
+    expect(
+      (await ok('conflicts', '--json', '--status', 'decided')).json<Array<{ id: string }>>().map((c) => c.id),
+    ).toContain(id);
+
     expect((await trib('conflicts', 'list', '--status', 'bogus')).code).toBe(ExitCode.Usage);
     expect((await trib('conflicts', 'decide', 'not-an-id', 'keep')).code).toBe(ExitCode.Usage);
-    const missing = await trib('conflicts', 'show', '0'.repeat(32));
-    expect(missing.code).toBe(ExitCode.NotFound);
+    expect((await trib('conflicts', 'show', '0'.repeat(32))).code).toBe(ExitCode.NotFound);
   });
 
   it('moves 1000 small files each way in one command (no timing asserted here: see bench:mount)', async () => {

@@ -192,3 +192,34 @@ describe('the command tree', () => {
     }
   });
 });
+
+describe('trib ui', () => {
+  it('serves the local UI on 127.0.0.1, prints its URL, and stops when interrupted', async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const os = await import('node:os');
+    const home = await mkdtemp(`${os.tmpdir()}/trib-ui-cmd-`);
+    try {
+      const out = { text: '', write: (s: string) => ((out.text += s), true) };
+      const err = { text: '', write: (s: string) => ((err.text += s), true) };
+      const controller = new AbortController();
+      const running = runCli(['ui', '--json'], {
+        stdout: out,
+        stderr: err,
+        env: { TRIBUTARY_AGENT_HOME: home },
+        signal: controller.signal,
+      });
+      await expect.poll(() => out.text).toContain('}');
+      const { url, origin } = JSON.parse(out.text) as { url: string; origin: string };
+      expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const first = await fetch(url, { redirect: 'manual' });
+      expect(first.status).toBe(303);
+      expect(first.headers.get('set-cookie')).toMatch(/^trib_ui=[0-9a-f]{64}; HttpOnly; SameSite=Strict/);
+      expect((await fetch(`${origin}/api/state`)).status).toBe(401);
+      controller.abort();
+      expect(await running).toBe(0);
+      await expect(fetch(`${origin}/`)).rejects.toThrow();
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+});

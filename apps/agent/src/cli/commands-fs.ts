@@ -87,6 +87,7 @@ export function registerFs(program: Command, io: CliIO): void {
 
   program
     .command('mv')
+    .usage('[options] <source...> <target>')
     .argument('<sources...>', 'what to move or rename, then the target')
     .description(
       "rename or move collections and objects; into a collection when the target is one (the seed's pmv)",
@@ -107,6 +108,7 @@ export function registerFs(program: Command, io: CliIO): void {
 
   program
     .command('cp')
+    .usage('[options] <source...> <target>')
     .argument('<sources...>', 'objects (collections with -r), then the target')
     .option('-r, --recursive', 'copy collections with everything in them')
     .option('-f, --force', 'replace objects that exist at the target')

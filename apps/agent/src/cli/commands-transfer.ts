@@ -46,6 +46,7 @@ export function registerTransfer(program: Command, io: CliIO): void {
   common(
     program
       .command('put')
+      .usage('[options] <local...> <remote>')
       .argument('<sources...>', 'local files (directories with -r), then the remote target')
       .description('upload local files; checksummed, parallel, and large files resume where they stopped')
       .addHelpText(
@@ -57,6 +58,7 @@ export function registerTransfer(program: Command, io: CliIO): void {
   common(
     program
       .command('get')
+      .usage('[options] <remote...> <local>')
       .argument('<sources...>', 'remote objects (collections with -r), then the local target')
       .description(
         'download objects; checksummed against the catalog, parallel ranged requests for large ones',

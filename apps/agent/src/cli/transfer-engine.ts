@@ -112,6 +112,22 @@ async function existingObjects(service: SiteService, collection: string): Promis
   return map;
 }
 
+/** A few targets are cheaper to stat one by one than to list a large collection. */
+async function statEach(
+  service: SiteService,
+  list: Array<{ remote: string; name: string }>,
+): Promise<Map<string, EntryDto>> {
+  const map = new Map<string, EntryDto>();
+  for (const item of list) {
+    try {
+      map.set(item.name, await service.client.stat(item.remote));
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === ErrorCode.NotFound)) throw err;
+    }
+  }
+  return map;
+}
+
 /**
  * Uploads local files to remote paths. Small new files go in batches per collection, small
  * replacements in one PUT each, large files through resumable upload sessions (an interrupted
@@ -154,7 +170,9 @@ export async function uploadFiles(
   await parallel([...byCollection.entries()], settings.parallel, async ([collection, list]) => {
     const existing = freshCollections.has(collection)
       ? new Map<string, EntryDto>()
-      : await existingObjects(service, collection);
+      : list.length <= 16
+        ? await statEach(service, list)
+        : await existingObjects(service, collection);
     let batch: Small[] = [];
     let batchBytes = 0;
     const flushBatch = () => {

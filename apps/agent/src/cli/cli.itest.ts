@@ -10,6 +10,7 @@ import type {
   TrashEntryDto,
   TripleDto,
   UserDto,
+  UploadSessionDto,
 } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSite, type TestSite, type TestUser } from '../../../api/src/test/test-site';
@@ -24,6 +25,7 @@ import {
   type CliRun,
 } from '../testing/cli-harness';
 import { ExitCode } from './errors';
+import { uploadResumeFile } from './transfer-engine';
 
 /**
  * `trib` end to end against a real site (real API, real PostgreSQL, real storage): the commands
@@ -178,6 +180,42 @@ describe('trib against a real site', () => {
     const records = await listTransfers(env);
     expect(records.some((r) => r.direction === 'put' && r.state === 'done' && r.filesTotal === 5)).toBe(true);
     expect(records.some((r) => r.state === 'failed')).toBe(true);
+  });
+
+  it('resumes an interrupted upload of a large file from the last acknowledged byte', async () => {
+    const data = randomBytes(6 * 1024 * 1024 + 5);
+    const local = path.join(work, 'resume.bin');
+    await fs.writeFile(local, data);
+    const remote = `${remoteHome}/resume.bin`;
+    // What an interrupted `trib put` leaves: a session holding the first MiB, its id in uploads/.
+    const asAlice = site.asToken(token);
+    const session = await asAlice.post<UploadSessionDto>('/api/v1/uploads', {
+      path: remote,
+      size: data.length,
+      sha256: sha256Hex(data),
+    });
+    expect(session.status).toBe(201);
+    const first = data.subarray(0, 1024 * 1024);
+    const chunk = await asAlice.request<UploadSessionDto>('PUT', `/api/v1/uploads/${session.body.id}`, {
+      query: { offset: 0 },
+      body: first,
+      headers: { 'content-type': 'application/octet-stream', 'x-chunk-sha256': sha256Hex(first) },
+    });
+    expect(chunk.body.received).toBe(first.length);
+    const stat = await fs.stat(local);
+    const resumeFile = uploadResumeFile(env, site.url, local, remote);
+    await fs.mkdir(path.dirname(resumeFile), { recursive: true });
+    await fs.writeFile(
+      resumeFile,
+      JSON.stringify({ sessionId: session.body.id, size: stat.size, mtimeMs: stat.mtimeMs }),
+    );
+
+    await ok('put', 'resume.bin', '.', '--chunk-mib', '1');
+    // That very session was completed (a new one would have left it open), and its note is gone.
+    expect((await asAlice.get(`/api/v1/uploads/${session.body.id}`)).status).toBe(404);
+    expect(existsSync(resumeFile)).toBe(false);
+    const entry = (await ok('stat', '--json', 'resume.bin')).json<EntryDetailDto>();
+    expect(entry).toMatchObject({ size: data.length, checksum: `sha256:${sha256Hex(data)}` });
   });
 
   it('moves, copies, trashes and restores', async () => {

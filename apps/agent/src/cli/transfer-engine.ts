@@ -314,6 +314,17 @@ export async function uploadFiles(
   };
 }
 
+/** Where the session of an interrupted upload of `local` to `remote` at `siteUrl` is kept. */
+export function uploadResumeFile(
+  env: NodeJS.ProcessEnv,
+  siteUrl: string,
+  local: string,
+  remote: string,
+): string {
+  const key = createHash('sha256').update(`${siteUrl}\n${local}\n${remote}`).digest('hex').slice(0, 32);
+  return path.join(agentHome(env), 'uploads', `${key}.json`);
+}
+
 /** A resumable upload; its session id is kept in agentHome()/uploads until it completes. */
 async function uploadLarge(
   service: SiteService,
@@ -324,13 +335,8 @@ async function uploadLarge(
   settings: TransferSettings,
   tracker: TransferTracker,
 ): Promise<void> {
-  const dir = path.join(agentHome(settings.env), 'uploads');
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const key = createHash('sha256')
-    .update(`${service.site.url}\n${file.absolute}\n${remote}`)
-    .digest('hex')
-    .slice(0, 32);
-  const resumeFile = path.join(dir, `${key}.json`);
+  const resumeFile = uploadResumeFile(settings.env, service.site.url, file.absolute, remote);
+  await fs.mkdir(path.dirname(resumeFile), { recursive: true, mode: 0o700 });
   let sessionId: string | undefined;
   try {
     const saved = JSON.parse(await fs.readFile(resumeFile, 'utf8')) as {

@@ -157,9 +157,7 @@ export function registerFs(program: Command, io: CliIO): void {
     .description('entries in the trash, newest first')
     .action(
       action(io, async (ctx: CliContext) => {
-        const service = await ctx.service();
         const items = await allTrash(ctx);
-        void service;
         ctx.result(items, () =>
           items.length === 0
             ? 'The trash is empty.\n'

@@ -45,7 +45,9 @@ export function registerLocal(program: Command, io: CliIO): void {
       }),
     );
 
-  const config = program.command('config').description(`settings of this agent (${'config.json'})`);
+  const config = program
+    .command('config')
+    .description('settings of this agent, kept in config.json (the local UI changes the same ones)');
   config
     .command('list', { isDefault: true })
     .alias('ls')

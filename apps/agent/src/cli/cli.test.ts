@@ -177,6 +177,15 @@ describe('the command tree', () => {
     expect(words.get('put')).toEqual(expect.arrayContaining(['-r', '--recursive', '--force', '--parallel']));
   });
 
+  it('shows help for bare `trib` (exit 0) and for a group without its subcommand (exit 2)', async () => {
+    const bare = io();
+    expect(await runCli([], bare)).toBe(0);
+    expect(bare.stderr.text).toContain('Usage: trib');
+    const group = io();
+    expect(await runCli(['meta'], group)).toBe(2);
+    expect(group.stderr.text).toContain('Usage: trib meta');
+  });
+
   it('answers bad arguments with exit code 2 and a message on stderr', async () => {
     for (const argv of [
       ['nope'],

@@ -65,12 +65,9 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
     return ExitCode.Ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (
-        err.code === 'commander.helpDisplayed' ||
-        err.code === 'commander.version' ||
-        err.code === 'commander.help'
-      )
-        return ExitCode.Ok;
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return ExitCode.Ok;
+      // Help shown because a command group was given no subcommand: usage, except bare `trib`.
+      if (err.code === 'commander.help') return argv.length === 0 ? ExitCode.Ok : ExitCode.Usage;
       // Commander has printed its message (unknown command or option, missing argument, bad value).
       return ExitCode.Usage;
     }

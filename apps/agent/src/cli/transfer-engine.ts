@@ -161,7 +161,8 @@ export async function uploadFiles(
   const started = performance.now();
 
   // Learn what exists, then sort each file into a batch, a single PUT or a session upload.
-  type Small = { file: LocalFile; remote: string; name: string; data: Buffer; sha: string };
+  // Small files are read when their batch is sent, so memory holds a few batches, not the tree.
+  type Small = { file: LocalFile; remote: string; name: string };
   const batches: Array<{ collection: string; files: Small[] }> = [];
   const replacements: Small[] = [];
   const large: Array<{ file: LocalFile; remote: string; overwrite: boolean; sha?: string }> = [];
@@ -191,12 +192,12 @@ export async function uploadFiles(
         );
       }
       if (item.file.size <= SMALL_FILE_BYTES) {
-        const data = await fs.readFile(item.file.absolute);
-        const sha = sha256(data);
         if (there) {
-          if (hexOf(there.checksum) === sha) {
+          const sha =
+            there.size === item.file.size ? sha256(await fs.readFile(item.file.absolute)) : undefined;
+          if (sha !== undefined && hexOf(there.checksum) === sha) {
             unchanged++;
-            tracker.bytes(data.length);
+            tracker.bytes(item.file.size);
             tracker.fileDone(true);
             continue;
           }
@@ -204,12 +205,12 @@ export async function uploadFiles(
             clashes.push(item.remote);
             continue;
           }
-          replacements.push({ ...item, data, sha });
+          replacements.push(item);
           continue;
         }
-        if (batch.length >= BATCH_MAX_FILES || batchBytes + data.length > BATCH_MAX_BYTES) flushBatch();
-        batch.push({ ...item, data, sha });
-        batchBytes += data.length;
+        if (batch.length >= BATCH_MAX_FILES || batchBytes + item.file.size > BATCH_MAX_BYTES) flushBatch();
+        batch.push(item);
+        batchBytes += item.file.size;
       } else {
         if (there) {
           if (there.size === item.file.size) {
@@ -247,64 +248,66 @@ export async function uploadFiles(
     );
   }
 
-  type Job = () => Promise<void>;
-  const jobs: Job[] = [];
-  for (const { collection, files } of batches) {
-    jobs.push(async () => {
-      const entries = await withRetry(
-        () =>
-          service.client.uploadMany(
-            collection,
-            files.map((f) => ({ name: f.name, body: new Blob([new Uint8Array(f.data)]) })),
-          ),
-        DEFAULT_RETRY,
-        { signal: settings.signal },
-      );
-      const byName = new Map(entries.map((e) => [e.name, e]));
-      for (const f of files) {
-        const entry = byName.get(f.name);
-        if (!entry || hexOf(entry.checksum) !== f.sha) {
-          throw new CliError(
-            `${f.remote}: the site recorded ${entry?.checksum ?? 'nothing'}, the local file is sha256:${f.sha}`,
-            ExitCode.Integrity,
-            undefined,
-            ErrorCode.ChecksumMismatch,
-          );
-        }
-        transferred++;
-        bytes += f.data.length;
-        tracker.bytes(f.data.length);
-        tracker.fileDone();
-      }
+  const readSmall = async (f: Small) => {
+    const data = await fs.readFile(f.file.absolute);
+    return { ...f, data, sha: sha256(data) };
+  };
+  // Batches and large files hold memory or streams: a few at a time; small replacements: many.
+  const few = Math.max(1, Math.min(4, settings.parallel));
+  await parallel(batches, few, async ({ collection, files }) => {
+    const loaded: Array<Small & { data: Buffer; sha: string }> = [];
+    await parallel(files, 16, async (f) => {
+      loaded.push(await readSmall(f));
     });
-  }
-  for (const f of replacements) {
-    jobs.push(async () => {
-      await withRetry(
-        () =>
-          service.client.upload(f.remote, new Blob([new Uint8Array(f.data)]), {
-            overwrite: true,
-            sha256: f.sha,
-            signal: settings.signal,
-          }),
-        DEFAULT_RETRY,
-        { signal: settings.signal },
-      );
+    const entries = await withRetry(
+      () =>
+        service.client.uploadMany(
+          collection,
+          loaded.map((f) => ({ name: f.name, body: new Blob([new Uint8Array(f.data)]) })),
+        ),
+      DEFAULT_RETRY,
+      { signal: settings.signal },
+    );
+    const byName = new Map(entries.map((e) => [e.name, e]));
+    for (const f of loaded) {
+      const entry = byName.get(f.name);
+      if (!entry || hexOf(entry.checksum) !== f.sha) {
+        throw new CliError(
+          `${f.remote}: the site recorded ${entry?.checksum ?? 'nothing'}, the local file is sha256:${f.sha}`,
+          ExitCode.Integrity,
+          undefined,
+          ErrorCode.ChecksumMismatch,
+        );
+      }
       transferred++;
       bytes += f.data.length;
       tracker.bytes(f.data.length);
       tracker.fileDone();
-    });
-  }
-  for (const item of large) {
-    jobs.push(async () => {
-      await uploadLarge(service, item.file, item.remote, item.overwrite, item.sha, settings, tracker);
-      transferred++;
-      bytes += item.file.size;
-      tracker.fileDone();
-    });
-  }
-  await parallel(jobs, settings.parallel, (job) => job());
+    }
+  });
+  await parallel(replacements, settings.parallel, async (item) => {
+    const f = await readSmall(item);
+    await withRetry(
+      () =>
+        service.client.upload(f.remote, new Blob([new Uint8Array(f.data)]), {
+          overwrite: true,
+          sha256: f.sha,
+          signal: settings.signal,
+        }),
+      DEFAULT_RETRY,
+      { signal: settings.signal },
+    );
+    transferred++;
+    bytes += f.data.length;
+    tracker.bytes(f.data.length);
+    tracker.fileDone();
+  });
+  await parallel(large, few, async (item) => {
+    await uploadLarge(service, item.file, item.remote, item.overwrite, item.sha, settings, tracker);
+    transferred++;
+    bytes += item.file.size;
+    tracker.fileDone();
+  });
   return {
     files: items.length,
     transferred,

@@ -209,9 +209,11 @@ async function login(ctx: CliContext, options: LoginOptions): Promise<void> {
   const url = config.sites[siteInput]?.url ?? normalizeSiteUrl(siteInput);
   let token = options.token ?? ctx.env.TRIBUTARY_TOKEN;
   if (token === '-') token = (await readAll(ctx.io.stdin)).trim();
+  if (!token && ctx.io.stdin?.isTTY && ctx.io.stderr.isTTY)
+    token = (await promptHidden(ctx, 'API token: ')).trim();
   if (!token) {
     throw usage(
-      'give a token: --token <token>, --token - (standard input) or TRIBUTARY_TOKEN',
+      'give a token: --token <token>, --token - (standard input), TRIBUTARY_TOKEN, or type it when asked on a terminal',
       'create a token in the portal (Tokens), or with `trib token create` on a machine already logged in',
     );
   }
@@ -259,4 +261,32 @@ async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<strin
   const chunks: Buffer[] = [];
   for await (const chunk of stream as AsyncIterable<Buffer | string>) chunks.push(Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Reads a line from the terminal without echoing it (the token stays off the screen and out of history). */
+function promptHidden(ctx: CliContext, question: string): Promise<string> {
+  const stdin = ctx.io.stdin as NodeJS.ReadStream;
+  ctx.io.stderr.write(question);
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  stdin.resume();
+  return new Promise((resolve, reject) => {
+    let value = '';
+    const finish = (error?: Error) => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      ctx.io.stderr.write('\n');
+      if (error) reject(error);
+      else resolve(value);
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') return finish();
+        if (ch === '\u0003') return finish(new DOMException('interrupted', 'AbortError'));
+        value = ch === '\u007f' || ch === '\b' ? value.slice(0, -1) : value + ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
 }

@@ -50,12 +50,14 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   app.disable('x-powered-by');
   app.use(cookieParser());
   // JSON bodies only on the JSON API; object data streams through untouched (see DataController),
-  // and peer requests are read raw because their signature covers the exact bytes.
+  // except the batch read, whose request is a JSON list of paths; peer requests are read raw
+  // because their signature covers the exact bytes.
   const json = express.json({ limit: '1mb' });
   // Bulk tagging takes many triples in one request (the bulk load of a million objects).
   const bulkJson = express.json({ limit: '64mb' });
   app.use((req: express.Request, res: express.Response, next: express.NextFunction) =>
-    req.path.startsWith('/api/v1/data') || req.path.startsWith('/api/v1/replication/peer/')
+    (req.path.startsWith('/api/v1/data') && req.path !== '/api/v1/data/batch-read') ||
+    req.path.startsWith('/api/v1/replication/peer/')
       ? next()
       : req.path === '/api/v1/metadata/bulk'
         ? bulkJson(req, res, next)

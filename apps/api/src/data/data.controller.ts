@@ -1,4 +1,4 @@
-import { Controller, Get, Head, Post, Put, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, Head, HttpCode, Post, Put, Query, Req, Res } from '@nestjs/common';
 import { ApiConsumes, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { ErrorCode, PathSchema, type EntryDto } from '@tributary/shared';
 import { create as contentDisposition } from 'content-disposition';
@@ -7,10 +7,10 @@ import { createZodDto } from 'nestjs-zod';
 import parseRange from 'range-parser';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
-import { CurrentPrincipal } from '../auth/auth.decorators';
+import { CurrentPrincipal, RequireScope } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
-import { DataService } from './data.service';
+import { DataService, MAX_BATCH_READ_OBJECTS } from './data.service';
 
 class UploadQueryDto extends createZodDto(
   z.object({
@@ -22,6 +22,12 @@ class UploadQueryDto extends createZodDto(
   }),
 ) {}
 class PathQueryDto extends createZodDto(z.object({ path: PathSchema })) {}
+class BatchReadDto extends createZodDto(
+  z.object({ paths: z.array(PathSchema).min(1).max(MAX_BATCH_READ_OBJECTS) }),
+) {}
+
+/** Media type of a batch read's answer (see DataController.readBatch). */
+export const BATCH_READ_CONTENT_TYPE = 'application/x-tributary-objects';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -74,6 +80,52 @@ export class DataController {
     @Req() req: Request,
   ): Promise<EntryDto[]> {
     return this.data.uploadBatch(p, q.path, req);
+  }
+
+  /**
+   * Reads many objects in one request, for clients that fetch many small files (`trib get -r`):
+   * `{paths}`, at most 1000 objects and 256 MiB together, all or nothing (any path missing or not
+   * readable fails the request before a byte is sent). The answer is
+   * `application/x-tributary-objects`: for each path, in the order asked, one line of JSON
+   * `{"path","size","sha256"}` followed by exactly `size` bytes. A failure while sending closes the
+   * connection, so a client never mistakes a short body for a whole one.
+   */
+  @Post('batch-read')
+  @HttpCode(200)
+  @RequireScope('read')
+  async readBatch(
+    @CurrentPrincipal() p: Principal,
+    @Body() body: BatchReadDto,
+    @Res() res: Response,
+  ): Promise<void> {
+    const opened = await this.data.openManyForRead(p, body.paths);
+    // Open the first object before answering, so an unreachable holding site still gets a clean error.
+    let stream = Number(opened[0]!.object.size) > 0 ? await this.data.read(opened[0]!.source) : undefined;
+    res.status(200);
+    res.setHeader('Content-Type', BATCH_READ_CONTENT_TYPE);
+    res.setHeader('Cache-Control', 'private, no-cache');
+    let sent = 0;
+    try {
+      for (const [i, { object }] of opened.entries()) {
+        if (i > 0) stream = Number(object.size) > 0 ? await this.data.read(opened[i]!.source) : undefined;
+        const header = JSON.stringify({
+          path: body.paths[i],
+          size: Number(object.size),
+          sha256: object.checksum,
+        });
+        if (!res.write(header + '\n')) await new Promise((resolve) => res.once('drain', resolve));
+        if (stream) {
+          stream.on('data', (chunk: Buffer) => (sent += chunk.length));
+          await pipeline(stream, res, { end: false });
+        }
+      }
+      res.end();
+    } catch {
+      // A holding site went away, or the client did: cut the answer short for certain.
+      res.destroy();
+    } finally {
+      this.data.countSent(sent);
+    }
   }
 
   /** Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. */

@@ -42,6 +42,10 @@ type UploadSource = { body: Readable } | { file: MeasuredFile };
 /** Most objects one batch upload may create. */
 export const MAX_BATCH_FILES = 10_000;
 
+/** Most objects, and most bytes together, one batch read may return. */
+export const MAX_BATCH_READ_OBJECTS = 1000;
+export const MAX_BATCH_READ_BYTES = 256 * 1024 * 1024;
+
 /** Storage key of one version of an object's bytes at this site. */
 const storageKey = (objectId: bigint, version: number): string => `${objectId}.v${version}`;
 
@@ -541,9 +545,14 @@ export class DataService {
     if (entry.kind !== 'object')
       throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; list it instead`);
     await this.access.require(principal, { path, kind: 'object', objectId: entry.id }, 'read');
+    return { object: entry, source: this.sourceOf(path, entry) };
+  }
+
+  /** Where an object's bytes can be read from: this site's replica, else a peer holding a good one. */
+  private sourceOf(path: string, entry: ObjectRecord): ByteSource {
     const good = entry.replicas.filter((r) => r.status === 'good');
     const local = good.find((r) => r.siteId === this.site.siteId);
-    if (local) return { object: entry, source: { kind: 'local', key: local.physicalPath } };
+    if (local) return { kind: 'local', key: local.physicalPath };
     const remote = good.find((r) => this.replication.peers.peer(r.siteId));
     if (!remote) {
       throw new DomainError(
@@ -553,7 +562,60 @@ export class DataService {
           : `the bytes of ${path} are held at ${good.map((r) => r.siteId).join(', ')}, which this site has no peer link to`,
       );
     }
-    return { object: entry, source: { kind: 'remote', siteId: remote.siteId, objectId: entry.id } };
+    return { kind: 'remote', siteId: remote.siteId, objectId: entry.id };
+  }
+
+  /**
+   * Opens many objects for one batch read, all or nothing: every path must be an object the caller
+   * may read, and together at most MAX_BATCH_READ_BYTES. Objects are looked up per collection in
+   * one round of queries; when the caller may read everything in a collection, its objects need no
+   * check each. Anything unusual (a missing name, a collection, an object readable only by its own
+   * grant) goes through openForRead, so the errors are the same as for a single download.
+   */
+  async openManyForRead(
+    principal: Principal,
+    paths: string[],
+  ): Promise<Array<{ object: ObjectRecord; source: ByteSource }>> {
+    const opened = new Array<{ object: ObjectRecord; source: ByteSource }>(paths.length);
+    const byParent = new Map<string, number[]>();
+    for (const [index, path] of paths.entries()) {
+      this.access.assertWithinToken(principal, path);
+      const parent = path === '/' ? '/' : splitPath(path).parent;
+      byParent.set(parent, [...(byParent.get(parent) ?? []), index]);
+    }
+    const parents = [...byParent.entries()];
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < parents.length) {
+        const [parent, indexes] = parents[next++]!;
+        const collection = await this.namespaceRepo.findCollection(parent);
+        const readable =
+          collection !== null && levelAtLeast(await this.access.inheritedBelow(principal, parent), 'read');
+        const found =
+          collection && readable
+            ? await this.namespaceRepo.findObjects(
+                collection,
+                indexes.map((i) => splitPath(paths[i]!).name),
+              )
+            : new Map<string, ObjectRecord>();
+        for (const index of indexes) {
+          const path = paths[index]!;
+          const object = path === '/' ? undefined : found.get(splitPath(path).name);
+          opened[index] = object
+            ? { object, source: this.sourceOf(path, object) }
+            : await this.openForRead(principal, path);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(4, parents.length) }, worker));
+    const total = opened.reduce((sum, o) => sum + Number(o.object.size), 0);
+    if (total > MAX_BATCH_READ_BYTES) {
+      throw new DomainError(
+        ErrorCode.PayloadTooLarge,
+        `these objects hold ${total} bytes together; one batch read returns at most ${MAX_BATCH_READ_BYTES}`,
+      );
+    }
+    return opened;
   }
 
   /** The bytes (or a range of them) from where `openForRead` found them. */

@@ -178,6 +178,55 @@ export class NamespaceRepository {
     };
   }
 
+  /** Many objects of one collection by name, in one round of queries (batch reads); missing names are absent. */
+  async findObjects(
+    collection: { id: bigint; path: string },
+    names: string[],
+  ): Promise<Map<string, ObjectRecord>> {
+    const rows = await this.prisma.dataObject.findMany({
+      where: { collectionId: collection.id, name: { in: names }, trashId: 0 },
+      include: {
+        replicas: { include: { resource: { select: { name: true } } }, orderBy: { createdAt: 'asc' } },
+      },
+    });
+    const userIds = [...new Set(rows.map((r) => r.ownerId))];
+    const groupIds = [...new Set(rows.flatMap((r) => (r.groupId ? [r.groupId] : [])))];
+    const [users, groups] = await Promise.all([
+      this.prisma.user.findMany({ where: { id: { in: userIds } }, select: { id: true, username: true } }),
+      groupIds.length > 0
+        ? this.prisma.projectGroup.findMany({
+            where: { id: { in: groupIds } },
+            select: { id: true, name: true },
+          })
+        : [],
+    ]);
+    const userName = new Map(users.map((u) => [u.id, u.username]));
+    const groupName = new Map(groups.map((g) => [g.id, g.name]));
+    const result = new Map<string, ObjectRecord>();
+    for (const row of rows) {
+      result.set(row.name, {
+        kind: 'object',
+        id: row.id,
+        collectionId: row.collectionId,
+        name: row.name,
+        path: collection.path === '/' ? `/${row.name}` : `${collection.path}/${row.name}`,
+        ownerId: row.ownerId,
+        owner: userName.get(row.ownerId) ?? '?',
+        group: row.groupId ? (groupName.get(row.groupId) ?? null) : null,
+        size: row.size,
+        checksum: row.checksum,
+        contentType: row.contentType,
+        version: row.version,
+        createdAt: row.createdAt,
+        updatedAt: row.updatedAt,
+        replicaCount: row.replicas.length,
+        site: row.replicas.find((r) => r.status === 'good')?.siteId ?? null,
+        replicas: row.replicas.map(toReplicaRecord),
+      });
+    }
+    return result;
+  }
+
   /**
    * Holds the name `name` in collection `id` until the transaction ends: the same advisory lock the
    * ingest path takes (see ingest.repository.ts), so names are unique across collections and objects.

@@ -62,6 +62,8 @@ interface Handle {
   rewrite: boolean;
   /** Write handles: committed by flush; later writes are refused. */
   committed: boolean;
+  /** Write handles: at least one write arrived. */
+  written: boolean;
   createdAt: number;
 }
 
@@ -215,6 +217,7 @@ export class NamespaceFs {
     // The buffer copies the bytes before its promise settles, so the kernel's buffer can be reused.
     await this.call(() => handle.file.write(position, buffer.subarray(0, length)));
     handle.size = position + length;
+    handle.written = true;
     this.stats.bytesWritten += length;
     return length;
   }
@@ -223,6 +226,9 @@ export class NamespaceFs {
   async flush(fh: number): Promise<void> {
     const handle = this.handle(fh);
     if (handle.mode !== 'write' || handle.committed) return;
+    // close(2) of one descriptor among several (a shell's `> file` dups it, then closes the
+    // original before writing): nothing written yet, so nothing to commit; release commits then.
+    if (!handle.written) return;
     await this.commit(handle);
   }
 
@@ -419,7 +425,17 @@ export class NamespaceFs {
     let fh = this.nextFh;
     while (this.handles.has(fh) || fh === 0) fh = (fh + 1) >>> 0;
     this.nextFh = (fh + 1) >>> 0;
-    this.handles.set(fh, { fh, path, mode, file, size, rewrite, committed: false, createdAt: Date.now() });
+    this.handles.set(fh, {
+      fh,
+      path,
+      mode,
+      file,
+      size,
+      rewrite,
+      committed: false,
+      written: false,
+      createdAt: Date.now(),
+    });
     return fh;
   }
 

@@ -69,9 +69,13 @@ function sh(command: string, timeoutMs = 120_000): Promise<Run> {
   });
 }
 
+/** The mount under test: its output (errors it answered) goes into failure messages. */
+let current: MountProcess | undefined;
+
 async function ok(command: string, timeoutMs?: number): Promise<string> {
   const run = await sh(command, timeoutMs);
-  expect(run, `${command}\n${run.stderr}`).toMatchObject({ code: 0 });
+  const log = current?.output().slice(-3000) ?? '';
+  expect(run, `${command}\n${run.stderr}\nmount output:\n${log}`).toMatchObject({ code: 0 });
   return run.stdout;
 }
 
@@ -124,7 +128,7 @@ async function startMount(
       String(options.cacheTtlMs ?? 3000),
     ],
     {
-      env: { ...process.env, TRIBUTARY_TOKEN: token, TRIBUTARY_AGENT_HOME: home },
+      env: { ...process.env, TRIBUTARY_TOKEN: token, TRIBUTARY_AGENT_HOME: home, TRIBUTARY_MOUNT_DEBUG: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -179,6 +183,7 @@ describe('FUSE mount of the namespace', () => {
     scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-mount-scratch-'));
     // A long TTL: only the change feed can make changes from elsewhere show up in time.
     mount = await startMount(lsu.url, fed.adminToken, { cacheTtlMs: 600_000 });
+    current = mount;
     mnt = mount.mountpoint;
   }, 180_000);
 

@@ -5,7 +5,7 @@ import { agentHome } from '../agent-home';
 import { fuseAvailability, loadFuseAddon } from './availability';
 import { ChangeFeed } from './change-feed';
 import { NamespaceFs } from './filesystem';
-import { toErrno } from './remote';
+import { errno, toErrno } from './remote';
 import { newMountId, removeMountState, writeMountState, type MountState, type MountStatus } from './state';
 
 const MiB = 1024 * 1024;
@@ -156,7 +156,8 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
   const refresh = setInterval(() => void save(), options.stateIntervalMs ?? 2000);
 
   const FuseClass = bigRequestFuse();
-  const run = (cb: Callback, op: () => unknown, shape: 'value' | 'count' = 'value'): void => {
+  const debug = process.env.TRIBUTARY_MOUNT_DEBUG === '1';
+  const run = (name: string, cb: Callback, op: () => unknown, shape: 'value' | 'count' = 'value'): void => {
     fs.stats.operations++;
     Promise.resolve()
       .then(op)
@@ -168,16 +169,20 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
         },
         (err: unknown) => {
           fs.stats.errors++;
-          cb(toErrno(err));
+          const code = toErrno(err);
+          if (debug && code !== errno.ENOENT)
+            process.stderr.write(`${name}: ${code} ${(err as Error).message}\n`);
+          cb(code);
         },
       );
   };
   const ops: Record<string, unknown> = {
     init: (cb: Callback) => cb(0),
-    getattr: (p: string, cb: Callback) => run(cb, () => fs.getattr(p)),
-    fgetattr: (p: string, fd: number, cb: Callback) => run(cb, () => fs.fgetattr(p, fd)),
+    getattr: (p: string, cb: Callback) => run('getattr', cb, () => fs.getattr(p)),
+    fgetattr: (p: string, fd: number, cb: Callback) => run('fgetattr', cb, () => fs.fgetattr(p, fd)),
     readdir: (p: string, cb: Callback) =>
       run(
+        'readdir',
         (code, value) => {
           const listing = value as { names: string[]; stats: unknown[] } | undefined;
           if (code !== 0 || !listing) cb(code);
@@ -185,26 +190,28 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
         },
         () => fs.readdir(p),
       ),
-    open: (p: string, flags: number, cb: Callback) => run(cb, () => fs.open(p, flags)),
-    create: (p: string, _mode: number, cb: Callback) => run(cb, () => fs.create(p)),
+    open: (p: string, flags: number, cb: Callback) => run('open', cb, () => fs.open(p, flags)),
+    create: (p: string, _mode: number, cb: Callback) => run('create', cb, () => fs.create(p)),
     read: (_p: string, fd: number, buf: Buffer, len: number, pos: number, cb: Callback) =>
-      run(cb, () => fs.read(fd, buf, len, pos), 'count'),
+      run('read', cb, () => fs.read(fd, buf, len, pos), 'count'),
     write: (_p: string, fd: number, buf: Buffer, len: number, pos: number, cb: Callback) =>
-      run(cb, () => fs.write(fd, buf, len, pos), 'count'),
-    flush: (_p: string, fd: number, cb: Callback) => run(cb, () => fs.flush(fd)),
-    fsync: (_p: string, _datasync: boolean, fd: number, cb: Callback) => run(cb, () => fs.fsync(fd)),
-    release: (_p: string, fd: number, cb: Callback) => run(cb, () => fs.release(fd)),
-    truncate: (p: string, size: number, cb: Callback) => run(cb, () => fs.truncate(p, size)),
-    ftruncate: (_p: string, fd: number, size: number, cb: Callback) => run(cb, () => fs.ftruncate(fd, size)),
-    utimens: (p: string, _atime: number, _mtime: number, cb: Callback) => run(cb, () => fs.utimens(p)),
+      run('write', cb, () => fs.write(fd, buf, len, pos), 'count'),
+    flush: (_p: string, fd: number, cb: Callback) => run('flush', cb, () => fs.flush(fd)),
+    fsync: (_p: string, _datasync: boolean, fd: number, cb: Callback) => run('fsync', cb, () => fs.fsync(fd)),
+    release: (_p: string, fd: number, cb: Callback) => run('release', cb, () => fs.release(fd)),
+    truncate: (p: string, size: number, cb: Callback) => run('truncate', cb, () => fs.truncate(p, size)),
+    ftruncate: (_p: string, fd: number, size: number, cb: Callback) =>
+      run('ftruncate', cb, () => fs.ftruncate(fd, size)),
+    utimens: (p: string, _atime: number, _mtime: number, cb: Callback) =>
+      run('utimens', cb, () => fs.utimens(p)),
     // Modes and owners are not part of the catalog (access is its permissions): accepted, ignored.
-    chmod: (p: string, _mode: number, cb: Callback) => run(cb, () => fs.utimens(p)),
-    chown: (p: string, _uid: number, _gid: number, cb: Callback) => run(cb, () => fs.utimens(p)),
-    unlink: (p: string, cb: Callback) => run(cb, () => fs.unlink(p)),
-    rename: (from: string, to: string, cb: Callback) => run(cb, () => fs.rename(from, to)),
-    mkdir: (p: string, _mode: number, cb: Callback) => run(cb, () => fs.mkdir(p)),
-    rmdir: (p: string, cb: Callback) => run(cb, () => fs.rmdir(p)),
-    statfs: (_p: string, cb: Callback) => run(cb, () => fs.statfs()),
+    chmod: (p: string, _mode: number, cb: Callback) => run('chmod', cb, () => fs.utimens(p)),
+    chown: (p: string, _uid: number, _gid: number, cb: Callback) => run('chown', cb, () => fs.utimens(p)),
+    unlink: (p: string, cb: Callback) => run('unlink', cb, () => fs.unlink(p)),
+    rename: (from: string, to: string, cb: Callback) => run('rename', cb, () => fs.rename(from, to)),
+    mkdir: (p: string, _mode: number, cb: Callback) => run('mkdir', cb, () => fs.mkdir(p)),
+    rmdir: (p: string, cb: Callback) => run('rmdir', cb, () => fs.rmdir(p)),
+    statfs: (_p: string, cb: Callback) => run('statfs', cb, () => fs.statfs()),
   };
   const fuse = new FuseClass(mountpoint, ops, {
     force: true,

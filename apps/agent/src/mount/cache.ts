@@ -64,6 +64,17 @@ export class MetadataCache {
     for (const child of children) this.attrs.set(child.path, { value: child, until });
   }
 
+  /** An entry this mount just created or replaced, as the site answered: listed and remembered. */
+  added(entry: EntryDto): void {
+    if (this.ttl <= 0) return;
+    const until = this.now() + this.ttl;
+    this.attrs.set(entry.path, { value: entry, until });
+    if (entry.path === '/') return;
+    const { parent, name } = splitPath(entry.path);
+    const listing = this.listings.get(parent);
+    if (listing && !listing.value.includes(name)) listing.value = [...listing.value, name];
+  }
+
   /**
    * A change to `path` (an entry) made by this mount: its attributes, its parent's listing and
    * the parent's attributes (modification time) go.

@@ -8,6 +8,7 @@ import {
 import { joinPath, normalizePath, splitPath, type EntryDto } from '@tributary/shared';
 import { MetadataCache } from './cache';
 import { errno, FsError, isUnreachable, RemoteNamespace, toErrno } from './remote';
+import { MountWriteFile } from './write-file';
 import type { MountStats } from './state';
 
 const S_IFDIR = 0o040000;
@@ -16,6 +17,8 @@ const O_ACCMODE = 3;
 const O_RDONLY = 0;
 const O_TRUNC = 0o1000;
 const O_APPEND = 0o2000;
+/** How long a read waits for the reads before it (see readInOrder). */
+const READ_ORDER_WAIT_MS = 30;
 
 /** What getattr answers (fuse-native's stat object; times in ms; sizes are plain numbers, exact to 2^53). */
 export interface FuseStat {
@@ -64,6 +67,11 @@ interface Handle {
   committed: boolean;
   /** Write handles: at least one write arrived. */
   written: boolean;
+  /** Write handles: the remote side (it knows the committed entry after a one-request commit). */
+  remote?: MountWriteFile;
+  /** Read handles: end of the last read handed to the buffer, and reads waiting for their turn. */
+  dispatchedEnd: number;
+  waiting: { position: number; start: () => void; timer: NodeJS.Timeout }[];
   createdAt: number;
 }
 
@@ -201,10 +209,50 @@ export class NamespaceFs {
   async read(fh: number, buffer: Buffer, length: number, position: number): Promise<number> {
     const handle = this.handle(fh);
     if (handle.mode !== 'read') throw new FsError(errno.EBADF, 'the file is open for writing');
-    const data = await this.call(() => handle.file.read(position, length));
+    const data = await this.call(() => this.readInOrder(handle, position, length));
     buffer.set(data, 0);
     this.stats.bytesRead += data.length;
     return data.length;
+  }
+
+  /**
+   * The kernel keeps several reads of one file in flight (async reads plus its own read-ahead),
+   * and they reach us in any order; the advance buffer would take a read far past the previous one
+   * for random access and drop its read-ahead. So a read beyond the last one handed to the buffer
+   * waits (briefly) for the reads before it, and the buffer sees them in offset order. A read
+   * nothing precedes (real random access) goes ahead after READ_ORDER_WAIT_MS.
+   */
+  private readInOrder(handle: Handle, position: number, length: number): Promise<Uint8Array> {
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const start = (): void => {
+        handle.dispatchedEnd = Math.max(handle.dispatchedEnd, position + length);
+        handle.file.read(position, length).then(resolve, reject);
+        this.releaseWaiting(handle);
+      };
+      if (position <= handle.dispatchedEnd) {
+        start();
+        return;
+      }
+      const waiter = {
+        position,
+        start,
+        timer: setTimeout(() => {
+          handle.waiting = handle.waiting.filter((w) => w !== waiter);
+          start();
+        }, READ_ORDER_WAIT_MS),
+      };
+      handle.waiting.push(waiter);
+      handle.waiting.sort((a, b) => a.position - b.position);
+    });
+  }
+
+  private releaseWaiting(handle: Handle): void {
+    const next = handle.waiting[0];
+    if (next && next.position <= handle.dispatchedEnd) {
+      handle.waiting.shift();
+      clearTimeout(next.timer);
+      next.start();
+    }
   }
 
   async write(fh: number, buffer: Buffer, length: number, position: number): Promise<number> {
@@ -244,6 +292,8 @@ export class NamespaceFs {
     } finally {
       this.cache.invalidateEntry(handle.path);
     }
+    // Known without asking: the next lookup of the file (cp's fstat, ls) needs no request.
+    if (handle.remote?.entry) this.cache.added(handle.remote.entry);
   }
 
   async fsync(fh: number): Promise<void> {
@@ -411,8 +461,10 @@ export class NamespaceFs {
   }
 
   private openForWrite(path: string, rewrite: boolean, size: number): number {
-    const remote = ApiRemoteFile.openForWrite(this.options.api, path, { overwrite: true, retry: this.retry });
-    return this.addHandle(path, 'write', this.pool.open(remote), size, rewrite);
+    const remote = new MountWriteFile(this.options.api, path, this.retry);
+    const fh = this.addHandle(path, 'write', this.pool.open(remote), size, rewrite);
+    this.handles.get(fh)!.remote = remote;
+    return fh;
   }
 
   private addHandle(
@@ -434,6 +486,8 @@ export class NamespaceFs {
       rewrite,
       committed: false,
       written: false,
+      dispatchedEnd: 0,
+      waiting: [],
       createdAt: Date.now(),
     });
     return fh;

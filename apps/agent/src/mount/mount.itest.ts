@@ -73,6 +73,7 @@ function sh(command: string, timeoutMs = 120_000): Promise<Run> {
 let current: MountProcess | undefined;
 
 async function ok(command: string, timeoutMs?: number): Promise<string> {
+  if (process.env.MOUNT_ITEST_TRACE) console.log(new Date().toISOString(), command);
   const run = await sh(command, timeoutMs);
   const log = current?.output().slice(-3000) ?? '';
   expect(run, `${command}\n${run.stderr}\nmount output:\n${log}`).toMatchObject({ code: 0 });

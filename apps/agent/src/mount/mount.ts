@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { ApiConnection } from '@tributary/buffer';
 import { normalizePath } from '@tributary/shared';
 import { agentHome } from '../agent-home';
@@ -157,8 +158,17 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
 
   const FuseClass = bigRequestFuse();
   const debug = process.env.TRIBUTARY_MOUNT_DEBUG === '1';
+  const trace = process.env.TRIBUTARY_MOUNT_DEBUG === 'trace';
   const run = (name: string, cb: Callback, op: () => unknown, shape: 'value' | 'count' = 'value'): void => {
     fs.stats.operations++;
+    const started = trace ? performance.now() : 0;
+    if (trace) {
+      const done = cb;
+      cb = (code, ...values) => {
+        process.stderr.write(`${name} ${code} ${(performance.now() - started).toFixed(1)} ms\n`);
+        done(code, ...values);
+      };
+    }
     Promise.resolve()
       .then(op)
       .then(
@@ -170,7 +180,7 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
         (err: unknown) => {
           fs.stats.errors++;
           const code = toErrno(err);
-          if (debug && code !== errno.ENOENT)
+          if ((debug || trace) && code !== errno.ENOENT)
             process.stderr.write(`${name}: ${code} ${(err as Error).message}\n`);
           cb(code);
         },

@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto';
+import {
+  ApiRemoteFile,
+  dataUrl,
+  withRetry,
+  type ApiConnection,
+  type RemoteFile,
+  type RetryPolicy,
+} from '@tributary/buffer';
+import type { EntryDto } from '@tributary/shared';
+
+/** A first part at most this large is held back: if nothing follows, the file is one PUT. */
+export const SMALL_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The remote side of a file written through the mount. Large files go through an upload session
+ * (ApiRemoteFile: chunks in order, checksummed, committed on close). A small file would cost three
+ * requests that way (open the session, one chunk, complete), so the first part is held back: when
+ * `close` comes and nothing else was written, the file is sent as one `PUT /api/v1/data` with its
+ * SHA-256; otherwise the held part goes into the session first.
+ */
+export class MountWriteFile implements RemoteFile {
+  readonly size = 0;
+  private held: Uint8Array | undefined;
+  private sessionUsed = false;
+  /** The committed entry, when the commit answered with it (the one-request path). */
+  entry: EntryDto | undefined;
+  private readonly session: ApiRemoteFile;
+
+  constructor(
+    private readonly api: ApiConnection,
+    readonly path: string,
+    private readonly retry: RetryPolicy,
+  ) {
+    this.session = ApiRemoteFile.openForWrite(api, path, { overwrite: true, retry });
+  }
+
+  read(): Promise<Uint8Array> {
+    return Promise.reject(new Error(`${this.path} is open for writing`));
+  }
+
+  async write(offset: number, data: Uint8Array): Promise<void> {
+    if (!this.sessionUsed && this.held === undefined && offset === 0 && data.length <= SMALL_FILE_BYTES) {
+      this.held = data;
+      return;
+    }
+    await this.sendHeld();
+    await this.session.write(offset, data);
+  }
+
+  async sync(): Promise<void> {
+    await this.sendHeld();
+    await this.session.sync();
+  }
+
+  async close(): Promise<void> {
+    if (!this.sessionUsed) {
+      const body = this.held ?? new Uint8Array(0);
+      this.held = undefined;
+      const sha256 = createHash('sha256').update(body).digest('hex');
+      this.entry = await withRetry(
+        () =>
+          this.api.json<EntryDto>({
+            method: 'PUT',
+            url: `${dataUrl(this.path)}&overwrite=true`,
+            headers: { 'content-type': 'application/octet-stream', 'x-checksum-sha256': sha256 },
+            body,
+          }),
+        this.retry,
+      );
+      return;
+    }
+    await this.sendHeld();
+    await this.session.close();
+  }
+
+  async abort(): Promise<void> {
+    this.held = undefined;
+    if (this.sessionUsed) await this.session.abort();
+  }
+
+  private async sendHeld(): Promise<void> {
+    this.sessionUsed = true;
+    const held = this.held;
+    if (held === undefined) return;
+    this.held = undefined;
+    await this.session.write(0, held);
+  }
+}

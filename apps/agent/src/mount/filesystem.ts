@@ -1,6 +1,5 @@
 import {
   AdvanceBufferPool,
-  ApiRemoteFile,
   type ApiConnection,
   type BufferedFile,
   type RetryPolicy,
@@ -8,6 +7,7 @@ import {
 import { joinPath, normalizePath, splitPath, type EntryDto } from '@tributary/shared';
 import { MetadataCache } from './cache';
 import { errno, FsError, isUnreachable, RemoteNamespace, toErrno } from './remote';
+import { MountReadFile } from './read-file';
 import { MountWriteFile } from './write-file';
 import type { MountStats } from './state';
 
@@ -17,6 +17,7 @@ const O_ACCMODE = 3;
 const O_RDONLY = 0;
 const O_TRUNC = 0o1000;
 const O_APPEND = 0o2000;
+const TRACE_READS = process.env.TRIBUTARY_MOUNT_DEBUG === 'trace';
 /** How long a read waits for the reads before it (see readInOrder). */
 const READ_ORDER_WAIT_MS = 30;
 
@@ -187,9 +188,8 @@ export class NamespaceFs {
     const entry = await this.lookup(path);
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
     if ((flags & O_ACCMODE) === O_RDONLY) {
-      const remote = await this.call(() =>
-        ApiRemoteFile.openForRead(this.options.api, path, { retry: this.retry }),
-      );
+      // The size is the catalog's (no HEAD request): see MountReadFile.
+      const remote = new MountReadFile(this.options.api, path, entry.size, this.retry);
       return this.addHandle(path, 'read', this.pool.open(remote), 0);
     }
     if (flags & O_APPEND && entry.size > 0)
@@ -224,7 +224,12 @@ export class NamespaceFs {
    */
   private readInOrder(handle: Handle, position: number, length: number): Promise<Uint8Array> {
     return new Promise<Uint8Array>((resolve, reject) => {
+      const arrived = Date.now();
       const start = (): void => {
+        if (TRACE_READS)
+          process.stderr.write(
+            `read ${position} +${length} after ${handle.dispatchedEnd} waited ${Date.now() - arrived} ms\n`,
+          );
         handle.dispatchedEnd = Math.max(handle.dispatchedEnd, position + length);
         handle.file.read(position, length).then(resolve, reject);
         this.releaseWaiting(handle);

@@ -129,13 +129,21 @@ async function startMount(
       String(options.cacheTtlMs ?? 3000),
     ],
     {
-      env: { ...process.env, TRIBUTARY_TOKEN: token, TRIBUTARY_AGENT_HOME: home, TRIBUTARY_MOUNT_DEBUG: '1' },
+      env: {
+        ...process.env,
+        TRIBUTARY_TOKEN: token,
+        TRIBUTARY_AGENT_HOME: home,
+        TRIBUTARY_MOUNT_DEBUG: process.env.MOUNT_ITEST_DEBUG ?? '1',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
   let log = '';
   child.stdout?.on('data', (d: Buffer) => (log += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+  // Debugging aid: MOUNT_ITEST_LOG=<file> keeps the whole output (MOUNT_ITEST_DEBUG=trace: every operation).
+  if (process.env.MOUNT_ITEST_LOG)
+    child.stderr?.on('data', (d: Buffer) => void fs.appendFile(process.env.MOUNT_ITEST_LOG!, d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const handle: MountProcess = {
     child,

@@ -11,6 +11,7 @@ import { SITE_CONFIG, type SiteConfig } from './config/config';
 import { DatabaseModule } from './database/database.module';
 import { DATABASE_CONNECTION } from './database/sql-pool';
 import { DataModule } from './data/data.module';
+import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { NamespaceModule } from './namespace/namespace.module';
@@ -45,6 +46,7 @@ export class AppModule {
         UploadsModule,
         ConflictsModule,
         MetadataModule,
+        EventsModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

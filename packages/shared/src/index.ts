@@ -8,5 +8,6 @@ export * from './dto/replication';
 export * from './dto/uploads';
 export * from './dto/conflicts';
 export * from './dto/metadata';
+export * from './dto/events';
 export * from './metadata-query';
 export * from './client';

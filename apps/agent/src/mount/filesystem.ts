@@ -1,0 +1,566 @@
+import {
+  AdvanceBufferPool,
+  type ApiConnection,
+  type BufferedFile,
+  type RetryPolicy,
+} from '@tributary/buffer';
+import { joinPath, normalizePath, splitPath, type EntryDto } from '@tributary/shared';
+import { MetadataCache } from './cache';
+import { errno, FsError, isUnreachable, RemoteNamespace, toErrno } from './remote';
+import { MountReadFile } from './read-file';
+import { MountWriteFile } from './write-file';
+import type { MountStats } from './state';
+
+const S_IFDIR = 0o040000;
+const S_IFREG = 0o100000;
+const O_ACCMODE = 3;
+const O_RDONLY = 0;
+const O_TRUNC = 0o1000;
+const O_APPEND = 0o2000;
+const TRACE_READS = process.env.TRIBUTARY_MOUNT_DEBUG === 'trace';
+/** How long a read waits for the reads before it (see readInOrder). */
+const READ_ORDER_WAIT_MS = 30;
+
+/** What getattr answers (fuse-native's stat object; times in ms; sizes are plain numbers, exact to 2^53). */
+export interface FuseStat {
+  mode: number;
+  uid: number;
+  gid: number;
+  size: number;
+  nlink: number;
+  blksize: number;
+  blocks: number;
+  mtime: number;
+  atime: number;
+  ctime: number;
+}
+
+export interface FuseStatfs {
+  bsize: number;
+  frsize: number;
+  blocks: number;
+  bfree: number;
+  bavail: number;
+  files: number;
+  ffree: number;
+  favail: number;
+  fsid: number;
+  flag: number;
+  namemax: number;
+}
+
+interface Handle {
+  fh: number;
+  /** Remote path. */
+  path: string;
+  mode: 'read' | 'write';
+  /** Opened lazily (a write handle's upload session starts with its first bytes). */
+  file: BufferedFile;
+  /** Write handles: the size getattr reports until the commit (bytes written once rewriting). */
+  size: number;
+  /**
+   * Write handles: the object is being replaced (a new file, or one truncated to 0 after opening).
+   * An existing object opened for writing is not replaced until it is truncated: without that a
+   * write would have to change part of it, which upload sessions cannot do.
+   */
+  rewrite: boolean;
+  /** Write handles: committed by flush; later writes are refused. */
+  committed: boolean;
+  /** Write handles: at least one write arrived. */
+  written: boolean;
+  /** Write handles: the remote side (it knows the committed entry after a one-request commit). */
+  remote?: MountWriteFile;
+  /** Read handles: end of the last read handed to the buffer, and reads waiting for their turn. */
+  dispatchedEnd: number;
+  waiting: { position: number; start: () => void; timer: NodeJS.Timeout }[];
+  createdAt: number;
+}
+
+export interface NamespaceFsOptions {
+  api: ApiConnection;
+  /** The federation path shown at the mountpoint's root. */
+  remoteRoot: string;
+  cacheTtlMs: number;
+  /** Largest read-ahead window / write part (the advance buffer's `bufferBytes`). */
+  bufferBytes: number;
+  /** Memory all open files share. */
+  memoryLimitBytes?: number;
+  /** Retries of one remote call before the operation fails (short, so an outage shows as EIO quickly). */
+  retry?: RetryPolicy;
+  onReachability?(reachable: boolean, error?: string): void;
+}
+
+const MOUNT_RETRY: RetryPolicy = { retries: 2, baseDelayMs: 100, maxDelayMs: 1000 };
+
+/**
+ * The namespace as a file system: FUSE operations (path-based, as fuse-native hands them over)
+ * mapped to the API. Reads and writes go through packages/buffer (one BufferedFile per open file,
+ * prefetch and write-behind, sharing one memory limit). Attributes and listings are cached for
+ * `cacheTtlMs` and dropped as soon as the change feed reports a change (see `cache`).
+ *
+ * Writing: a new file (create) or one truncated to zero is written sequentially from offset 0 and
+ * becomes the object's new version when it is flushed (close). Rewriting the middle of an existing
+ * object or appending to it is refused with EOPNOTSUPP: upload sessions take bytes in order.
+ */
+export class NamespaceFs {
+  readonly cache: MetadataCache;
+  readonly remote: RemoteNamespace;
+  readonly stats: MountStats = { bytesRead: 0, bytesWritten: 0, operations: 0, errors: 0 };
+  private readonly pool: AdvanceBufferPool;
+  private readonly handles = new Map<number, Handle>();
+  private nextFh = 1;
+  private reachable = true;
+  private readonly uid = process.getuid?.() ?? 0;
+  private readonly gid = process.getgid?.() ?? 0;
+  private readonly retry: RetryPolicy;
+  private readonly root: string;
+
+  constructor(private readonly options: NamespaceFsOptions) {
+    this.root = normalizePath(options.remoteRoot);
+    this.cache = new MetadataCache(options.cacheTtlMs);
+    this.remote = new RemoteNamespace(options.api);
+    this.retry = options.retry ?? MOUNT_RETRY;
+    this.pool = new AdvanceBufferPool({
+      bufferBytes: options.bufferBytes,
+      memoryLimitBytes: options.memoryLimitBytes ?? Math.max(256 * 1024 * 1024, 8 * options.bufferBytes),
+    });
+  }
+
+  get isReachable(): boolean {
+    return this.reachable;
+  }
+
+  get openHandles(): number {
+    return this.handles.size;
+  }
+
+  /** Local path (as FUSE gives it) to the federation path. */
+  toRemote(local: string): string {
+    if (local === '/' || local === '') return this.root;
+    return this.root === '/' ? normalizePath(local) : normalizePath(this.root + local);
+  }
+
+  /** The site answered (or did not): reported to the mount's state. */
+  setReachable(reachable: boolean, error?: string): void {
+    if (this.reachable === reachable) return;
+    this.reachable = reachable;
+    // What was cached while the site was away may be stale.
+    if (reachable) this.cache.clear();
+    this.options.onReachability?.(reachable, error);
+  }
+
+  // ---- the operations (each returns a value or throws; the adapter turns throws into errnos) ----
+
+  async getattr(local: string): Promise<FuseStat> {
+    const path = this.toRemote(local);
+    const open = this.writing(path);
+    if (open) return this.fileStat(open.size, open.createdAt, true);
+    return this.toStat(await this.lookup(path));
+  }
+
+  async fgetattr(local: string, fh: number): Promise<FuseStat> {
+    const handle = this.handles.get(fh);
+    if (handle?.mode === 'write') return this.fileStat(handle.size, handle.createdAt, true);
+    return this.getattr(local);
+  }
+
+  async readdir(local: string): Promise<{ names: string[]; stats: FuseStat[] }> {
+    const path = this.toRemote(local);
+    let names = this.cache.listing(path);
+    if (!names) {
+      const epoch = this.cache.epoch;
+      const children = await this.call(() => this.remote.children(path));
+      this.cache.putListing(path, children, epoch);
+      names = children.map((c) => c.name);
+      const stats = children.map((c) => this.toStat(c));
+      return this.withPending(path, names, stats);
+    }
+    const stats: FuseStat[] = [];
+    for (const name of names) {
+      const entry = this.cache.attr(joinPath(path, name));
+      stats.push(entry ? this.toStat(entry) : this.fileStat(0, Date.now(), false));
+    }
+    return this.withPending(path, names, stats);
+  }
+
+  async open(local: string, flags: number): Promise<number> {
+    const path = this.toRemote(local);
+    const entry = await this.lookup(path);
+    if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
+    if ((flags & O_ACCMODE) === O_RDONLY) {
+      // The size is the catalog's (no HEAD request): see MountReadFile.
+      const remote = new MountReadFile(this.options.api, path, entry.size, this.retry);
+      return this.addHandle(path, 'read', this.pool.open(remote), 0);
+    }
+    if (flags & O_APPEND && entry.size > 0)
+      throw new FsError(errno.EOPNOTSUPP, 'appending to an object is not supported');
+    // The kernel opens first and truncates afterwards (O_TRUNC arrives as ftruncate to 0).
+    const rewrite = entry.size === 0 || (flags & O_TRUNC) !== 0;
+    return this.openForWrite(path, rewrite, rewrite ? 0 : entry.size);
+  }
+
+  create(local: string): number {
+    const path = this.toRemote(local);
+    const fh = this.openForWrite(path, true, 0);
+    this.cache.invalidateEntry(path);
+    return fh;
+  }
+
+  async read(fh: number, buffer: Buffer, length: number, position: number): Promise<number> {
+    const handle = this.handle(fh);
+    if (handle.mode !== 'read') throw new FsError(errno.EBADF, 'the file is open for writing');
+    const data = await this.call(() => this.readInOrder(handle, position, length));
+    buffer.set(data, 0);
+    this.stats.bytesRead += data.length;
+    return data.length;
+  }
+
+  /**
+   * The kernel keeps several reads of one file in flight (async reads plus its own read-ahead),
+   * and they reach us in any order; the advance buffer would take a read far past the previous one
+   * for random access and drop its read-ahead. So a read beyond the last one handed to the buffer
+   * waits (briefly) for the reads before it, and the buffer sees them in offset order. A read
+   * nothing precedes (real random access) goes ahead after READ_ORDER_WAIT_MS.
+   */
+  private readInOrder(handle: Handle, position: number, length: number): Promise<Uint8Array> {
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const arrived = Date.now();
+      const start = (): void => {
+        if (TRACE_READS)
+          process.stderr.write(
+            `read ${position} +${length} after ${handle.dispatchedEnd} waited ${Date.now() - arrived} ms\n`,
+          );
+        handle.dispatchedEnd = Math.max(handle.dispatchedEnd, position + length);
+        handle.file.read(position, length).then(resolve, reject);
+        this.releaseWaiting(handle);
+      };
+      if (position <= handle.dispatchedEnd) {
+        start();
+        return;
+      }
+      const waiter = {
+        position,
+        start,
+        timer: setTimeout(() => {
+          handle.waiting = handle.waiting.filter((w) => w !== waiter);
+          start();
+        }, READ_ORDER_WAIT_MS),
+      };
+      handle.waiting.push(waiter);
+      handle.waiting.sort((a, b) => a.position - b.position);
+    });
+  }
+
+  private releaseWaiting(handle: Handle): void {
+    const next = handle.waiting[0];
+    if (next && next.position <= handle.dispatchedEnd) {
+      handle.waiting.shift();
+      clearTimeout(next.timer);
+      next.start();
+    }
+  }
+
+  async write(fh: number, buffer: Buffer, length: number, position: number): Promise<number> {
+    const handle = this.handle(fh);
+    if (handle.mode !== 'write') throw new FsError(errno.EBADF, 'the file is open for reading');
+    if (handle.committed)
+      throw new FsError(errno.EIO, 'the file was already flushed; open it again to write');
+    if (position !== handle.size)
+      throw new FsError(errno.EOPNOTSUPP, `writes must be sequential (at ${handle.size}, not ${position})`);
+    // The buffer copies the bytes before its promise settles, so the kernel's buffer can be reused.
+    await this.call(() => handle.file.write(position, buffer.subarray(0, length)));
+    handle.size = position + length;
+    handle.written = true;
+    this.stats.bytesWritten += length;
+    return length;
+  }
+
+  /** close(2): a file being written is committed here, so the object exists when close returns. */
+  async flush(fh: number): Promise<void> {
+    const handle = this.handle(fh);
+    if (handle.mode !== 'write' || handle.committed) return;
+    // close(2) of one descriptor among several (a shell's `> file` dups it, then closes the
+    // original before writing): nothing written yet, so nothing to commit; release commits then.
+    if (!handle.written) return;
+    await this.commit(handle);
+  }
+
+  /** Ends a write handle: a replaced object is committed; one opened but never replaced is left as it was. */
+  private async commit(handle: Handle): Promise<void> {
+    handle.committed = true;
+    if (!handle.rewrite) {
+      await handle.file.close().catch(() => undefined);
+      return;
+    }
+    try {
+      await this.call(() => handle.file.close());
+    } finally {
+      this.cache.invalidateEntry(handle.path);
+    }
+    // Known without asking: the next lookup of the file (cp's fstat, ls) needs no request.
+    if (handle.remote?.entry) this.cache.added(handle.remote.entry);
+  }
+
+  async fsync(fh: number): Promise<void> {
+    const handle = this.handle(fh);
+    if (handle.mode === 'write' && !handle.committed) await this.call(() => handle.file.fsync());
+  }
+
+  async release(fh: number): Promise<void> {
+    const handle = this.handles.get(fh);
+    if (!handle) return;
+    this.handles.delete(fh);
+    if (handle.mode === 'write' && !handle.committed) {
+      await this.commit(handle);
+    } else if (handle.mode === 'write') {
+      return;
+    } else {
+      await handle.file.close().catch(() => undefined);
+    }
+  }
+
+  async truncate(local: string, size: number): Promise<void> {
+    const path = this.toRemote(local);
+    const open = this.writing(path);
+    if (open) return this.resize(open, size);
+    const entry = await this.lookup(path);
+    if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
+    if (size === entry.size) return;
+    if (size !== 0) throw new FsError(errno.EOPNOTSUPP, 'truncating to a size other than 0 is not supported');
+    await this.call(() => this.remote.putEmpty(path));
+    this.cache.invalidateEntry(path);
+  }
+
+  async ftruncate(fh: number, size: number): Promise<void> {
+    const handle = this.handle(fh);
+    if (handle.mode === 'write' && !handle.committed) return this.resize(handle, size);
+    await this.truncate(this.localOf(handle.path), size);
+  }
+
+  /** ftruncate on a file open for writing: to 0 starts replacing it; its current size changes nothing. */
+  private resize(handle: Handle, size: number): void {
+    if (size === handle.size) return;
+    if (size === 0 && (!handle.rewrite || handle.size === 0)) {
+      handle.rewrite = true;
+      handle.size = 0;
+      return;
+    }
+    throw new FsError(errno.EOPNOTSUPP, 'changing the size of a file being written is not supported');
+  }
+
+  /** Times are kept by the catalog (the time of the last change); setting them is accepted and ignored. */
+  async utimens(local: string): Promise<void> {
+    const path = this.toRemote(local);
+    if (this.writing(path)) return;
+    await this.lookup(path);
+  }
+
+  async unlink(local: string): Promise<void> {
+    const path = this.toRemote(local);
+    const entry = await this.lookup(path);
+    if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
+    await this.call(() => this.remote.remove(path));
+    this.cache.invalidateEntry(path);
+  }
+
+  async mkdir(local: string): Promise<void> {
+    const path = this.toRemote(local);
+    const entry = await this.call(() => this.remote.mkdir(path));
+    this.cache.invalidateEntry(path);
+    this.cache.putAttr(entry);
+  }
+
+  async rmdir(local: string): Promise<void> {
+    const path = this.toRemote(local);
+    const entry = await this.lookup(path);
+    if (entry.kind !== 'collection') throw new FsError(errno.ENOTDIR, `${path} is not a collection`);
+    if (path === this.root) throw new FsError(errno.EPERM, 'the mount root cannot be removed');
+    const children = await this.call(() => this.remote.children(path));
+    if (children.length > 0) throw new FsError(errno.ENOTEMPTY, `${path} is not empty`);
+    await this.call(() => this.remote.remove(path));
+    this.cache.invalidateTree(path);
+  }
+
+  /** rename(2): an existing target is replaced (an object, or an empty collection), as POSIX says. */
+  async rename(localFrom: string, localTo: string): Promise<void> {
+    const from = this.toRemote(localFrom);
+    const to = this.toRemote(localTo);
+    const source = await this.lookup(from);
+    const target = await this.lookup(to).catch((err: unknown) => {
+      if (err instanceof FsError && err.errno === errno.ENOENT) return undefined;
+      throw err;
+    });
+    if (target) {
+      if (target.kind === 'collection') {
+        if (source.kind !== 'collection') throw new FsError(errno.EISDIR, `${to} is a collection`);
+        const children = await this.call(() => this.remote.children(to));
+        if (children.length > 0) throw new FsError(errno.ENOTEMPTY, `${to} is not empty`);
+      } else if (source.kind === 'collection') {
+        throw new FsError(errno.ENOTDIR, `${to} is not a collection`);
+      }
+      await this.call(() => this.remote.remove(to));
+      this.cache.invalidateTree(to);
+    }
+    await this.call(() => this.remote.move(from, to));
+    this.cache.invalidateTree(from);
+    this.cache.invalidateTree(to);
+  }
+
+  statfs(): FuseStatfs {
+    // The namespace has no fixed capacity: report 1 PiB in 1 MiB blocks, all free.
+    const blocks = 2 ** 30;
+    return {
+      bsize: 1024 * 1024,
+      frsize: 1024 * 1024,
+      blocks,
+      bfree: blocks,
+      bavail: blocks,
+      files: 2 ** 31,
+      ffree: 2 ** 31,
+      favail: 2 ** 31,
+      fsid: 0x7472_6962,
+      flag: 0,
+      namemax: 255,
+    };
+  }
+
+  /** Closes every open file (aborting unfinished writes): the mount is going away. */
+  async closeAll(): Promise<void> {
+    const handles = [...this.handles.values()];
+    this.handles.clear();
+    await Promise.all(handles.map((h) => h.file.close().catch(() => undefined)));
+  }
+
+  // ---- helpers ----
+
+  /** Runs a remote call, keeping track of whether the site answers. */
+  private async call<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      const value = await op();
+      this.setReachable(true);
+      return value;
+    } catch (err) {
+      if (isUnreachable(err)) this.setReachable(false, (err as Error).message);
+      else if (!(err instanceof FsError)) this.setReachable(true);
+      throw err;
+    }
+  }
+
+  /** The entry at a remote path: from the cache, or ENOENT from a fresh listing of its parent, or a stat. */
+  private async lookup(path: string): Promise<EntryDto> {
+    const cached = this.cache.attr(path);
+    if (cached) return cached;
+    if (path !== '/') {
+      const { parent, name } = splitPath(path);
+      const siblings = this.cache.listing(parent);
+      if (siblings && !siblings.includes(name)) throw new FsError(errno.ENOENT, `${path} does not exist`);
+    }
+    const epoch = this.cache.epoch;
+    try {
+      const entry = await this.call(() => this.remote.stat(path));
+      this.cache.putAttr(entry, epoch);
+      return entry;
+    } catch (err) {
+      throw new FsError(toErrno(err), (err as Error).message);
+    }
+  }
+
+  private openForWrite(path: string, rewrite: boolean, size: number): number {
+    const remote = new MountWriteFile(this.options.api, path, this.retry);
+    const fh = this.addHandle(path, 'write', this.pool.open(remote), size, rewrite);
+    this.handles.get(fh)!.remote = remote;
+    return fh;
+  }
+
+  private addHandle(
+    path: string,
+    mode: 'read' | 'write',
+    file: BufferedFile,
+    size: number,
+    rewrite = false,
+  ): number {
+    let fh = this.nextFh;
+    while (this.handles.has(fh) || fh === 0) fh = (fh + 1) >>> 0;
+    this.nextFh = (fh + 1) >>> 0;
+    this.handles.set(fh, {
+      fh,
+      path,
+      mode,
+      file,
+      size,
+      rewrite,
+      committed: false,
+      written: false,
+      dispatchedEnd: 0,
+      waiting: [],
+      createdAt: Date.now(),
+    });
+    return fh;
+  }
+
+  private handle(fh: number): Handle {
+    const handle = this.handles.get(fh);
+    if (!handle) throw new FsError(errno.EBADF, `no open file ${fh}`);
+    return handle;
+  }
+
+  /** The newest uncommitted write handle on a path. */
+  private writing(path: string): Handle | undefined {
+    let found: Handle | undefined;
+    for (const h of this.handles.values())
+      if (h.path === path && h.mode === 'write' && !h.committed) found = h;
+    return found;
+  }
+
+  private withPending(
+    path: string,
+    names: string[],
+    stats: FuseStat[],
+  ): { names: string[]; stats: FuseStat[] } {
+    for (const h of this.handles.values()) {
+      if (h.mode !== 'write' || h.committed || h.path === '/' || splitPath(h.path).parent !== path) continue;
+      const name = splitPath(h.path).name;
+      if (!names.includes(name)) {
+        names = [...names, name];
+        stats = [...stats, this.fileStat(h.size, h.createdAt, true)];
+      }
+    }
+    return { names, stats };
+  }
+
+  private localOf(remote: string): string {
+    if (this.root === '/') return remote;
+    return remote === this.root ? '/' : remote.slice(this.root.length);
+  }
+
+  private toStat(entry: EntryDto): FuseStat {
+    const mtime = Date.parse(entry.modifiedAt);
+    const writable = entry.access === 'write' || entry.access === 'own';
+    const readable = entry.access !== null;
+    if (entry.kind === 'collection') {
+      const mode = S_IFDIR | (readable ? (writable ? 0o755 : 0o555) : 0o111);
+      return this.stat(mode, 0, mtime, Date.parse(entry.createdAt), 2);
+    }
+    const mode = S_IFREG | (readable ? (writable ? 0o644 : 0o444) : 0);
+    return this.stat(mode, entry.size, mtime, Date.parse(entry.createdAt), 1);
+  }
+
+  private fileStat(size: number, time: number, writable: boolean): FuseStat {
+    return this.stat(S_IFREG | (writable ? 0o644 : 0o444), size, time, time, 1);
+  }
+
+  private stat(mode: number, size: number, mtime: number, ctime: number, nlink: number): FuseStat {
+    return {
+      mode,
+      uid: this.uid,
+      gid: this.gid,
+      size,
+      nlink,
+      blksize: 128 * 1024,
+      blocks: Math.ceil(size / 512),
+      mtime,
+      atime: mtime,
+      ctime: Math.max(ctime, mtime),
+    };
+  }
+}

@@ -1,0 +1,413 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { EntryDetailDto } from '@tributary/shared';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readMountStates, type MountState } from './index';
+
+/**
+ * Real FUSE mounts of a real two-site federation (site processes from apps/api, real PostgreSQL,
+ * real HTTP). The mount runs in a child process (dist/mount/main.js: build the agent first), and
+ * this process touches the mount only through other child processes (cp, ls, sha256sum...), never
+ * with a synchronous call.
+ */
+
+// The API's federation helper, loaded at run time so that the agent's type check does not pull in
+// the API's sources (apps do not import each other; tests may use the API's test harness).
+interface FederationSite {
+  readonly id: string;
+  readonly url: string;
+  readonly http: {
+    request<T = unknown>(
+      method: string,
+      pathname: string,
+      options?: {
+        query?: Record<string, string>;
+        headers?: Record<string, string>;
+        body?: string | Uint8Array;
+        json?: unknown;
+      },
+    ): Promise<{ status: number; body: T; text: string }>;
+    get<T = unknown>(
+      pathname: string,
+      options?: { query?: Record<string, string> },
+    ): Promise<{ status: number; body: T; text: string }>;
+    post<T = unknown>(pathname: string, json?: unknown): Promise<{ status: number; body: T; text: string }>;
+  };
+  stop(): Promise<void>;
+  restart(): Promise<unknown>;
+  query<R extends Record<string, unknown>>(sql: string, params?: unknown[]): Promise<{ rows: R[] }>;
+}
+interface Federation {
+  readonly dataDir: string;
+  readonly adminToken: string;
+  site(id: string): FederationSite;
+  waitForConvergence(timeoutMs: number): Promise<unknown>;
+  close(): Promise<void>;
+}
+type StartFederation = (options: { ids: string[]; cycleSeconds?: number }) => Promise<Federation>;
+const FEDERATION_MODULE = path.resolve(__dirname, '../../../api/src/test/federation.ts');
+
+const MAIN = path.resolve(__dirname, '../../dist/mount/main.js');
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a shell command in a child process (never in this one: the mount must not be touched synchronously). */
+function sh(command: string, timeoutMs = 120_000): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile('sh', ['-c', command], { timeout: timeoutMs, maxBuffer: 16 * MiB }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+/** The mount under test: its output (errors it answered) goes into failure messages. */
+let current: MountProcess | undefined;
+
+async function ok(command: string, timeoutMs?: number): Promise<string> {
+  if (process.env.MOUNT_ITEST_TRACE) console.log(new Date().toISOString(), command);
+  const run = await sh(command, timeoutMs);
+  const log = current?.output().slice(-3000) ?? '';
+  expect(run, `${command}\n${run.stderr}\nmount output:\n${log}`).toMatchObject({ code: 0 });
+  return run.stdout;
+}
+
+const q = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function mounted(mountpoint: string): Promise<boolean> {
+  const table = await fs.readFile('/proc/self/mounts', 'utf8');
+  return table.split('\n').some((line) => line.split(' ')[1] === mountpoint);
+}
+
+interface MountProcess {
+  child: ChildProcess;
+  mountpoint: string;
+  home: string;
+  output(): string;
+  exited: Promise<number | null>;
+  state(): Promise<MountState | undefined>;
+}
+
+async function startMount(
+  site: string,
+  token: string,
+  options: { cacheTtlMs?: number; remote?: string } = {},
+) {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-mount-itest-'));
+  const mountpoint = path.join(root, 'mnt');
+  const home = path.join(root, 'home');
+  await fs.mkdir(mountpoint);
+  const child = spawn(
+    process.execPath,
+    [
+      MAIN,
+      '--site',
+      site,
+      '--remote',
+      options.remote ?? '/',
+      '--mountpoint',
+      mountpoint,
+      '--cache-ttl-ms',
+      String(options.cacheTtlMs ?? 3000),
+    ],
+    {
+      env: {
+        ...process.env,
+        TRIBUTARY_TOKEN: token,
+        TRIBUTARY_AGENT_HOME: home,
+        TRIBUTARY_MOUNT_DEBUG: process.env.MOUNT_ITEST_DEBUG ?? '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let log = '';
+  child.stdout?.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+  // Debugging aid: MOUNT_ITEST_LOG=<file> keeps the whole output (MOUNT_ITEST_DEBUG=trace: every operation).
+  if (process.env.MOUNT_ITEST_LOG)
+    child.stderr?.on('data', (d: Buffer) => void fs.appendFile(process.env.MOUNT_ITEST_LOG!, d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const handle: MountProcess = {
+    child,
+    mountpoint,
+    home,
+    output: () => log,
+    exited,
+    state: async () => (await readMountStates(home))[0],
+  };
+  await until(
+    `the mount (${log})`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the mount exited ${child.exitCode}: ${log}`);
+      return log.includes('mounted ') && (await mounted(mountpoint)) ? true : undefined;
+    },
+    30_000,
+  );
+  return handle;
+}
+
+async function stopMount(m: MountProcess | undefined): Promise<void> {
+  if (!m) return;
+  if (m.child.exitCode === null) {
+    m.child.kill('SIGTERM');
+    const timer = setTimeout(() => m.child.kill('SIGKILL'), 15_000);
+    await m.exited;
+    clearTimeout(timer);
+  }
+  // Last resort, so no stale mount is left behind.
+  if (await mounted(m.mountpoint)) await sh(`fusermount -u -z ${q(m.mountpoint)}`);
+}
+
+describe('FUSE mount of the namespace', () => {
+  let fed: Federation;
+  let lsu: FederationSite;
+  let tulane: FederationSite;
+  let mount: MountProcess | undefined;
+  let mnt: string;
+  let scratch: string;
+
+  beforeAll(async () => {
+    const { startFederation } = (await import(FEDERATION_MODULE)) as { startFederation: StartFederation };
+    fed = await startFederation({ ids: ['lsu', 'tulane'], cycleSeconds: 1 });
+    lsu = fed.site('lsu');
+    tulane = fed.site('tulane');
+    scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-mount-scratch-'));
+    // A long TTL: only the change feed can make changes from elsewhere show up in time.
+    mount = await startMount(lsu.url, fed.adminToken, { cacheTtlMs: 600_000 });
+    current = mount;
+    mnt = mount.mountpoint;
+  }, 180_000);
+
+  afterAll(async () => {
+    await stopMount(mount);
+    await fed?.close();
+    if (scratch) await fs.rm(scratch, { recursive: true, force: true });
+  }, 60_000);
+
+  async function stat(site: FederationSite, p: string) {
+    return site.http.get<EntryDetailDto>('/api/v1/namespace/stat', { query: { path: p } });
+  }
+
+  it('reports itself in its state file', async () => {
+    const state = await until('state mounted', async () => {
+      const s = await mount!.state();
+      return s?.state === 'mounted' ? s : undefined;
+    });
+    expect(state).toMatchObject({ pid: mount!.child.pid, mountpoint: mnt, remote: '/', site: lsu.url });
+  });
+
+  it('copies a 256 MiB file in and out with equal checksums', async () => {
+    const src = path.join(scratch, 'src.bin');
+    const out = path.join(scratch, 'out.bin');
+    await ok(`head -c ${256 * MiB} /dev/urandom > ${q(src)}`);
+    await ok(`mkdir -p ${q(mnt + '/data')} && cp ${q(src)} ${q(mnt + '/data/big.bin')}`, 180_000);
+    const entry = await stat(lsu, '/data/big.bin');
+    expect(entry.status).toBe(200);
+    expect(entry.body.size).toBe(256 * MiB);
+    await ok(`cp ${q(mnt + '/data/big.bin')} ${q(out)}`, 180_000);
+    const sums = await ok(`sha256sum ${q(src)} ${q(out)} ${q(mnt + '/data/big.bin')}`, 180_000);
+    const hashes = sums
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ')[0]);
+    expect(hashes).toHaveLength(3);
+    expect(new Set(hashes).size).toBe(1);
+    expect(entry.body.checksum).toContain(hashes[0]);
+    const state = await mount!.state();
+    expect(state?.stats.bytesWritten).toBeGreaterThanOrEqual(256 * MiB);
+  }, 300_000);
+
+  it('supports ls, mkdir -p, mv, rm and rmdir', async () => {
+    await ok(`mkdir -p ${q(mnt + '/work/a/b/c')}`);
+    expect((await stat(lsu, '/work/a/b/c')).body.kind).toBe('collection');
+    await ok(`echo hello > ${q(mnt + '/work/a/b/c/f.txt')}`);
+    expect((await ok(`ls ${q(mnt + '/work/a/b/c')}`)).trim()).toBe('f.txt');
+    expect((await ok(`cat ${q(mnt + '/work/a/b/c/f.txt')}`)).trim()).toBe('hello');
+    expect(await ok(`ls -l ${q(mnt + '/work/a/b/c')}`)).toMatch(/-rw-r--r--.* 6 .*f\.txt/);
+
+    await ok(`mv ${q(mnt + '/work/a/b/c/f.txt')} ${q(mnt + '/work/g.txt')}`);
+    expect((await stat(lsu, '/work/g.txt')).status).toBe(200);
+    expect((await stat(lsu, '/work/a/b/c/f.txt')).status).toBe(404);
+    expect((await ok(`ls ${q(mnt + '/work')}`)).split('\n').filter(Boolean).sort()).toEqual(['a', 'g.txt']);
+
+    await ok(`mv ${q(mnt + '/work/a/b')} ${q(mnt + '/work/a/renamed')}`);
+    expect((await stat(lsu, '/work/a/renamed/c')).body.kind).toBe('collection');
+    expect((await ok(`ls ${q(mnt + '/work/a')}`)).trim()).toBe('renamed');
+
+    // Overwriting an existing file through the mount makes a new version.
+    await ok(`echo again > ${q(mnt + '/work/g.txt')}`);
+    const g = await stat(lsu, '/work/g.txt');
+    expect(g.body).toMatchObject({ size: 6, version: 2 });
+
+    const rmdir = await sh(`rmdir ${q(mnt + '/work/a')}`);
+    expect(rmdir.code).not.toBe(0);
+    expect(rmdir.stderr).toMatch(/not empty/i);
+    await ok(`rm ${q(mnt + '/work/g.txt')}`);
+    expect((await stat(lsu, '/work/g.txt')).status).toBe(404);
+    await ok(`rmdir ${q(mnt + '/work/a/renamed/c')}`);
+    expect((await stat(lsu, '/work/a/renamed/c')).status).toBe(404);
+    const df = await ok(`df -k ${q(mnt)}`);
+    expect(df).toContain(mnt);
+  }, 120_000);
+
+  it('shows a write made at another site, through the change feed', async () => {
+    await ok(`mkdir -p ${q(mnt + '/shared')}`);
+    // Listed (and cached for ten minutes) before the other site writes.
+    expect((await ok(`ls ${q(mnt + '/shared')}`)).trim()).toBe('');
+    await fed.waitForConvergence(30_000);
+    const put = await tulane.http.request('PUT', '/api/v1/data', {
+      query: { path: '/shared/from-tulane.txt' },
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'written at tulane\n',
+    });
+    expect(put.status).toBe(201);
+    const listing = await until('the file from tulane in the mount', async () => {
+      const out = (await sh(`ls ${q(mnt + '/shared')}`)).stdout;
+      return out.includes('from-tulane.txt') ? out : undefined;
+    });
+    expect(listing.trim()).toBe('from-tulane.txt');
+    // Its bytes are at tulane; lsu fetches them.
+    expect(await ok(`cat ${q(mnt + '/shared/from-tulane.txt')}`)).toBe('written at tulane\n');
+
+    // A new version made there shows up here too (size and content).
+    const again = await tulane.http.request('PUT', '/api/v1/data', {
+      query: { path: '/shared/from-tulane.txt', overwrite: 'true' },
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'version two, longer\n',
+    });
+    expect(again.status).toBe(200);
+    await until('the new version in the mount', async () => {
+      const out = (await sh(`cat ${q(mnt + '/shared/from-tulane.txt')}`)).stdout;
+      return out === 'version two, longer\n' ? out : undefined;
+    });
+  }, 120_000);
+
+  it('handles files larger than 16 GiB (attributes and reads past 16 GiB)', async () => {
+    await ok(`mkdir -p ${q(mnt + '/huge')} && echo seed > ${q(mnt + '/huge/20g.bin')}`);
+    const { rows } = await lsu.query<{ physical_path: string; id: string }>(
+      `SELECT r.physical_path, o.id::text AS id FROM replicas r JOIN data_objects o ON o.id = r.object_id
+       JOIN collections c ON c.id = o.collection_id WHERE c.path = '/huge' AND o.name = '20g.bin' AND o.trash_id = 0`,
+    );
+    const key = rows[0]!.physical_path;
+    const shard = key.split('.')[0]!.slice(-2).padStart(2, '0');
+    const file = path.join(fed.dataDir, 'sites', 'lsu', 'storage', 'objects', shard, key);
+    // A sparse 20 GiB object with a marker at 17 GiB + 5 (beyond any 32-bit or 16 GiB limit).
+    const size = 20 * GiB;
+    const markerAt = 17 * GiB + 5;
+    const handle = await fs.open(file, 'r+');
+    await handle.truncate(size);
+    await handle.write(Buffer.from('MARKER-PAST-16GIB'), 0, 17, markerAt);
+    await handle.close();
+    await lsu.query(`UPDATE data_objects SET size = $1 WHERE id = $2`, [String(size), rows[0]!.id]);
+    await lsu.query(`UPDATE replicas SET size = $1 WHERE object_id = $2`, [String(size), rows[0]!.id]);
+
+    const reported = await until('the new size in the mount', async () => {
+      const out = (await sh(`stat -c %s ${q(mnt + '/huge/20g.bin')}`)).stdout.trim();
+      return out === String(size) ? out : undefined;
+    });
+    expect(Number(reported)).toBe(size);
+    const bytes = await ok(
+      `dd if=${q(mnt + '/huge/20g.bin')} bs=4096 skip=${Math.floor(markerAt / 4096)} count=1 2>/dev/null | od -An -c | tr -d ' \\n'`,
+    );
+    expect(bytes).toContain('MARKER-PAST-16GIB');
+    const tail = await ok(`tail -c 3 ${q(mnt + '/huge/20g.bin')} | od -An -tx1 | tr -d ' \\n'`);
+    expect(tail).toBe('000000');
+  }, 120_000);
+
+  it('survives an API restart: EIO while the site is down, recovers by itself', async () => {
+    await ok(`echo before > ${q(mnt + '/restart.txt')}`);
+    await lsu.stop();
+    const failed = await sh(`cat ${q(mnt + '/restart.txt')}`, 60_000);
+    expect(failed.code).not.toBe(0);
+    expect(failed.stderr).toMatch(/Input\/output error/);
+    const mk = await sh(`mkdir ${q(mnt + '/while-down')}`, 60_000);
+    expect(mk.stderr).toMatch(/Input\/output error/);
+    await until('state unreachable', async () =>
+      (await mount!.state())?.state === 'unreachable' ? true : undefined,
+    );
+
+    await lsu.restart();
+    const content = await until(
+      'the mount working again',
+      async () => {
+        const run = await sh(`cat ${q(mnt + '/restart.txt')}`);
+        return run.code === 0 ? run.stdout : undefined;
+      },
+      60_000,
+    );
+    expect(content).toBe('before\n');
+    await until('state mounted', async () =>
+      (await mount!.state())?.state === 'mounted' ? true : undefined,
+    );
+    await ok(`echo after > ${q(mnt + '/after-restart.txt')} && cat ${q(mnt + '/after-restart.txt')}`);
+    // The change feed reconnected too: a write at the other site shows up again.
+    await tulane.http.request('PUT', '/api/v1/data', {
+      query: { path: '/shared/after-restart.txt' },
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'x',
+    });
+    await until('a replicated write after the restart', async () =>
+      (await sh(`ls ${q(mnt + '/shared')}`)).stdout.includes('after-restart.txt') ? true : undefined,
+    );
+  }, 180_000);
+
+  it('unmounts cleanly on SIGTERM and removes its state file', async () => {
+    const other = await startMount(lsu.url, fed.adminToken, { remote: '/shared' });
+    try {
+      expect((await ok(`ls ${q(other.mountpoint)}`)).split('\n')).toContain('from-tulane.txt');
+      expect((await readMountStates(other.home)).map((s) => s.state)).toEqual(['mounted']);
+      other.child.kill('SIGTERM');
+      expect(await other.exited).toBe(0);
+      expect(await mounted(other.mountpoint)).toBe(false);
+      expect(await readMountStates(other.home)).toEqual([]);
+    } finally {
+      await stopMount(other);
+    }
+  }, 60_000);
+
+  it('gives a clear message and exit code 3 without FUSE, 2 for bad arguments', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-nofuse-'));
+    try {
+      const run = (args: string[], env: Record<string, string>) =>
+        new Promise<Run>((resolve) => {
+          execFile(process.execPath, [MAIN, ...args], { env: { ...env } }, (err, stdout, stderr) =>
+            resolve({ code: err ? Number(err.code) : 0, stdout: String(stdout), stderr: String(stderr) }),
+          );
+        });
+      const args = ['--site', lsu.url, '--remote', '/', '--mountpoint', path.join(dir, 'mnt')];
+      // No fusermount on PATH: what a machine without the `fuse` package looks like.
+      const noFuse = await run(args, { PATH: path.join(dir, 'empty-bin'), TRIBUTARY_TOKEN: fed.adminToken });
+      expect(noFuse.code).toBe(3);
+      expect(noFuse.stderr.trim().split('\n')).toHaveLength(1);
+      expect(noFuse.stderr).toMatch(/FUSE is not available: fusermount was not found/);
+      expect(await mounted(path.join(dir, 'mnt'))).toBe(false);
+
+      const env = { PATH: process.env.PATH ?? '', TRIBUTARY_TOKEN: fed.adminToken };
+      expect((await run(['--site', lsu.url], env)).code).toBe(2);
+      expect((await run([...args, '--buffer-mib', 'lots'], env)).code).toBe(2);
+      const noToken = await run(args, { PATH: process.env.PATH ?? '' });
+      expect(noToken.code).toBe(2);
+      expect(noToken.stderr).toMatch(/TRIBUTARY_TOKEN/);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});

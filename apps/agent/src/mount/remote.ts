@@ -1,0 +1,148 @@
+import { constants as os } from 'node:os';
+import { ApiConnection, TransportError, dataUrl } from '@tributary/buffer';
+import { ApiError, ErrorCode, type EntryDetailDto, type EntryDto, type Page } from '@tributary/shared';
+
+const PAGE = 1000;
+
+/** The namespace routes the mount uses, over the buffer package's connection (auth, error envelopes). */
+export class RemoteNamespace {
+  constructor(readonly api: ApiConnection) {}
+
+  stat(path: string, signal?: AbortSignal): Promise<EntryDetailDto> {
+    return this.api.json<EntryDetailDto>({
+      method: 'GET',
+      url: `/api/v1/namespace/stat?path=${encodeURIComponent(path)}`,
+      signal,
+    });
+  }
+
+  /** Every child of a collection (all pages). */
+  async children(path: string): Promise<EntryDto[]> {
+    const items: EntryDto[] = [];
+    let cursor: string | undefined;
+    do {
+      const query =
+        `path=${encodeURIComponent(path)}&limit=${PAGE}` +
+        (cursor ? `&cursor=${encodeURIComponent(cursor)}` : '');
+      const page = await this.api.json<Page<EntryDto>>({
+        method: 'GET',
+        url: `/api/v1/namespace/children?${query}`,
+      });
+      items.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return items;
+  }
+
+  mkdir(path: string): Promise<EntryDto> {
+    return this.post<EntryDto>('/api/v1/namespace/collections', { path, parents: false });
+  }
+
+  move(from: string, to: string): Promise<EntryDto> {
+    return this.post<EntryDto>('/api/v1/namespace/move', { from, to });
+  }
+
+  /** Moves an entry to the trash. */
+  async remove(path: string): Promise<void> {
+    await this.api.send({ method: 'DELETE', url: `/api/v1/namespace?path=${encodeURIComponent(path)}` });
+  }
+
+  /** Replaces an object's bytes with nothing (a new, empty version), or creates it empty. */
+  async putEmpty(path: string): Promise<EntryDto> {
+    return this.api.json<EntryDto>({
+      method: 'PUT',
+      url: `${dataUrl(path)}&overwrite=true`,
+      headers: { 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(0),
+    });
+  }
+
+  async health(signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.api.send({ method: 'GET', url: '/api/health', signal });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private post<T>(url: string, body: unknown): Promise<T> {
+    return this.api.json<T>({
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  }
+}
+
+/** A FUSE error: the negative errno the kernel gets. */
+export class FsError extends Error {
+  constructor(
+    readonly errno: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'FsError';
+  }
+}
+
+export const errno = {
+  ENOENT: -os.errno.ENOENT,
+  EIO: -os.errno.EIO,
+  EACCES: -os.errno.EACCES,
+  EEXIST: -os.errno.EEXIST,
+  ENOTDIR: -os.errno.ENOTDIR,
+  EISDIR: -os.errno.EISDIR,
+  EINVAL: -os.errno.EINVAL,
+  EPERM: -os.errno.EPERM,
+  EFBIG: -os.errno.EFBIG,
+  ENOTEMPTY: -os.errno.ENOTEMPTY,
+  EBADF: -os.errno.EBADF,
+  EOPNOTSUPP: -os.errno.EOPNOTSUPP,
+  ENAMETOOLONG: -os.errno.ENAMETOOLONG,
+} as const;
+
+/** True when the failure means the site did not answer at all (not an error it answered with). */
+export function isUnreachable(err: unknown): boolean {
+  if (err instanceof TransportError) return true;
+  // The retry helpers rethrow the last transport failure; fetch's own failure is a TypeError.
+  return err instanceof TypeError && /fetch failed/i.test(err.message);
+}
+
+/** Maps an API failure to the errno a program sees. */
+export function toErrno(err: unknown): number {
+  if (err instanceof FsError) return err.errno;
+  if (isUnreachable(err)) return errno.EIO;
+  if (err instanceof ApiError) {
+    switch (err.code) {
+      case ErrorCode.NotFound:
+        return errno.ENOENT;
+      case ErrorCode.NameTaken:
+        return errno.EEXIST;
+      case ErrorCode.NotACollection:
+        return errno.ENOTDIR;
+      case ErrorCode.NotAnObject:
+        return errno.EISDIR;
+      case ErrorCode.PermissionDenied:
+      case ErrorCode.TokenOutsideCollection:
+      case ErrorCode.TokenScopeInsufficient:
+      case ErrorCode.Unauthenticated:
+      case ErrorCode.TokenExpired:
+      case ErrorCode.TokenInvalid:
+      case ErrorCode.TokenRevoked:
+        return errno.EACCES;
+      case ErrorCode.MoveIntoItself:
+      case ErrorCode.InvalidPath:
+      case ErrorCode.ValidationFailed:
+        return errno.EINVAL;
+      case ErrorCode.RootImmutable:
+        return errno.EPERM;
+      case ErrorCode.PayloadTooLarge:
+        return errno.EFBIG;
+      default:
+        return errno.EIO;
+    }
+  }
+  return errno.EIO;
+}

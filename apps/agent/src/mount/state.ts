@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+
+export type MountStatus = 'mounting' | 'mounted' | 'unreachable' | 'stopped' | 'failed';
+
+export interface MountStats {
+  bytesRead: number;
+  bytesWritten: number;
+  /** FUSE operations answered (successfully or not). */
+  operations: number;
+  /** Operations answered with an error. */
+  errors: number;
+}
+
+/**
+ * What a mount process reports about itself in `<agent home>/mounts/<id>.json`, written atomically
+ * on every state change and every ~2 s, removed on a clean exit. The CLI and the local UI read it.
+ */
+export interface MountState {
+  id: string;
+  pid: number;
+  /** Absolute path of the local directory. */
+  mountpoint: string;
+  /** The federation path mounted there. */
+  remote: string;
+  /** The site's base URL. */
+  site: string;
+  state: MountStatus;
+  /** ISO 8601. */
+  startedAt: string;
+  updatedAt: string;
+  stats: MountStats;
+  lastError?: string;
+}
+
+export const mountsDir = (home: string): string => path.join(home, 'mounts');
+
+export function newMountId(): string {
+  return randomBytes(4).toString('hex');
+}
+
+/** Writes a mount's state file atomically (a temp file renamed over it). */
+export async function writeMountState(home: string, state: MountState): Promise<void> {
+  const dir = mountsDir(home);
+  await fs.mkdir(dir, { recursive: true });
+  const file = path.join(dir, `${state.id}.json`);
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.writeFile(tmp, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
+  await fs.rename(tmp, file);
+}
+
+export async function removeMountState(home: string, id: string): Promise<void> {
+  await fs.rm(path.join(mountsDir(home), `${id}.json`), { force: true });
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Every mount state file under `home`, oldest first. A file whose process no longer runs (the
+ * mount was killed) is reported with state `failed` unless it already says `stopped` or `failed`.
+ * Unreadable or half-written files are skipped.
+ */
+export async function readMountStates(home: string): Promise<MountState[]> {
+  let names: string[];
+  try {
+    names = await fs.readdir(mountsDir(home));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const states: MountState[] = [];
+  for (const name of names.filter((n) => n.endsWith('.json'))) {
+    try {
+      const state = JSON.parse(await fs.readFile(path.join(mountsDir(home), name), 'utf8')) as MountState;
+      if (typeof state.id !== 'string' || typeof state.pid !== 'number') continue;
+      if (state.state !== 'stopped' && state.state !== 'failed' && !processAlive(state.pid)) {
+        states.push({ ...state, state: 'failed', lastError: state.lastError ?? 'the mount process is gone' });
+      } else {
+        states.push(state);
+      }
+    } catch {
+      // Being replaced or not ours: skip.
+    }
+  }
+  return states.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}

@@ -128,6 +128,20 @@ export class DataController {
     }
   }
 
+  /**
+   * The object's headers without its bytes. Declared before the GET route: Express answers HEAD with
+   * the first GET route of the same path, which would read the whole object.
+   */
+  @Head()
+  async head(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: PathQueryDto,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    await this.send(p, q.path, req, res, false);
+  }
+
   /** Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. */
   @Get()
   async download(
@@ -137,16 +151,6 @@ export class DataController {
     @Res() res: Response,
   ): Promise<void> {
     await this.send(p, q.path, req, res, true);
-  }
-
-  @Head()
-  async head(
-    @CurrentPrincipal() p: Principal,
-    @Query() q: PathQueryDto,
-    @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    await this.send(p, q.path, req, res, false);
   }
 
   private async send(

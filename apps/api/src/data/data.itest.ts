@@ -112,6 +112,10 @@ describe('object data', () => {
       expect(
         await waitFor(async () => (await metric('tributary_data_bytes_sent_total')) - outBefore === 12_345),
       ).toBe(true);
+      // HEAD answers from the catalog: no bytes are read (it once went to the GET route).
+      expectStatus(await alice.client.request('HEAD', '/api/v1/data', { query: { path: target } }), 200);
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await metric('tributary_data_bytes_sent_total')) - outBefore).toBe(12_345);
     });
 
     it('keeps the content type it was sent, and does not parse JSON bodies', async () => {

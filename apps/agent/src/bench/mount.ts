@@ -9,7 +9,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomFillSync } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, promises as fs } from 'node:fs';
+import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -17,12 +17,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
+import { runCli } from '../cli';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const AGENT_DIST = path.resolve(__dirname, '..');
 const MOUNT_MAIN = path.join(AGENT_DIST, 'mount', 'main.js');
-const CLI_MAIN = path.join(AGENT_DIST, 'cli', 'main.js');
 const SITE_START = path.resolve(__dirname, '../../../api/dist/cli/start.js');
 
 const USAGE = `npm run bench:mount -- [options]
@@ -361,17 +361,34 @@ async function main(): Promise<void> {
     await mount.stop();
     mount = undefined;
 
-    const cliPutS: number | null = null;
-    const cliGetS: number | null = null;
-    const smallCliS: number | null = null;
-    if (existsSync(CLI_MAIN)) {
-      // The CLI lands in another branch; the lead wires these figures (runCli) after merging.
-      notes.push(
-        'trib is built but its put/get interface is wired by the lead after merging: CLI figures not measured',
-      );
-    } else {
-      notes.push('trib CLI not in this branch (apps/agent/dist/cli/main.js missing): CLI figures are null');
-    }
+    log('trib (in-process, one put and one get of each):');
+    const trib = async (...args: string[]): Promise<void> => {
+      let errors = '';
+      const code = await runCli(['--json', ...args], {
+        stdout: { write: () => true },
+        stderr: { write: (chunk: string) => ((errors += chunk), true) },
+        env: {
+          ...process.env,
+          TRIBUTARY_AGENT_HOME: path.join(scratch, 'agent-home'),
+          TRIBUTARY_SITE: site!.url,
+          TRIBUTARY_TOKEN: site!.token,
+        },
+        cwd: scratch,
+      });
+      if (code !== 0) throw new Error(`trib ${args.join(' ')} exited with ${code}: ${errors.trim()}`);
+    };
+    const cliPutS = await timed('trib put', () => trib('put', big, `${run}/cli.bin`));
+    const cliGetS = await timed('trib get', () =>
+      trib('get', `${run}/cli.bin`, path.join(scratch, 'cli-out.bin')),
+    );
+    await fs.rm(path.join(scratch, 'cli-out.bin'));
+    await trib('mkdir', `${run}/small-cli`);
+    const smallCliS = await timed(`${o.smallFiles} small files in (trib put -r)`, () =>
+      trib('put', '-r', small, `${run}/small-cli`),
+    );
+    const smallCliGetS = await timed(`${o.smallFiles} small files out (trib get -r)`, () =>
+      trib('get', '-r', `${run}/small-cli`, path.join(scratch, 'small-back')),
+    );
 
     const rate = (seconds: number | null): number | null =>
       seconds === null ? null : Math.round((mib / seconds) * 10) / 10;
@@ -387,7 +404,8 @@ async function main(): Promise<void> {
       mount_read_vs_direct: Math.round((directGetS / readS) * 1000) / 1000,
       mount_write_vs_direct: Math.round((directPutS / writeS) * 1000) / 1000,
       small_files_mount_seconds: Math.round(smallMountS * 1000) / 1000,
-      small_files_cli_seconds: smallCliS,
+      small_files_cli_seconds: Math.round(smallCliS * 1000) / 1000,
+      small_files_cli_get_seconds: Math.round(smallCliGetS * 1000) / 1000,
       load_average: os.loadavg().map((l) => Math.round(l * 100) / 100),
       notes,
     };
@@ -398,8 +416,8 @@ async function main(): Promise<void> {
         `mount vs direct HTTP, ${mib} MiB (goals: read >= 0.8, write >= 0.7 of direct)`,
         `  read:  mount ${result.mount_read_mib_s} MiB/s, direct GET ${result.direct_get_mib_s} MiB/s -> ${result.mount_read_vs_direct}`,
         `  write: mount ${result.mount_write_mib_s} MiB/s, direct PUT ${result.direct_put_mib_s} MiB/s -> ${result.mount_write_vs_direct}`,
-        `  CLI:   get ${result.cli_get_mib_s ?? 'null'} MiB/s, put ${result.cli_put_mib_s ?? 'null'} MiB/s`,
-        `${o.smallFiles} files of 10 KB: mount ${result.small_files_mount_seconds} s, CLI ${result.small_files_cli_seconds ?? 'null'} s (goal: CLI <= 2 s for 1000)`,
+        `  CLI:   get ${result.cli_get_mib_s} MiB/s, put ${result.cli_put_mib_s} MiB/s`,
+        `${o.smallFiles} files of 10 KB: mount ${result.small_files_mount_seconds} s, CLI put ${result.small_files_cli_seconds} s, get ${result.small_files_cli_get_seconds} s (goal: CLI <= 2 s for 1000)`,
         `load average ${result.load_average.join(' ')}`,
         ...notes.map((n) => `note: ${n}`),
       ];

@@ -50,6 +50,7 @@ type StartFederation = (options: { ids: string[]; cycleSeconds?: number }) => Pr
 const FEDERATION_MODULE = path.resolve(__dirname, '../../../api/src/test/federation.ts');
 
 const MAIN = path.resolve(__dirname, '../../dist/mount/main.js');
+const TRIB = path.resolve(__dirname, '../../dist/cli/main.js');
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
@@ -382,6 +383,30 @@ describe('FUSE mount of the namespace', () => {
       await stopMount(other);
     }
   }, 60_000);
+
+  it('trib mount starts the real mount process, trib mounts lists it, trib unmount ends it', async () => {
+    const home = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-trib-home-'));
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-trib-mnt-'));
+    const env = `TRIBUTARY_AGENT_HOME=${q(home)} TRIBUTARY_SITE=${q(lsu.url)} TRIBUTARY_TOKEN=${q(fed.adminToken)}`;
+    const trib = `${env} node ${q(TRIB)}`;
+    try {
+      await ok(`${trib} mount /shared ${q(dir)}`, 60_000);
+      expect(await mounted(dir)).toBe(true);
+      expect((await ok(`ls ${q(dir)}`)).split('\n')).toContain('from-tulane.txt');
+      const listed = JSON.parse(await ok(`${trib} mounts --json`)) as Array<{
+        mountpoint: string;
+        state: string;
+      }>;
+      expect(listed).toEqual([expect.objectContaining({ mountpoint: dir, state: 'mounted' })]);
+      await ok(`${trib} unmount ${q(dir)}`, 60_000);
+      expect(await mounted(dir)).toBe(false);
+      expect(await readMountStates(home)).toEqual([]);
+    } finally {
+      if (await mounted(dir)) await sh(`fusermount -u -z ${q(dir)}`);
+      await fs.rm(home, { recursive: true, force: true });
+      await fs.rmdir(dir).catch(() => undefined);
+    }
+  }, 120_000);
 
   it('gives a clear message and exit code 3 without FUSE, 2 for bad arguments', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-nofuse-'));

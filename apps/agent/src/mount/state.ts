@@ -54,21 +54,8 @@ export async function removeMountState(home: string, id: string): Promise<void> 
   await fs.rm(path.join(mountsDir(home), `${id}.json`), { force: true });
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * Every mount state file under `home`, oldest first. A file whose process no longer runs (the
- * mount was killed) is reported with state `failed` unless it already says `stopped` or `failed`.
- * Unreadable or half-written files are skipped.
- */
-export async function readMountStates(home: string): Promise<MountState[]> {
+/** Every mount state file under `home` as written, oldest first; unreadable or half-written files are skipped. */
+export async function readMountFiles(home: string): Promise<MountState[]> {
   let names: string[];
   try {
     names = await fs.readdir(mountsDir(home));
@@ -80,15 +67,38 @@ export async function readMountStates(home: string): Promise<MountState[]> {
   for (const name of names.filter((n) => n.endsWith('.json'))) {
     try {
       const state = JSON.parse(await fs.readFile(path.join(mountsDir(home), name), 'utf8')) as MountState;
-      if (typeof state.id !== 'string' || typeof state.pid !== 'number') continue;
-      if (state.state !== 'stopped' && state.state !== 'failed' && !processAlive(state.pid)) {
-        states.push({ ...state, state: 'failed', lastError: state.lastError ?? 'the mount process is gone' });
-      } else {
-        states.push(state);
-      }
+      if (
+        typeof state.id !== 'string' ||
+        typeof state.pid !== 'number' ||
+        typeof state.mountpoint !== 'string'
+      )
+        continue;
+      states.push(state);
     } catch {
       // Being replaced or not ours: skip.
     }
   }
   return states.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}
+
+/** Whether a mount's process still runs (EPERM: it runs, as another user). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Every mount state file under `home`, oldest first. A file whose process no longer runs (the
+ * mount was killed) is reported with state `failed` unless it already says `stopped` or `failed`.
+ */
+export async function readMountStates(home: string): Promise<MountState[]> {
+  return (await readMountFiles(home)).map((state): MountState =>
+    state.state !== 'stopped' && state.state !== 'failed' && !processAlive(state.pid)
+      ? { ...state, state: 'failed', lastError: state.lastError ?? 'the mount process is gone' }
+      : state,
+  );
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { agentHome } from '../agent-home';
+import { processAlive } from '../mount/state';
 
 /**
  * The transfer registry: every `trib put`/`trib get`/`trib cp` keeps one small JSON file in
@@ -125,16 +126,6 @@ export async function listTransfers(env: NodeJS.ProcessEnv = process.env): Promi
   return records.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
 }
 
-export function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 async function prune(dir: string): Promise<void> {
   const names = (await fs.readdir(dir)).filter((n) => n.endsWith('.json')).sort();
   // Ids start with a base-36 time, so name order is start order.
@@ -155,3 +146,6 @@ export async function writeAtomic(file: string, text: string, mode = 0o600): Pro
   await fs.writeFile(tmp, text, { mode });
   await fs.rename(tmp, file);
 }
+
+/** Re-exported for the transfer and mount commands: one check of a process everywhere. */
+export { processAlive };

@@ -12,6 +12,7 @@ import {
   formatBytes,
   formatDateTime,
   joinPath,
+  parentPath,
   pathFromSplat,
 } from '../format';
 import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
@@ -63,7 +64,8 @@ export function BrowsePage() {
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['children'] });
   const move = useMutation({
     mutationFn: async ({ from, to }: { from: string[]; to: string }) => {
-      for (const f of from) await api.move(f, to);
+      // The API takes the new full path: the entry keeps its name inside the target collection.
+      for (const f of from) await api.move(f, joinPath(to, baseName(f)));
     },
     onSuccess: () => {
       setSelected(new Set());
@@ -107,7 +109,9 @@ export function BrowsePage() {
   }
 
   function moveInto(target: string, from: string[]) {
-    const moving = from.filter((f) => f !== target && !target.startsWith(`${f}/`));
+    const moving = from.filter(
+      (f) => f !== target && parentPath(f) !== target && !target.startsWith(`${f}/`),
+    );
     if (moving.length === 0) return;
     setActionError(null);
     move.mutate({ from: moving, to: target });
@@ -581,7 +585,7 @@ function Row({
           <RenameForm entry={entry} onDone={onRenameDone} />
         ) : isCollection ? (
           <Link to={browseHref(entry.path)} tabIndex={-1}>
-            <span aria-hidden="true">📁 </span>
+            <FolderIcon />
             {entry.name}
           </Link>
         ) : (
@@ -595,30 +599,39 @@ function Row({
       <td>{formatDateTime(entry.modifiedAt)}</td>
       <td>{entry.site ?? '—'}</td>
       <td className="num">{isCollection ? '—' : entry.replicaCount}</td>
-      <td className="actions">
-        <button type="button" onClick={onRename} aria-label={`Rename ${entry.name}`} tabIndex={-1}>
-          Rename
-        </button>
-        {!isCollection && (
-          <a
-            href={downloadHref(entry.path)}
-            download={entry.name}
-            aria-label={`Download ${entry.name}`}
-            tabIndex={-1}
-          >
-            Download
-          </a>
-        )}
+      <td>
+        <div className="actions">
+          <button type="button" onClick={onRename} aria-label={`Rename ${entry.name}`} tabIndex={-1}>
+            Rename
+          </button>
+          {!isCollection && (
+            <a
+              href={downloadHref(entry.path)}
+              download={entry.name}
+              aria-label={`Download ${entry.name}`}
+              tabIndex={-1}
+            >
+              Download
+            </a>
+          )}
+        </div>
       </td>
     </tr>
+  );
+}
+
+function FolderIcon() {
+  return (
+    <svg className="folder-icon" width="16" height="13" viewBox="0 0 16 13" aria-hidden="true">
+      <path d="M1 2.5A1.5 1.5 0 0 1 2.5 1H6l1.5 1.5h6A1.5 1.5 0 0 1 15 4v6.5a1.5 1.5 0 0 1-1.5 1.5h-11A1.5 1.5 0 0 1 1 10.5z" />
+    </svg>
   );
 }
 
 function RenameForm({ entry, onDone }: { entry: EntryDto; onDone: (changed: boolean) => void }) {
   const [name, setName] = useState(entry.name);
   const rename = useMutation({
-    mutationFn: (n: string) =>
-      api.move(entry.path, joinPath(entry.path.slice(0, entry.path.lastIndexOf('/')) || '/', n)),
+    mutationFn: (n: string) => api.move(entry.path, joinPath(parentPath(entry.path), n)),
     onSuccess: () => onDone(true),
   });
   return (

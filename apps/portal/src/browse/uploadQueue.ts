@@ -79,7 +79,7 @@ export function uploadReducer(state: UploadState, action: UploadAction): UploadS
     case 'fail':
       return update(state, action.id, (it) =>
         it.status === 'uploading'
-          ? { ...it, status: 'failed', error: { code: action.code, message: action.message } }
+          ? { ...it, status: 'failed', loaded: 0, error: { code: action.code, message: action.message } }
           : null,
       );
     case 'cancel':

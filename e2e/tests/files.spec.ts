@@ -30,15 +30,21 @@ test('creates folders, uploads with progress, renames, moves by drag and drop, d
   ]);
   const uploads = page.getByRole('region', { name: 'Uploads' });
   await expect(uploads.getByRole('status')).toContainText('3 of 3 done', { timeout: 60_000 });
-  await expect(uploads.getByRole('progressbar', { name: 'Overall upload progress' })).toHaveAttribute('value', '100');
-  await expect(uploads.getByRole('progressbar', { name: 'Progress of scan.raw' })).toHaveAttribute('value', '100');
+  await expect(uploads.getByRole('progressbar', { name: 'Overall upload progress' })).toHaveAttribute(
+    'value',
+    '100',
+  );
+  await expect(uploads.getByRole('progressbar', { name: 'Progress of scan.raw' })).toHaveAttribute(
+    'value',
+    '100',
+  );
   await expect(page.getByRole('row', { name: /scan\.raw/ })).toContainText('8 MiB');
   await screenshot(page, '02-browse-after-upload');
 
   // The same name again: a clear message next to the file, and Replace.
-  await page.getByLabel('Files to upload').setInputFiles([
-    { name: 'transect-01.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y\n9,9\n') },
-  ]);
+  await page
+    .getByLabel('Files to upload')
+    .setInputFiles([{ name: 'transect-01.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y\n9,9\n') }]);
   const clash = uploads.getByTestId('upload-item').last();
   await expect(clash.getByRole('alert')).toContainText(/already exists/);
   await screenshot(page, '03-upload-name-clash');
@@ -58,7 +64,9 @@ test('creates folders, uploads with progress, renames, moves by drag and drop, d
   await expect(page.getByRole('row').last()).toContainText('scan.raw');
 
   // Drag a file onto the folder row: it moves there.
-  await page.getByRole('row', { name: /transect-02-clean\.csv/ }).dragTo(page.getByRole('row', { name: /archive/ }));
+  await page
+    .getByRole('row', { name: /transect-02-clean\.csv/ })
+    .dragTo(page.getByRole('row', { name: /archive/ }));
   await expect(page.getByRole('row', { name: /transect-02-clean\.csv/ })).toHaveCount(0);
   await page.getByRole('link', { name: 'archive' }).first().click();
   await expect(page.getByRole('row', { name: /transect-02-clean\.csv/ })).toBeVisible();

@@ -24,7 +24,9 @@ export interface SiteApi {
  */
 export async function siteApi(url: string): Promise<SiteApi> {
   const http = await request.newContext({ baseURL: url });
-  const login = await http.post('/api/v1/auth/login', { data: { username: 'admin', password: ADMIN_PASSWORD } });
+  const login = await http.post('/api/v1/auth/login', {
+    data: { username: 'admin', password: ADMIN_PASSWORD },
+  });
   expect(login.status(), await login.text()).toBe(200);
   const { csrfToken } = (await login.json()) as { csrfToken: string };
   return { url, http, csrf: { 'x-csrf-token': csrfToken }, close: () => http.dispose() };

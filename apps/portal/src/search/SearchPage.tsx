@@ -1,5 +1,6 @@
 import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import { useInfiniteQuery } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import type { MetadataHitDto } from '@tributary/shared';
 import { Link, useSearchParams } from 'react-router';
 import { ApiError, api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
@@ -8,6 +9,8 @@ import { browseHref, formatBytes, formatDateTime, parentPath } from '../format';
 import { knownAttributes, rememberAttributes } from './attributes';
 import { applyCompletion, complete, narrow, validateQuery, type Completion } from './queryAssist';
 import { useSavedSearches } from './savedSearches';
+
+const MAX_FACETS = 8;
 
 /**
  * Metadata search: the text form with completion and inline errors, results with facets that
@@ -21,7 +24,6 @@ export function SearchPage() {
   const submitted = params.has('q');
   useTitle(q ? `Search: ${q}` : 'Search');
 
-  const facetNames = useMemo(() => knownAttributes().slice(0, 10), []);
   const results = useInfiniteQuery({
     queryKey: ['search', q, scope, kind],
     enabled: submitted && validateQuery(q) === null,
@@ -34,7 +36,7 @@ export function SearchPage() {
           limit: 100,
           cursor: pageParam,
           withTriples: true,
-          ...(pageParam === undefined ? { facets: facetNames, facetLimit: 10 } : { count: false }),
+          ...(pageParam === undefined ? {} : { count: false }),
         },
         signal,
       );
@@ -46,7 +48,27 @@ export function SearchPage() {
   });
   const first = results.data?.pages[0];
   const items = results.data?.pages.flatMap((p) => p.items) ?? [];
-  const facets = Object.entries(first?.facets ?? {}).filter(([, values]) => values.length > 0);
+  // Facets: the attributes the first page of results carries (most common first; the API counts at
+  // most 8 per request), counted over the whole result by a second request.
+  const facetNames = useMemo(() => topAttributes(first?.items ?? [], MAX_FACETS), [first]);
+  const facetCounts = useQuery({
+    queryKey: ['search-facets', q, scope, kind, facetNames],
+    enabled: first !== undefined && facetNames.length > 0,
+    queryFn: ({ signal }) =>
+      api.queryMetadata(
+        {
+          ...(q.trim() ? { q } : {}),
+          scope,
+          kind,
+          limit: 0,
+          count: false,
+          facets: facetNames,
+          facetLimit: 10,
+        },
+        signal,
+      ),
+  });
+  const facets = Object.entries(facetCounts.data?.facets ?? {}).filter(([, values]) => values.length > 0);
 
   function run(next: { q: string; scope?: string; kind?: string }) {
     const p = new URLSearchParams();
@@ -355,4 +377,17 @@ function SavedSearches({
       <p className="muted small">Kept in this browser only.</p>
     </section>
   );
+}
+
+/** Attribute names in these hits, the most frequent first. */
+function topAttributes(items: MetadataHitDto[], max: number): string[] {
+  const counts = new Map<string, number>();
+  for (const it of items) {
+    for (const a of new Set((it.triples ?? []).map((t) => t.attribute)))
+      counts.set(a, (counts.get(a) ?? 0) + 1);
+  }
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, max)
+    .map(([a]) => a);
 }

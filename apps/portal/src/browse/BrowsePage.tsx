@@ -21,7 +21,7 @@ import { filesFromDrop, filesFromInput, UploadPanel, useUploads, type Uploads } 
 import { rowWindow } from './virtualRows';
 import { DRAG_TYPE, dropTarget } from './dnd';
 
-const PAGE = 200;
+const PAGE = 500;
 const ROW = 36;
 type Sort = 'name' | 'size' | 'modified';
 

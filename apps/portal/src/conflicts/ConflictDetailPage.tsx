@@ -64,6 +64,8 @@ function Detail({
   const open = c.status === 'open';
   const label = c.path ?? `${c.table} ${c.recordId}`;
   const differing = rows.filter((r) => r.differs);
+  const [showAll, setShowAll] = useState(false);
+  const shown = showAll ? rows : differing;
 
   return (
     <>
@@ -126,7 +128,7 @@ function Detail({
           </tr>
         </thead>
         <tbody>
-          {rows.map((r) => (
+          {shown.map((r) => (
             <tr key={r.field} className={r.differs ? 'differs' : undefined}>
               <th scope="row">
                 {r.field}
@@ -157,6 +159,13 @@ function Detail({
           ))}
         </tbody>
       </table>
+      {rows.length > differing.length && (
+        <button type="button" className="link" onClick={() => setShowAll(!showAll)} aria-expanded={showAll}>
+          {showAll
+            ? 'Show only the fields that differ'
+            : `Show the ${rows.length - differing.length} fields that agree`}
+        </button>
+      )}
       {open && c.canDecide && (
         <section aria-labelledby={`${id}-decide`} className="decide">
           <h2 id={`${id}-decide`}>Decide</h2>

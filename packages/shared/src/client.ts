@@ -23,6 +23,7 @@ import type {
   BulkMetadataRequest,
   BulkMetadataResult,
   EntryTriplesDto,
+  MetadataAttributesDto,
   MetadataQueryRequest,
   MetadataQueryResult,
   TripleDto,
@@ -186,6 +187,11 @@ export function createTributaryClient(options: ClientOptions) {
       ),
     removeTriple: (id: string) =>
       unwrap<void>(http.DELETE('/api/v1/metadata/triples/{id}', { params: { path: { id } }, ...unsafe() })),
+    /** Attribute names in use on entries the caller may read, for suggestions. */
+    metadataAttributes: (prefix = '', limit = 100, signal?: AbortSignal) =>
+      unwrap<MetadataAttributesDto>(
+        http.GET('/api/v1/metadata/attributes', { params: { query: { prefix, limit } }, ...safe, signal }),
+      ),
     /** Adds, replaces and removes triples on many entries at once, all or nothing. */
     bulkMetadata: (body: BulkMetadataRequest) =>
       unwrap<BulkMetadataResult>(http.POST('/api/v1/metadata/bulk', { body: body as never, ...unsafe() })),

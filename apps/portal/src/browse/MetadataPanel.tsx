@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { METADATA_VALUE_TYPES, type MetadataValueType, type TripleDto } from '@tributary/shared';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
-import { knownAttributes, rememberAttributes } from '../search/attributes';
+import { rememberAttributes, useAttributeNames } from '../search/attributes';
 
 /** The triples of one object or collection: list, add, edit in place, remove. */
 export function MetadataPanel({ path, canWrite }: { path: string; canWrite: boolean }) {
@@ -172,7 +172,7 @@ export function TripleFormView({
   const id = useId();
   const empty: TripleForm = { attribute: '', value: '', type: 'text', unit: '' };
   const [form, setForm] = useState<TripleForm>(initial ?? empty);
-  const [suggestions] = useState(knownAttributes);
+  const suggestions = useAttributeNames(true);
   const numberInvalid =
     form.type === 'number' && form.value.trim() !== '' && !Number.isFinite(Number(form.value));
 

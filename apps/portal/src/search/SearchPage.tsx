@@ -6,7 +6,7 @@ import { ApiError, api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
 import { browseHref, formatBytes, formatDateTime, parentPath } from '../format';
-import { knownAttributes, rememberAttributes } from './attributes';
+import { rememberAttributes, useAttributeNames } from './attributes';
 import { applyCompletion, complete, narrow, validateQuery, type Completion } from './queryAssist';
 import { useSavedSearches } from './savedSearches';
 
@@ -199,7 +199,7 @@ function QueryForm({
   const [kindValue, setKindValue] = useState(kind);
   const [open, setOpen] = useState(false);
   const [highlight, setHighlight] = useState(0);
-  const [attributes] = useState(knownAttributes);
+  const attributes = useAttributeNames(false);
   const problem = validateQuery(text);
   const completion: Completion = complete(text, caret, attributes);
   const showList = open && completion.options.length > 0;

@@ -1,8 +1,11 @@
 /**
- * Attribute names to suggest. The API has no route listing every attribute in use, so the portal
- * suggests the seed's ten standard attributes (Table 5) plus every attribute it has seen in triples
- * and search results, remembered in this browser (localStorage).
+ * Attribute names to suggest: those in use on entries the caller may read
+ * (`GET /api/v1/metadata/attributes`), then those this browser has seen lately (localStorage), and
+ * for tagging also the seed's ten standard attributes (Table 5).
  */
+import { useQuery } from '@tanstack/react-query';
+import { api } from '../api';
+
 export const STANDARD_ATTRIBUTES = [
   'location',
   'dateOfCreation',
@@ -52,4 +55,17 @@ export function rememberAttributes(names: Iterable<string>): void {
 /** Seen attributes first (most recent first), then the standard ones. */
 export function knownAttributes(): string[] {
   return [...new Set([...load(), ...STANDARD_ATTRIBUTES])];
+}
+
+/** Names for completion: what exists (from the API), then what this browser saw; `standard` adds Table 5. */
+export function useAttributeNames(standard: boolean): string[] {
+  const inUse = useQuery({
+    queryKey: ['metadata', 'attributes'],
+    queryFn: ({ signal }) => api.metadataAttributes('', 500, signal),
+    staleTime: 5 * 60_000,
+  });
+  const seen = knownAttributes().filter(
+    (a) => standard || !(STANDARD_ATTRIBUTES as readonly string[]).includes(a),
+  );
+  return [...new Set([...(inUse.data?.attributes ?? []), ...seen])];
 }

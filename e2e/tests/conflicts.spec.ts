@@ -93,3 +93,75 @@ async function renameInBrowser(page: Page, from: string, to: string): Promise<vo
   await page.getByLabel(`New name for ${from}`).press('Enter');
   await expect(page.getByRole('row', { name: new RegExp(to.replace('.', '\\.')) })).toBeVisible();
 }
+
+/**
+ * The same names created at two sites in one cycle: both files are kept and the later one renamed
+ * `name_1` everywhere. At lsu one conflict is settled with a name of the user's choosing, the other in
+ * bulk (keep the provisional outcome); tulane ends with the same names.
+ */
+test('same-name uploads at two sites: one renamed by decision, one kept in bulk, the same at both', async ({
+  page,
+  browser,
+}) => {
+  test.setTimeout(180_000);
+  const [lsuUrl, tulaneUrl, unoUrl] = siteUrls() as [string, string, string];
+  const sites: SiteApi[] = await Promise.all([lsuUrl, tulaneUrl, unoUrl].map(siteApi));
+  const [lsu, tulane] = sites as [SiteApi, SiteApi, SiteApi];
+  const dir = `/projects/${unique('same')}`;
+  try {
+    expect(
+      (
+        await lsu.http.post('/api/v1/namespace/collections', { data: { path: dir }, headers: lsu.csrf })
+      ).status(),
+    ).toBe(201);
+    await exchange(sites);
+    for (const [site, text] of [
+      [lsu, 'from lsu'],
+      [tulane, 'from tulane'],
+    ] as const) {
+      for (const name of ['x.csv', 'y.csv']) {
+        const put = await site.http.put(`/api/v1/data?path=${encodeURIComponent(`${dir}/${name}`)}`, {
+          data: Buffer.from(`${text}\n`),
+          headers: { ...site.csrf, 'content-type': 'application/octet-stream' },
+        });
+        expect(put.status(), await put.text()).toBe(201);
+      }
+    }
+    await exchange(sites);
+
+    await page.goto(`/conflicts?kind=same-name&path=${encodeURIComponent(dir)}`);
+    await signIn(page);
+    const rows = page.getByTestId('conflict-row');
+    await expect(rows).toHaveCount(2);
+    await rows
+      .filter({ hasText: `${dir}/x` })
+      .getByRole('link')
+      .click();
+    await expect(page.getByRole('heading', { level: 1 })).toContainText('same-name conflict');
+    await page.getByLabel('Rename the renamed one to').fill('x-tulane.csv');
+    await page.getByRole('button', { name: 'Rename', exact: true }).click();
+    await expect(page.getByTestId('conflict-status')).toHaveText('decided');
+
+    await page.goto(`/conflicts?kind=same-name&path=${encodeURIComponent(dir)}`);
+    await expect(rows).toHaveCount(1);
+    await rows.first().getByRole('checkbox').check();
+    await page.getByRole('button', { name: 'Keep provisional winners' }).click();
+    await expect(page.getByText('Decided 1.')).toBeVisible();
+    await expect(page.getByText('No conflicts here.')).toBeVisible();
+
+    await exchange(sites);
+    const tulaneContext = await browser.newContext({ baseURL: tulaneUrl });
+    const tulanePage = await tulaneContext.newPage();
+    await tulanePage.goto(`/browse${dir}`);
+    await signIn(tulanePage);
+    for (const name of ['x.csv', 'x-tulane.csv', 'y.csv', 'y_1.csv']) {
+      await expect(tulanePage.getByRole('button', { name, exact: true })).toBeVisible();
+    }
+    await expect(tulanePage.getByText('4 entries')).toBeVisible();
+    await tulanePage.goto(`/conflicts?status=closed&kind=same-name&path=${encodeURIComponent(dir)}`);
+    await expect(tulanePage.getByTestId('conflict-row')).toHaveCount(2);
+    await tulaneContext.close();
+  } finally {
+    await Promise.all(sites.map((s) => s.close()));
+  }
+});

@@ -1,6 +1,6 @@
 import { useEffect, useId, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Navigate, NavLink, Outlet, useNavigate } from 'react-router';
+import { Navigate, NavLink, Outlet, useNavigate, useRouteError } from 'react-router';
 import { ApiError, api, logout } from '../api';
 import { browseHref } from '../format';
 import { ErrorNote } from './ErrorNote';
@@ -118,6 +118,7 @@ function UserMenu() {
       <span>
         <strong>{user.displayName}</strong>
       </span>
+      {user.groups.length === 0 && <span className="muted">no project group</span>}
       {user.groups.length > 0 && (
         <span className="group-switch">
           <label htmlFor={groupId}>Group</label>
@@ -158,6 +159,20 @@ export function NotFound() {
         Nothing lives at this address. <NavLink to="/">Go to your home collection</NavLink>.
       </p>
     </section>
+  );
+}
+
+/** Shown instead of a screen that failed to render: what happened, and a way back. */
+export function RouteError() {
+  const error = useRouteError();
+  return (
+    <main className="centered">
+      <h1>Something went wrong on this page</h1>
+      <p role="alert">{error instanceof Error ? error.message : 'An unexpected error occurred.'}</p>
+      <p>
+        <a href="/">Go to your home collection</a> or reload the page.
+      </p>
+    </main>
   );
 }
 

@@ -8,13 +8,14 @@ import { TrashPage } from '../trash/TrashPage';
 import { TokensPage } from '../tokens/TokensPage';
 import { SitesPage } from '../sites/SitesPage';
 import { AdminPage } from '../admin/AdminPage';
-import { HomeRedirect, NotFound } from './Layout';
+import { HomeRedirect, NotFound, RouteError } from './Layout';
 
 /** Every screen has a real URL: a folder, a search or a conflict is a link one can share. */
 export const router = createBrowserRouter([
   {
     path: '/',
     element: <App />,
+    errorElement: <RouteError />,
     children: [
       { index: true, element: <HomeRedirect /> },
       { path: 'browse/*', element: <BrowsePage /> },

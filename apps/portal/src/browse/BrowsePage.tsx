@@ -367,6 +367,8 @@ function EntryTable(props: {
   const scroller = useRef<HTMLDivElement>(null);
   const [view, setView] = useState({ top: 0, height: 600 });
   const [renaming, setRenaming] = useState<string | null>(null);
+  // Roving tab stop: one row is in the tab order (Tab enters the table there), arrows move it.
+  const [current, setCurrent] = useState(0);
   const [dropping, setDropping] = useState(false);
   const win = rowWindow({
     scrollTop: view.top,
@@ -393,6 +395,7 @@ function EntryTable(props: {
   function focusRow(index: number) {
     const el = scroller.current;
     if (el === null || index < 0 || index >= items.length) return;
+    setCurrent(index);
     const top = index * ROW;
     if (top < el.scrollTop + ROW) el.scrollTop = Math.max(0, top - ROW);
     else if (top + ROW > el.scrollTop + el.clientHeight) el.scrollTop = top + 2 * ROW - el.clientHeight;
@@ -425,6 +428,14 @@ function EntryTable(props: {
       case 'ArrowUp':
         e.preventDefault();
         focusRow(index - 1);
+        break;
+      case 'Home':
+        e.preventDefault();
+        focusRow(0);
+        break;
+      case 'End':
+        e.preventDefault();
+        focusRow(items.length - 1);
         break;
     }
   }
@@ -507,6 +518,8 @@ function EntryTable(props: {
                 active={props.activeName === entry.name}
                 renaming={renaming === entry.path}
                 dragPaths={selected.has(entry.path) ? [...selected] : [entry.path]}
+                tabStop={index === Math.min(current, items.length - 1)}
+                onFocus={() => setCurrent(index)}
                 onKeyDown={(e) => onRowKey(e, entry, index)}
                 onToggle={() => props.onToggle(entry.path)}
                 onOpen={() => props.onOpen(entry)}
@@ -539,6 +552,8 @@ function Row({
   active,
   renaming,
   dragPaths,
+  tabStop,
+  onFocus,
   onKeyDown,
   onToggle,
   onOpen,
@@ -552,6 +567,8 @@ function Row({
   active: boolean;
   renaming: boolean;
   dragPaths: string[];
+  tabStop: boolean;
+  onFocus: () => void;
   onKeyDown: (e: KeyboardEvent<HTMLTableRowElement>) => void;
   onToggle: () => void;
   onOpen: () => void;
@@ -567,7 +584,10 @@ function Row({
       data-index={index}
       aria-rowindex={index + 2}
       aria-selected={selected}
-      tabIndex={0}
+      tabIndex={tabStop ? 0 : -1}
+      onFocus={(e) => {
+        if (e.target === e.currentTarget) onFocus();
+      }}
       draggable={!renaming}
       onDragStart={(e) => {
         e.dataTransfer.setData(DRAG_TYPE, JSON.stringify(dragPaths));

@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { expect, test } from '@playwright/test';
 import { screenshot, signIn, siteApi, siteUrls, unique } from './helpers';
 
@@ -113,4 +116,31 @@ test('files dropped on the table upload with per-file progress; a slow upload ca
   await item.getByRole('button', { name: 'Retry slow.bin' }).click();
   await expect(item).toContainText('done', { timeout: 30_000 });
   await expect(page.getByRole('row', { name: /slow\.bin/ })).toContainText('3 MiB');
+});
+
+test('a folder picked with the folder chooser uploads with its subfolders', async ({ page }) => {
+  const local = mkdtempSync(path.join(tmpdir(), 'tributary-e2e-folder-'));
+  const root = path.join(local, 'campaign');
+  mkdirSync(path.join(root, 'day1'), { recursive: true });
+  writeFileSync(path.join(root, 'readme.txt'), 'about the campaign\n');
+  writeFileSync(path.join(root, 'day1', 'log.csv'), 't,v\n0,1\n');
+  const dir = unique('folder');
+  try {
+    await page.goto('/');
+    await signIn(page);
+    await page.getByRole('button', { name: 'New folder' }).click();
+    await page.getByLabel('Folder name').fill(dir);
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.getByRole('link', { name: dir }).first().click();
+    await page.getByLabel('Folder to upload').setInputFiles(root);
+    await expect(page.getByRole('region', { name: 'Uploads' }).getByRole('status')).toContainText(
+      '2 of 2 done',
+    );
+    await page.getByRole('link', { name: 'campaign' }).first().click();
+    await expect(page.getByRole('button', { name: 'readme.txt', exact: true })).toBeVisible();
+    await page.getByRole('link', { name: 'day1' }).first().click();
+    await expect(page.getByRole('button', { name: 'log.csv', exact: true })).toBeVisible();
+  } finally {
+    rmSync(local, { recursive: true, force: true });
+  }
 });

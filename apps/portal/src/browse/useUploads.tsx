@@ -26,9 +26,11 @@ export interface PickedFile {
  */
 export function useUploads() {
   const [state, dispatch] = useReducer(uploadReducer, initialUploadState);
-  const files = useRef(new Map<number, File>());
+  const files = useRef(new Map<number, { file: File; base: string }>());
   const controllers = useRef(new Map<number, AbortController>());
-  const ensured = useRef(new Set<string>());
+  // One creation per folder, parents before children: two files of a dropped folder starting at
+  // once must not race to create the same folders.
+  const folders = useRef(new Map<string, Promise<void>>());
   const queryClient = useQueryClient();
 
   const nextId = useRef(1);
@@ -36,7 +38,7 @@ export function useUploads() {
   const add = useCallback((target: string, picked: PickedFile[]) => {
     const batch = picked.map((p) => {
       const id = nextId.current++;
-      files.current.set(id, p.file);
+      files.current.set(id, { file: p.file, base: target });
       return { id, path: `${target === '/' ? '' : target}/${p.relativePath}`, size: p.file.size };
     });
     dispatch({ type: 'add', files: batch });
@@ -44,23 +46,38 @@ export function useUploads() {
 
   useEffect(() => {
     for (const item of nextToStart(state, CONCURRENCY)) {
-      const file = files.current.get(item.id);
-      if (file === undefined) continue;
+      const entry = files.current.get(item.id);
+      if (entry === undefined) continue;
       dispatch({ type: 'start', id: item.id });
       const controller = new AbortController();
       controllers.current.set(item.id, controller);
-      void run(item, file, controller.signal);
+      void run(item, entry.file, entry.base, controller.signal);
     }
 
-    async function run(item: UploadItem, file: File, signal: AbortSignal) {
+    function ensureFolder(dir: string, base: string): Promise<void> {
+      if (dir === base || dir === '/' || !dir.startsWith(base === '/' ? '/' : `${base}/`))
+        return Promise.resolve();
+      let made = folders.current.get(dir);
+      if (made === undefined) {
+        made = ensureFolder(parentPath(dir), base).then(() =>
+          api.createCollection(dir).then(
+            () => void queryClient.invalidateQueries({ queryKey: ['children', parentPath(dir)] }),
+            (err: unknown) => {
+              if (!(err instanceof ApiError && err.code === 'NAME_TAKEN')) throw err;
+            },
+          ),
+        );
+        // A failure is not remembered: a retry tries to create the folder again.
+        made.catch(() => folders.current.delete(dir));
+        folders.current.set(dir, made);
+      }
+      return made;
+    }
+
+    async function run(item: UploadItem, file: File, base: string, signal: AbortSignal) {
+      const dir = parentPath(item.path);
       try {
-        const dir = parentPath(item.path);
-        if (!ensured.current.has(dir)) {
-          await api.createCollection(dir, true).catch((err: unknown) => {
-            if (!(err instanceof ApiError && err.code === 'NAME_TAKEN')) throw err;
-          });
-          ensured.current.add(dir);
-        }
+        await ensureFolder(dir, base);
         await uploadFile(item.path, file, {
           overwrite: item.overwrite,
           signal,

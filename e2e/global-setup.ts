@@ -30,6 +30,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       ADMIN_PASSWORD,
       SITES: SITE_IDS.join(','),
       REPLICATION_CYCLE_SECONDS: '3600',
+      // Every test signs in (in the browser and over HTTP, at several sites): more than the default
+      // 10 attempts a minute per address and username.
+      LOGIN_RATE_LIMIT: '1000',
       LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

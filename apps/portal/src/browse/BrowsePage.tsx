@@ -59,7 +59,14 @@ export function BrowsePage() {
   });
   const items = listing.data?.pages.flatMap((p) => p.items) ?? [];
   const total = listing.data?.pages.at(-1)?.total ?? 0;
-  const active = items.find((e) => e.name === activeName) ?? null;
+  const loadedActive = items.find((e) => e.name === activeName);
+  // An entry named in the URL but not on a loaded page (a link from search into a large folder).
+  const activeStat = useQuery({
+    queryKey: ['stat', activeName === null ? '' : joinPath(path, activeName)],
+    queryFn: () => api.stat(joinPath(path, activeName ?? '')),
+    enabled: activeName !== null && loadedActive === undefined && !listing.isPending,
+  });
+  const active = loadedActive ?? activeStat.data ?? null;
 
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['children'] });
   const move = useMutation({

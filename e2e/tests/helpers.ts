@@ -43,8 +43,8 @@ export async function exchange(sites: SiteApi[], rounds = 3): Promise<void> {
 }
 
 /** Signs in through the form. */
-export async function signIn(page: Page, password = ADMIN_PASSWORD): Promise<void> {
-  await page.getByLabel(/username/i).fill('admin');
+export async function signIn(page: Page, password = ADMIN_PASSWORD, username = 'admin'): Promise<void> {
+  await page.getByLabel(/username/i).fill(username);
   await page.getByLabel(/password/i).fill(password);
   await page.getByRole('button', { name: /sign in/i }).click();
   await expect(page.getByRole('button', { name: /sign out/i })).toBeVisible();

@@ -17,7 +17,7 @@ test('shows replication per peer with a lag chart, and administers users and gro
 
   const username = unique('maria').slice(0, 30);
   const group = unique('hydro').slice(0, 30);
-  await page.getByRole('link', { name: 'Admin' }).click();
+  await page.getByRole('link', { name: 'Admin', exact: true }).click();
   const newUser = page.getByRole('group', { name: 'New user' });
   await newUser.getByLabel('Username').fill(username);
   await newUser.getByLabel('Display name').fill('Maria Example');
@@ -48,4 +48,21 @@ test('shows replication per peer with a lag chart, and administers users and gro
   await expect(switcher).toHaveValue(group);
   await page.reload();
   await expect(page.getByRole('combobox', { name: 'Group' })).toHaveValue(group);
+
+  // The new user signs in, sees no admin screens, and changes their password on the account page.
+  await page.getByRole('button', { name: /sign out/i }).click();
+  await signIn(page, 'a long enough password', username);
+  await expect(page.getByRole('link', { name: 'Admin', exact: true })).toHaveCount(0);
+  await page.getByRole('link', { name: /Your account/ }).click();
+  const form = page.getByRole('group', { name: 'Change your password' });
+  await form.getByLabel('Current password').fill('a long enough password');
+  await form.getByLabel(/New password \(at least/).fill('another long password');
+  await form.getByLabel('New password again').fill('another long passwort');
+  await expect(form.getByRole('alert')).toContainText('differ');
+  await form.getByLabel('New password again').fill('another long password');
+  await form.getByRole('button', { name: 'Change password' }).click();
+  await expect(page.getByText('Your password has been changed.')).toBeVisible();
+  await screenshot(page, '17-account');
+  await page.getByRole('button', { name: /sign out/i }).click();
+  await signIn(page, 'another long password', username);
 });

@@ -106,6 +106,8 @@ export function createTributaryClient(options: ClientOptions) {
     session: (signal?: AbortSignal) =>
       unwrap<SessionDto>(http.GET('/api/v1/auth/session', { ...safe, signal })),
     me: () => unwrap<UserDto>(http.GET('/api/v1/me', safe)),
+    changePassword: (currentPassword: string, newPassword: string) =>
+      unwrap<void>(http.PUT('/api/v1/me/password', { body: { currentPassword, newPassword }, ...unsafe() })),
     switchGroup: (group: string) =>
       unwrap<UserDto>(http.PUT('/api/v1/me/active-group', { body: { group }, ...unsafe() })),
 

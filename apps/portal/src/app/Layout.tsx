@@ -115,9 +115,9 @@ function UserMenu() {
 
   return (
     <div className="user">
-      <span>
+      <NavLink to="/account" className={navClass} aria-label={`Your account: ${user.displayName}`}>
         <strong>{user.displayName}</strong>
-      </span>
+      </NavLink>
       {user.groups.length === 0 && <span className="muted">no project group</span>}
       {user.groups.length > 0 && (
         <span className="group-switch">

@@ -8,6 +8,7 @@ import { TrashPage } from '../trash/TrashPage';
 import { TokensPage } from '../tokens/TokensPage';
 import { SitesPage } from '../sites/SitesPage';
 import { AdminPage } from '../admin/AdminPage';
+import { AccountPage } from '../account/AccountPage';
 import { HomeRedirect, NotFound, RouteError } from './Layout';
 
 /** Every screen has a real URL: a folder, a search or a conflict is a link one can share. */
@@ -26,6 +27,7 @@ export const router = createBrowserRouter([
       { path: 'tokens', element: <TokensPage /> },
       { path: 'sites', element: <SitesPage /> },
       { path: 'admin', element: <AdminPage /> },
+      { path: 'account', element: <AccountPage /> },
       { path: 'home', element: <Navigate to="/" replace /> },
       { path: '*', element: <NotFound /> },
     ],

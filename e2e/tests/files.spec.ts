@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { screenshot, signIn, unique } from './helpers';
+import { exchange, screenshot, signIn, siteApi, siteUrls, unique } from './helpers';
 
 test('creates folders, uploads with progress, renames, moves by drag and drop, deletes and restores', async ({
   page,
@@ -93,4 +93,36 @@ test('creates folders, uploads with progress, renames, moves by drag and drop, d
     page.getByRole('link', { name: 'Download transect-01.csv' }).click(),
   ]);
   expect(download.suggestedFilename()).toBe('transect-01.csv');
+});
+
+test('purge is offered once every site has applied the delete', async ({ page }) => {
+  test.setTimeout(120_000);
+  const sites = await Promise.all(siteUrls().map(siteApi));
+  const [lsu] = sites;
+  const name = `${unique('old')}.dat`;
+  try {
+    const put = await lsu!.http.put(`/api/v1/data?path=${encodeURIComponent(`/home/admin/${name}`)}`, {
+      data: Buffer.from('obsolete'),
+      headers: { ...lsu!.csrf, 'content-type': 'application/octet-stream' },
+    });
+    expect(put.status()).toBe(201);
+    await page.goto('/browse/home/admin');
+    await signIn(page);
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('row', { name: new RegExp(name.replace('.', '\\.')) }).focus();
+    await page.keyboard.press('Delete');
+    await page.getByRole('link', { name: 'Trash' }).click();
+    const row = page.getByTestId('trash-row').filter({ hasText: name });
+    await expect(row.getByRole('button', { name: /Purge/ })).toBeDisabled();
+    await expect(row).toContainText('purge after every site has it');
+
+    await exchange(sites);
+    await page.reload();
+    await expect(row.getByRole('button', { name: /Purge/ })).toBeEnabled();
+    page.once('dialog', (d) => void d.accept());
+    await row.getByRole('button', { name: /Purge/ }).click();
+    await expect(row).toHaveCount(0);
+  } finally {
+    await Promise.all(sites.map((s) => s.close()));
+  }
 });

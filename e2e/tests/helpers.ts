@@ -32,21 +32,39 @@ export async function siteApi(url: string): Promise<SiteApi> {
   return { url, http, csrf: { 'x-csrf-token': csrfToken }, close: () => http.dispose() };
 }
 
-/** Runs replication cycles at every site until what each sent has been applied everywhere. */
+/**
+ * Runs replication cycles at every site until their catalogs agree (equal digests,
+ * `GET /api/v1/replication/digest`), at least `rounds` rounds; fails with each site's replication
+ * status when they still differ after 10.
+ */
 export async function exchange(sites: SiteApi[], rounds = 3): Promise<void> {
-  for (let i = 0; i < rounds; i++) {
+  for (let i = 0; i < 10; i++) {
     for (const s of sites) {
       const res = await s.http.post('/api/v1/replication/cycle', { headers: s.csrf });
       expect(res.status(), await res.text()).toBe(200);
     }
+    if (i + 1 < rounds) continue;
+    const digests = await Promise.all(
+      sites.map(
+        async (s) =>
+          ((await (await s.http.get('/api/v1/replication/digest')).json()) as { digest: string }).digest,
+      ),
+    );
+    if (new Set(digests).size === 1) return;
   }
+  const status = await Promise.all(
+    sites.map(async (s) => (await s.http.get('/api/v1/replication/status')).text()),
+  );
+  throw new Error(`the sites did not converge after 10 rounds:\n${status.join('\n')}`);
 }
 
 /** Signs in through the form. */
 export async function signIn(page: Page, password = ADMIN_PASSWORD, username = 'admin'): Promise<void> {
-  await page.getByLabel(/username/i).fill(username);
-  await page.getByLabel(/password/i).fill(password);
-  await page.getByRole('button', { name: /sign in/i }).click();
+  // The form itself, so nothing is typed into a screen that is still on its way out (after sign-out).
+  const form = page.getByRole('form', { name: 'Sign in to Tributary' });
+  await form.getByLabel(/username/i).fill(username);
+  await form.getByLabel(/password/i).fill(password);
+  await form.getByRole('button', { name: /sign in/i }).click();
   await expect(page.getByRole('button', { name: /sign out/i })).toBeVisible();
 }
 

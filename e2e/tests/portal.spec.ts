@@ -1,7 +1,8 @@
 import { expect, test, type APIRequestContext } from '@playwright/test';
 import { ADMIN_PASSWORD } from '../global-setup';
+import { screenshot } from './helpers';
 
-/** Signs in over the API and returns a token-authenticated request context for setting up data. */
+/** Signs in over the API and returns a token for setting up data. */
 async function adminToken(request: APIRequestContext): Promise<string> {
   const login = await request.post('/api/v1/auth/login', {
     data: { username: 'admin', password: ADMIN_PASSWORD },
@@ -35,21 +36,29 @@ test('signs in, lists the home collection, opens a folder and signs out', async 
   await page.getByLabel(/password/i).fill('wrong password');
   await page.getByRole('button', { name: /sign in/i }).click();
   await expect(page.getByRole('alert')).toContainText(/wrong username or password/i);
+  await screenshot(page, '01-sign-in');
 
   await page.getByLabel(/password/i).fill(ADMIN_PASSWORD);
   await page.getByRole('button', { name: /sign in/i }).click();
-  await expect(page.getByRole('heading', { name: 'admin' })).toBeVisible();
-  await expect(page).toHaveURL(/path=%2Fhome%2Fadmin|path=\/home\/admin/);
+  await expect(page.getByRole('heading', { name: 'admin', level: 1 })).toBeVisible();
+  await expect(page).toHaveURL(/\/browse\/home\/admin$/);
 
-  await page.getByRole('link', { name: 'survey-2026' }).click();
-  await expect(page.getByRole('heading', { name: 'survey-2026' })).toBeVisible();
+  await page.getByRole('link', { name: 'survey-2026' }).first().click();
+  await expect(page.getByRole('heading', { name: 'survey-2026', level: 1 })).toBeVisible();
+  await expect(page).toHaveURL(/\/browse\/home\/admin\/survey-2026$/);
   const row = page.getByRole('row', { name: /transect-01\.csv/ });
   await expect(row).toContainText('8 B');
   await expect(row).toContainText('lsu');
 
-  // A shared link opens the same folder after a reload.
+  // A shared link opens the same folder after a reload (the API serves the portal at any portal URL).
   await page.reload();
-  await expect(page.getByRole('heading', { name: 'survey-2026' })).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'survey-2026', level: 1 })).toBeVisible();
+
+  // Keyboard: rows are focusable, Enter on a collection opens it.
+  await page.goto('/browse/home/admin');
+  await page.getByRole('row', { name: /survey-2026/ }).focus();
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('heading', { name: 'survey-2026', level: 1 })).toBeVisible();
 
   await page.getByRole('button', { name: /sign out/i }).click();
   await expect(page.getByRole('button', { name: /sign in/i })).toBeVisible();

@@ -71,6 +71,14 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   const portalDir = config.portalDir ?? path.resolve(__dirname, '../../portal/dist');
   if (existsSync(path.join(portalDir, 'index.html'))) {
     app.useStaticAssets(portalDir, { index: 'index.html' });
+    // The portal routes in the browser (/browse/..., /conflicts/:id): a page loaded or reloaded at
+    // such a URL gets index.html. API, docs and metrics paths never do.
+    const indexHtml = path.join(portalDir, 'index.html');
+    app.use((req: express.Request, res: express.Response, next: express.NextFunction) => {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+      if (/^\/(api|metrics)(\/|$)/.test(req.path) || !req.accepts('html')) return next();
+      res.sendFile(indexHtml);
+    });
   }
 
   await app.init();

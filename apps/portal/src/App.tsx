@@ -1,7 +1,9 @@
 import { useCallback, useEffect, useState } from 'react';
 import type { SessionDto } from '@tributary/shared';
-import { ApiError, errorMessage, getSession, logout } from './api';
-import { Browser } from './Browser';
+import { errorMessage, forgetSession, getSession } from './api';
+import { queryClient, setUnauthenticatedHandler } from './app/queryClient';
+import { SessionProvider } from './app/session';
+import { Layout } from './app/Layout';
 import { SignInForm } from './SignInForm';
 
 type SessionState =
@@ -10,7 +12,10 @@ type SessionState =
   | { status: 'signed-out'; notice?: string }
   | { status: 'signed-in'; session: SessionDto };
 
-/** Checks the session cookie, then shows either the sign-in form or the collection browser. */
+/**
+ * The root route: checks the session cookie, then shows either the sign-in form (keeping the URL,
+ * so a shared link opens after signing in) or the layout with the screen the URL names.
+ */
 export function App() {
   const [state, setState] = useState<SessionState>({ status: 'checking' });
   const [attempt, setAttempt] = useState(0);
@@ -27,9 +32,15 @@ export function App() {
     return () => controller.abort();
   }, [attempt]);
 
-  const onSessionExpired = useCallback(() => {
-    setState({ status: 'signed-out', notice: 'Your session has ended. Please sign in again.' });
+  const endSession = useCallback((notice?: string) => {
+    forgetSession();
+    queryClient.clear();
+    setState({ status: 'signed-out', notice });
   }, []);
+
+  useEffect(() => {
+    setUnauthenticatedHandler(() => endSession('Your session has ended. Please sign in again.'));
+  }, [endSession]);
 
   switch (state.status) {
     case 'checking':
@@ -58,67 +69,9 @@ export function App() {
       );
     case 'signed-in':
       return (
-        <>
-          <Header
-            session={state.session}
-            onSignedOut={() => {
-              // The next person to sign in starts at their own home, not at this path.
-              history.replaceState(null, '', location.pathname);
-              setState({ status: 'signed-out' });
-            }}
-          />
-          <main>
-            <Browser session={state.session} onSessionExpired={onSessionExpired} />
-          </main>
-        </>
+        <SessionProvider key={state.session.user.id} session={state.session} onEnded={endSession}>
+          <Layout />
+        </SessionProvider>
       );
   }
-}
-
-function Header({ session, onSignedOut }: { session: SessionDto; onSignedOut: () => void }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const { user } = session;
-
-  async function signOut() {
-    setBusy(true);
-    setError(null);
-    try {
-      await logout(session.csrfToken);
-      onSignedOut();
-    } catch (err) {
-      // 401: the session was already gone, which is what signing out wants anyway.
-      if (err instanceof ApiError && err.status === 401) {
-        onSignedOut();
-        return;
-      }
-      setError(errorMessage(err));
-      setBusy(false);
-    }
-  }
-
-  return (
-    <header className="app-header">
-      <span className="brand">Tributary</span>
-      <div className="user">
-        <span>
-          Signed in as <strong>{user.displayName}</strong>
-          {user.activeGroup !== null && (
-            <>
-              {' '}
-              · group <strong>{user.activeGroup}</strong>
-            </>
-          )}
-        </span>
-        <button type="button" onClick={() => void signOut()} disabled={busy}>
-          {busy ? 'Signing out…' : 'Sign out'}
-        </button>
-      </div>
-      {error !== null && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
-    </header>
-  );
 }

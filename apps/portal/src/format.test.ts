@@ -1,5 +1,15 @@
 import { describe, it, expect } from 'vitest';
-import { breadcrumbs, formatBytes, formatDateTime, pathFromQuery, pathHref } from './format';
+import {
+  baseName,
+  breadcrumbs,
+  browseHref,
+  formatBytes,
+  formatDateTime,
+  joinPath,
+  parentPath,
+  pathFromQuery,
+  pathFromSplat,
+} from './format';
 
 describe('formatBytes', () => {
   it('shows small counts in bytes', () => {
@@ -64,15 +74,29 @@ describe('pathFromQuery', () => {
   });
 });
 
-describe('pathHref', () => {
-  it('keeps slashes readable and encodes the rest', () => {
-    expect(pathHref('/home/alice')).toBe('?path=/home/alice');
-    expect(pathHref('/a b/c&d#e+f')).toBe('?path=/a%20b/c%26d%23e%2Bf');
+describe('browseHref and pathFromSplat', () => {
+  it('keeps slashes readable and encodes each segment', () => {
+    expect(browseHref('/home/alice')).toBe('/browse/home/alice');
+    expect(browseHref('/')).toBe('/browse/');
+    expect(browseHref('/a b/c&d#e+f?')).toBe('/browse/a%20b/c%26d%23e%2Bf%3F');
   });
 
-  it('round-trips through the query string', () => {
+  it('round-trips through the decoded splat', () => {
     const path = '/home/alice/ünïcode & more?';
-    expect(pathFromQuery(new URLSearchParams(pathHref(path)).get('path'))).toBe(path);
+    const splat = browseHref(path).slice('/browse/'.length).split('/').map(decodeURIComponent).join('/');
+    expect(pathFromSplat(splat)).toBe(path);
+    expect(pathFromSplat(undefined)).toBe('/');
+    expect(pathFromSplat('')).toBe('/');
+  });
+});
+
+describe('joinPath, parentPath, baseName', () => {
+  it('works at the root and below', () => {
+    expect(joinPath('/', 'a')).toBe('/a');
+    expect(joinPath('/a', 'b')).toBe('/a/b');
+    expect(parentPath('/a/b')).toBe('/a');
+    expect(parentPath('/a')).toBe('/');
+    expect(baseName('/a/b.csv')).toBe('b.csv');
   });
 });
 

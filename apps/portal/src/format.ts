@@ -56,9 +56,43 @@ export function pathFromQuery(value: string | null): string | null {
   return breadcrumbs(value).at(-1)?.path ?? '/';
 }
 
-/** The portal URL for a path: `?path=/home/alice` (slashes kept readable, everything else encoded). */
-export function pathHref(path: string): string {
-  return `?path=${encodeURIComponent(path).replaceAll('%2F', '/')}`;
+/**
+ * The portal URL of a collection: `/browse/home/alice` (each segment encoded, slashes kept), so a
+ * folder is a link one can share. The root is `/browse/`.
+ */
+export function browseHref(path: string): string {
+  const segments = path.split('/').filter((s) => s !== '');
+  return `/browse/${segments.map(encodeURIComponent).join('/')}`;
+}
+
+/** The path a `/browse/*` URL names, from the router's (decoded) splat: `home/alice` → `/home/alice`. */
+export function pathFromSplat(splat: string | undefined): string {
+  return pathFromQuery(`/${splat ?? ''}`) ?? '/';
+}
+
+/** `/a/b` + `c` → `/a/b/c`; the root joins without a double slash. */
+export function joinPath(parent: string, name: string): string {
+  return parent === '/' ? `/${name}` : `${parent}/${name}`;
+}
+
+/** The collection holding a path (`/a/b` → `/a`, `/a` → `/`). */
+export function parentPath(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i <= 0 ? '/' : path.slice(0, i);
+}
+
+/** The last segment of a path (`/a/b.csv` → `b.csv`; `/` → `/`). */
+export function baseName(path: string): string {
+  return path === '/' ? '/' : path.slice(path.lastIndexOf('/') + 1);
+}
+
+/** A duration in seconds for people: `0 s`, `42 s`, `3 min 5 s`, `2 h 10 min`. */
+export function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds) || seconds < 0) return '—';
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });

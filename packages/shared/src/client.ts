@@ -23,11 +23,24 @@ import type {
   BulkMetadataRequest,
   BulkMetadataResult,
   EntryTriplesDto,
+  MetadataAttributesDto,
   MetadataQueryRequest,
   MetadataQueryResult,
   TripleDto,
   UpdateTripleRequest,
 } from './dto/metadata';
+import type {
+  BulkConflictDecisionDto,
+  BulkConflictDecisionRequest,
+  ConflictDecisionRequest,
+  ConflictDto,
+  ConflictListQuery,
+  ConflictPolicyDto,
+  ConflictPolicyRequest,
+  ConflictSummaryDto,
+  ConflictKind,
+} from './dto/conflicts';
+import type { ReplicationCycleDto, ReplicationStatusDto } from './dto/replication';
 import { ErrorCode, type ErrorBody } from './errors';
 
 /** A failed API call, carrying the stable error code the API answered with. */
@@ -93,6 +106,8 @@ export function createTributaryClient(options: ClientOptions) {
     session: (signal?: AbortSignal) =>
       unwrap<SessionDto>(http.GET('/api/v1/auth/session', { ...safe, signal })),
     me: () => unwrap<UserDto>(http.GET('/api/v1/me', safe)),
+    changePassword: (currentPassword: string, newPassword: string) =>
+      unwrap<void>(http.PUT('/api/v1/me/password', { body: { currentPassword, newPassword }, ...unsafe() })),
     switchGroup: (group: string) =>
       unwrap<UserDto>(http.PUT('/api/v1/me/active-group', { body: { group }, ...unsafe() })),
 
@@ -107,6 +122,22 @@ export function createTributaryClient(options: ClientOptions) {
     listGroups: () => unwrap<GroupDto[]>(http.GET('/api/v1/groups', safe)),
     createGroup: (body: CreateGroupRequest) =>
       unwrap<GroupDto>(http.POST('/api/v1/groups', { body: { description: '', ...body }, ...unsafe() })),
+
+    setGroupMember: (group: string, username: string, role: 'member' | 'manager' = 'member') =>
+      unwrap<GroupDto>(
+        http.PUT('/api/v1/groups/{name}/members', {
+          params: { path: { name: group } },
+          body: { username, role },
+          ...unsafe(),
+        }),
+      ),
+    removeGroupMember: (group: string, username: string) =>
+      unwrap<void>(
+        http.DELETE('/api/v1/groups/{name}/members/{username}', {
+          params: { path: { name: group, username } },
+          ...unsafe(),
+        }),
+      ),
 
     listTokens: () => unwrap<TokenDto[]>(http.GET('/api/v1/tokens', safe)),
     createToken: (body: CreateTokenRequest) =>
@@ -158,6 +189,11 @@ export function createTributaryClient(options: ClientOptions) {
       ),
     removeTriple: (id: string) =>
       unwrap<void>(http.DELETE('/api/v1/metadata/triples/{id}', { params: { path: { id } }, ...unsafe() })),
+    /** Attribute names in use on entries the caller may read, for suggestions. */
+    metadataAttributes: (prefix = '', limit = 100, signal?: AbortSignal) =>
+      unwrap<MetadataAttributesDto>(
+        http.GET('/api/v1/metadata/attributes', { params: { query: { prefix, limit } }, ...safe, signal }),
+      ),
     /** Adds, replaces and removes triples on many entries at once, all or nothing. */
     bulkMetadata: (body: BulkMetadataRequest) =>
       unwrap<BulkMetadataResult>(http.POST('/api/v1/metadata/bulk', { body: body as never, ...unsafe() })),
@@ -166,6 +202,44 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<MetadataQueryResult>(
         http.POST('/api/v1/metadata/query', { body: body as never, ...unsafe(), signal }),
       ),
+
+    /** Conflicts between sites (docs/conflicts.md). */
+    listConflicts: (
+      query: Omit<ConflictListQuery, 'limit'> & { limit?: number } = {},
+      signal?: AbortSignal,
+    ) => unwrap<Page<ConflictDto>>(http.GET('/api/v1/conflicts', { params: { query }, ...safe, signal })),
+    conflictSummary: (signal?: AbortSignal) =>
+      unwrap<ConflictSummaryDto>(http.GET('/api/v1/conflicts/summary', { ...safe, signal })),
+    conflict: (id: string, signal?: AbortSignal) =>
+      unwrap<ConflictDto>(http.GET('/api/v1/conflicts/{id}', { params: { path: { id } }, ...safe, signal })),
+    decideConflict: (id: string, body: ConflictDecisionRequest) =>
+      unwrap<ConflictDto>(
+        http.POST('/api/v1/conflicts/{id}/decision', {
+          params: { path: { id } },
+          body: body as never,
+          ...unsafe(),
+        }),
+      ),
+    decideConflicts: (body: BulkConflictDecisionRequest) =>
+      unwrap<BulkConflictDecisionDto>(
+        http.POST('/api/v1/conflicts/decisions', { body: body as never, ...unsafe() }),
+      ),
+    conflictPolicies: (path: string, kind?: ConflictKind) =>
+      unwrap<ConflictPolicyDto[]>(
+        http.GET('/api/v1/conflicts/policies', { params: { query: { path, kind } }, ...safe }),
+      ),
+    setConflictPolicy: (body: ConflictPolicyRequest) =>
+      unwrap<ConflictPolicyDto>(http.PUT('/api/v1/conflicts/policies', { body: body as never, ...unsafe() })),
+    removeConflictPolicy: (path: string, kind: ConflictKind) =>
+      unwrap<void>(
+        http.DELETE('/api/v1/conflicts/policies', { params: { query: { path, kind } }, ...unsafe() }),
+      ),
+
+    /** Replication per peer, recent cycles (administrators). */
+    replicationStatus: (signal?: AbortSignal) =>
+      unwrap<ReplicationStatusDto>(http.GET('/api/v1/replication/status', { ...safe, signal })),
+    /** Runs one replication cycle now (administrators). */
+    runReplicationCycle: () => unwrap<ReplicationCycleDto>(http.POST('/api/v1/replication/cycle', unsafe())),
 
     /** Uploads bytes (a Blob, a buffer, or a stream with `duplex: 'half'` support) to a path. */
     async upload(

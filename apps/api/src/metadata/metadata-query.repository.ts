@@ -147,6 +147,49 @@ export class MetadataQueryRepository {
     }));
   }
 
+  /**
+   * Attribute names starting with `prefix` that at least one live entry visible to the caller
+   * carries, in byte order. Candidates come from a skip scan over the three value-type indexes (one
+   * index probe per distinct name, so 10 M triples with a few hundred names cost a few hundred
+   * probes), at most 1,000 of them; each is then checked for a visible entry with EXISTS.
+   */
+  async attributes(prefix: string, limit: number, visibility: Visibility): Promise<string[]> {
+    const params = new SqlParams();
+    const from = params.add(prefix);
+    const like = params.add(`${escapeLike(prefix)}%`);
+    const skip = (name: string, pred: string): string =>
+      `${name}(attr, n) AS (
+         (SELECT attribute, 1 FROM metadata_triples WHERE ${pred} AND attribute >= ${from} ORDER BY attribute LIMIT 1)
+         UNION ALL
+         SELECT (SELECT attribute FROM metadata_triples WHERE ${pred} AND attribute > s.attr ORDER BY attribute LIMIT 1), s.n + 1
+           FROM ${name} s WHERE s.attr IS NOT NULL AND s.attr LIKE ${like} AND s.n < 1000)`;
+    const spec = (kind: EntryKind): QuerySpec => ({
+      kind,
+      where: null,
+      scope: '/',
+      sort: 'name',
+      order: 'asc',
+      limit: 0,
+      after: null,
+      visibility,
+    });
+    const objects = this.filter(spec('object'), params);
+    const collections = this.filter(spec('collection'), params);
+    const { rows } = await this.sql.pool.query<{ attr: string }>(
+      `WITH RECURSIVE ${skip('t', `value_type = 'text'`)}, ${skip('nu', 'num IS NOT NULL')}, ${skip('ti', 'time IS NOT NULL')},
+       cand AS (SELECT attr FROM t UNION SELECT attr FROM nu UNION SELECT attr FROM ti)
+       SELECT c.attr FROM cand c
+        WHERE c.attr IS NOT NULL AND c.attr LIKE ${like}
+          AND (EXISTS (SELECT 1 FROM metadata_triples m WHERE m.attribute = c.attr
+                        AND m.object_id IN (SELECT e.id ${objects}))
+            OR EXISTS (SELECT 1 FROM metadata_triples m WHERE m.attribute = c.attr
+                        AND m.collection_id IN (SELECT e.id ${collections})))
+        ORDER BY c.attr COLLATE "C" LIMIT ${params.add(limit)}`,
+      params.values,
+    );
+    return rows.map((r) => r.attr);
+  }
+
   async count(spec: QuerySpec): Promise<number> {
     const params = new SqlParams();
     const { rows } = await this.sql.pool.query<{ n: string }>(

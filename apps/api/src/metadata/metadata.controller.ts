@@ -3,12 +3,14 @@ import { ApiTags } from '@nestjs/swagger';
 import {
   AddTriplesSchema,
   BulkMetadataSchema,
+  MetadataAttributesQuerySchema,
   MetadataQuerySchema,
   PathQuerySchema,
   TripleIdParamSchema,
   UpdateTripleSchema,
   type BulkMetadataResult,
   type EntryTriplesDto,
+  type MetadataAttributesDto,
   type MetadataQueryResult,
   type TripleDto,
 } from '@tributary/shared';
@@ -23,6 +25,7 @@ class UpdateTripleDto extends createZodDto(UpdateTripleSchema) {}
 class TripleIdParamDto extends createZodDto(TripleIdParamSchema) {}
 class BulkMetadataDto extends createZodDto(BulkMetadataSchema) {}
 class MetadataQueryDto extends createZodDto(MetadataQuerySchema) {}
+class MetadataAttributesQueryDto extends createZodDto(MetadataAttributesQuerySchema) {}
 
 @ApiTags('metadata')
 @Controller('api/v1/metadata')
@@ -33,6 +36,15 @@ export class MetadataController {
   @Get()
   list(@CurrentPrincipal() p: Principal, @Query() q: PathQueryDto): Promise<EntryTriplesDto> {
     return this.metadata.list(p, q.path);
+  }
+
+  /** Attribute names in use on entries the caller may read, starting with `prefix` (for suggestions). */
+  @Get('attributes')
+  attributes(
+    @CurrentPrincipal() p: Principal,
+    @Query() q: MetadataAttributesQueryDto,
+  ): Promise<MetadataAttributesDto> {
+    return this.metadata.attributes(p, q.prefix, q.limit);
   }
 
   /** Adds triples to one data object or collection; returns those added (identical ones are not added twice). */

@@ -12,6 +12,7 @@ import {
   type CheckedTriple,
   type Condition,
   type EntryTriplesDto,
+  type MetadataAttributesDto,
   type MetadataQueryResult,
   type TripleDto,
   type UpdateTripleRequest,
@@ -281,6 +282,12 @@ export class MetadataService {
         'write',
       );
     }
+  }
+
+  /** Attribute names in use on entries the caller may read (for suggestions in forms and the search box). */
+  async attributes(principal: Principal, prefix: string, limit: number): Promise<MetadataAttributesDto> {
+    const visibility = await this.access.visibility(principal, 'read');
+    return { attributes: await this.queries.attributes(prefix, limit, visibility) };
   }
 
   async query(principal: Principal, input: QueryInput): Promise<MetadataQueryResult> {

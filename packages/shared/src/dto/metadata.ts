@@ -189,3 +189,16 @@ export interface MetadataQueryResult {
   total?: number;
   facets?: Record<string, FacetValueDto[]>;
 }
+
+/** `GET /api/v1/metadata/attributes`: attribute names in use, for suggestions. */
+export const MetadataAttributesQuerySchema = z.object({
+  /** Only names starting with this (case-sensitive). */
+  prefix: z.string().max(63).default(''),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+export type MetadataAttributesQuery = z.input<typeof MetadataAttributesQuerySchema>;
+
+export interface MetadataAttributesDto {
+  /** Names of attributes on at least one live entry the caller may read, in byte order. */
+  attributes: string[];
+}

@@ -1,0 +1,750 @@
+import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
+import type { EntryDto } from '@tributary/shared';
+import { api, downloadHref } from '../api';
+import { ErrorNote } from '../app/ErrorNote';
+import { useTitle } from '../app/Layout';
+import {
+  baseName,
+  breadcrumbs,
+  browseHref,
+  formatBytes,
+  formatDateTime,
+  joinPath,
+  parentPath,
+  pathFromSplat,
+} from '../format';
+import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
+import { FolderTree } from './FolderTree';
+import { filesFromDrop, filesFromInput, UploadPanel, useUploads, type Uploads } from './useUploads';
+import { rowWindow } from './virtualRows';
+import { DRAG_TYPE, dropTarget } from './dnd';
+
+const PAGE = 500;
+const ROW = 36;
+type Sort = 'name' | 'size' | 'modified';
+
+/**
+ * One collection: breadcrumb, folder tree, a sortable table paged from the server and rendered as a
+ * window (so 100,000 entries scroll smoothly), uploads, and the details of the entry in focus.
+ * URL: `/browse/<path>?sort=&order=&entry=<name>`.
+ */
+export function BrowsePage() {
+  const params = useParams();
+  const path = pathFromSplat(params['*']);
+  const [search, setSearch] = useSearchParams();
+  const sort = (['name', 'size', 'modified'] as const).find((s) => s === search.get('sort')) ?? 'name';
+  const order = search.get('order') === 'desc' ? 'desc' : 'asc';
+  const activeName = search.get('entry');
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const uploads = useUploads();
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [actionError, setActionError] = useState<unknown>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useTitle(baseName(path));
+
+  useEffect(() => {
+    setSelected(new Set());
+    setActionError(null);
+  }, [path]);
+
+  const listing = useInfiniteQuery({
+    queryKey: ['children', path, sort, order],
+    queryFn: ({ pageParam, signal }) =>
+      api.listChildren({ path, sort, order, limit: PAGE, cursor: pageParam }, signal),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (last) => last.nextCursor,
+  });
+  const items = listing.data?.pages.flatMap((p) => p.items) ?? [];
+  const total = listing.data?.pages.at(-1)?.total ?? 0;
+  const loadedActive = items.find((e) => e.name === activeName);
+  // An entry named in the URL but not on a loaded page (a link from search into a large folder).
+  const activeStat = useQuery({
+    queryKey: ['stat', activeName === null ? '' : joinPath(path, activeName)],
+    queryFn: () => api.stat(joinPath(path, activeName ?? '')),
+    enabled: activeName !== null && loadedActive === undefined && !listing.isPending,
+  });
+  const active = loadedActive ?? activeStat.data ?? null;
+
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['children'] });
+  const move = useMutation({
+    mutationFn: async ({ from, to }: { from: string[]; to: string }) => {
+      // The API takes the new full path: the entry keeps its name inside the target collection.
+      for (const f of from) await api.move(f, joinPath(to, baseName(f)));
+    },
+    onSuccess: () => {
+      setSelected(new Set());
+      refresh();
+    },
+    onError: setActionError,
+  });
+  const remove = useMutation({
+    mutationFn: async (paths: string[]) => {
+      for (const p of paths) await api.remove(p);
+    },
+    onSuccess: () => {
+      setSelected(new Set());
+      refresh();
+      void queryClient.invalidateQueries({ queryKey: ['trash'] });
+    },
+    onError: setActionError,
+  });
+
+  function setParam(changes: Record<string, string | null>) {
+    const next = new URLSearchParams(search);
+    for (const [k, v] of Object.entries(changes)) {
+      if (v === null) next.delete(k);
+      else next.set(k, v);
+    }
+    setSearch(next, { replace: true });
+  }
+
+  function open(entry: EntryDto) {
+    if (entry.kind === 'collection') void navigate(browseHref(entry.path));
+    else setParam({ entry: entry.name });
+  }
+
+  function confirmDelete(paths: string[]) {
+    if (paths.length === 0) return;
+    const what = paths.length === 1 ? `"${baseName(paths[0]!)}"` : `${paths.length} entries`;
+    if (window.confirm(`Move ${what} to the trash?`)) {
+      setActionError(null);
+      remove.mutate(paths);
+    }
+  }
+
+  function moveInto(target: string, from: string[]) {
+    const moving = from.filter(
+      (f) => f !== target && parentPath(f) !== target && !target.startsWith(`${f}/`),
+    );
+    if (moving.length === 0) return;
+    setActionError(null);
+    move.mutate({ from: moving, to: target });
+  }
+
+  return (
+    <div className="browse">
+      <aside className="tree-pane" aria-label="Folders">
+        <FolderTree current={path} onDropPaths={moveInto} />
+      </aside>
+      <section aria-labelledby="listing-title" className="listing-pane">
+        <Breadcrumbs path={path} onDropPaths={moveInto} />
+        <h1 id="listing-title" ref={heading} tabIndex={-1}>
+          {path === '/' ? 'Root' : baseName(path)}
+        </h1>
+        <Toolbar
+          path={path}
+          uploads={uploads}
+          selected={[...selected]}
+          onDelete={() => confirmDelete([...selected])}
+          onMove={(to) => moveInto(to, [...selected])}
+          busy={move.isPending || remove.isPending}
+        />
+        <ErrorNote error={actionError} />
+        {listing.error ? (
+          <ErrorNote error={listing.error}>
+            <button type="button" onClick={() => void listing.refetch()}>
+              Try again
+            </button>{' '}
+            <Link to="/">Go to your home collection</Link>
+          </ErrorNote>
+        ) : listing.isPending ? (
+          <p role="status">Loading…</p>
+        ) : (
+          <>
+            <p role="status" className="count">
+              {total === 1 ? '1 entry' : `${total.toLocaleString()} entries`}
+              {selected.size > 0 && ` · ${selected.size} selected`}
+            </p>
+            <EntryTable
+              path={path}
+              items={items}
+              total={listing.hasNextPage ? Math.max(total, items.length) : items.length}
+              sort={sort}
+              order={order}
+              selected={selected}
+              activeName={activeName}
+              loadingMore={listing.isFetchingNextPage}
+              onNeedMore={() => {
+                if (listing.hasNextPage && !listing.isFetchingNextPage) void listing.fetchNextPage();
+              }}
+              onSort={(s) =>
+                setParam({
+                  sort: s,
+                  order: s === sort && order === 'asc' ? 'desc' : s !== sort ? 'asc' : 'asc',
+                })
+              }
+              onToggle={(p) =>
+                setSelected((prev) => {
+                  const next = new Set(prev);
+                  if (next.has(p)) next.delete(p);
+                  else next.add(p);
+                  return next;
+                })
+              }
+              onToggleAll={(all) => setSelected(all ? new Set(items.map((e) => e.path)) : new Set())}
+              onOpen={open}
+              onDelete={(e) => confirmDelete(selected.has(e.path) ? [...selected] : [e.path])}
+              onDropPaths={moveInto}
+              onDropFiles={(files) => uploads.add(path, files)}
+              onRenamed={refresh}
+            />
+          </>
+        )}
+        {selected.size > 0 && <BulkTag paths={[...selected]} />}
+        <UploadPanel uploads={uploads} />
+      </section>
+      {active && (
+        <aside className="details-pane" aria-label={`Details of ${active.name}`}>
+          <Details entry={active} onClose={() => setParam({ entry: null })} />
+        </aside>
+      )}
+    </div>
+  );
+}
+
+function Breadcrumbs({
+  path,
+  onDropPaths,
+}: {
+  path: string;
+  onDropPaths: (to: string, from: string[]) => void;
+}) {
+  const crumbs = breadcrumbs(path);
+  return (
+    <nav aria-label="Path" className="breadcrumbs">
+      <ol>
+        {crumbs.map((crumb, index) => (
+          <li key={crumb.path} {...dropTarget(crumb.path, onDropPaths)}>
+            {index === crumbs.length - 1 ? (
+              <span aria-current="page">{crumb.path === '/' ? 'Root' : crumb.label}</span>
+            ) : (
+              <Link to={browseHref(crumb.path)}>{crumb.path === '/' ? 'Root' : crumb.label}</Link>
+            )}
+          </li>
+        ))}
+      </ol>
+    </nav>
+  );
+}
+
+function Toolbar({
+  path,
+  uploads,
+  selected,
+  onDelete,
+  onMove,
+  busy,
+}: {
+  path: string;
+  uploads: Uploads;
+  selected: string[];
+  onDelete: () => void;
+  onMove: (to: string) => void;
+  busy: boolean;
+}) {
+  const id = useId();
+  const queryClient = useQueryClient();
+  const [mode, setMode] = useState<'none' | 'folder' | 'move'>('none');
+  const [name, setName] = useState('');
+  const files = useRef<HTMLInputElement>(null);
+  const folder = useRef<HTMLInputElement>(null);
+  const mkdir = useMutation({
+    mutationFn: (n: string) => api.createCollection(joinPath(path, n)),
+    onSuccess: () => {
+      setName('');
+      setMode('none');
+      void queryClient.invalidateQueries({ queryKey: ['children', path] });
+    },
+  });
+
+  useEffect(() => {
+    // Folder picking is not in the DOM typings' attribute list; set it on the element.
+    folder.current?.setAttribute('webkitdirectory', '');
+  }, []);
+
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    if (mode === 'folder') mkdir.mutate(name.trim());
+    else if (mode === 'move') {
+      onMove(name.trim());
+      setMode('none');
+    }
+  }
+
+  return (
+    <div className="toolbar">
+      <div className="toolbar-buttons">
+        <button type="button" onClick={() => setMode(mode === 'folder' ? 'none' : 'folder')}>
+          New folder
+        </button>
+        <button type="button" onClick={() => files.current?.click()}>
+          Upload files
+        </button>
+        <button type="button" onClick={() => folder.current?.click()}>
+          Upload folder
+        </button>
+        <input
+          ref={files}
+          type="file"
+          multiple
+          hidden
+          aria-label="Files to upload"
+          onChange={(e) => {
+            uploads.add(path, filesFromInput(e.target.files));
+            e.target.value = '';
+          }}
+        />
+        <input
+          ref={folder}
+          type="file"
+          hidden
+          aria-label="Folder to upload"
+          onChange={(e) => {
+            uploads.add(path, filesFromInput(e.target.files));
+            e.target.value = '';
+          }}
+        />
+        {selected.length > 0 && (
+          <>
+            <button
+              type="button"
+              onClick={() => {
+                setName(path);
+                setMode('move');
+              }}
+              disabled={busy}
+            >
+              Move selected…
+            </button>
+            <button type="button" onClick={onDelete} disabled={busy} className="danger">
+              Delete selected
+            </button>
+          </>
+        )}
+      </div>
+      {mode !== 'none' && (
+        <form onSubmit={submit} className="inline-form">
+          <label htmlFor={`${id}-name`}>
+            {mode === 'folder' ? 'Folder name' : 'Move to (collection path)'}
+          </label>
+          <input
+            id={`${id}-name`}
+            autoFocus
+            required
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            onKeyDown={(e) => e.key === 'Escape' && setMode('none')}
+          />
+          <button type="submit" disabled={mkdir.isPending}>
+            {mode === 'folder' ? 'Create' : 'Move'}
+          </button>
+          <button type="button" onClick={() => setMode('none')}>
+            Cancel
+          </button>
+          <ErrorNote error={mkdir.error} />
+        </form>
+      )}
+    </div>
+  );
+}
+
+function EntryTable(props: {
+  path: string;
+  items: EntryDto[];
+  total: number;
+  sort: Sort;
+  order: 'asc' | 'desc';
+  selected: Set<string>;
+  activeName: string | null;
+  loadingMore: boolean;
+  onNeedMore: () => void;
+  onSort: (s: Sort) => void;
+  onToggle: (path: string) => void;
+  onToggleAll: (all: boolean) => void;
+  onOpen: (e: EntryDto) => void;
+  onDelete: (e: EntryDto) => void;
+  onDropPaths: (to: string, from: string[]) => void;
+  onDropFiles: (files: Awaited<ReturnType<typeof filesFromDrop>>) => void;
+  onRenamed: () => void;
+}) {
+  const { items, total, selected, onNeedMore } = props;
+  const scroller = useRef<HTMLDivElement>(null);
+  const [view, setView] = useState({ top: 0, height: 600 });
+  const [renaming, setRenaming] = useState<string | null>(null);
+  // Roving tab stop: one row is in the tab order (Tab enters the table there), arrows move it.
+  const [current, setCurrent] = useState(0);
+  const [dropping, setDropping] = useState(false);
+  const win = rowWindow({
+    scrollTop: view.top,
+    viewHeight: view.height,
+    rowHeight: ROW,
+    count: total,
+    loaded: items.length,
+  });
+
+  useEffect(() => {
+    const el = scroller.current;
+    if (el === null) return;
+    const measure = () => setView({ top: el.scrollTop, height: el.clientHeight });
+    measure();
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+
+  useEffect(() => {
+    if (win.needMore) onNeedMore();
+  }, [win.needMore, onNeedMore, items.length]);
+
+  function focusRow(index: number) {
+    const el = scroller.current;
+    if (el === null || index < 0 || index >= items.length) return;
+    setCurrent(index);
+    const top = index * ROW;
+    if (top < el.scrollTop + ROW) el.scrollTop = Math.max(0, top - ROW);
+    else if (top + ROW > el.scrollTop + el.clientHeight) el.scrollTop = top + 2 * ROW - el.clientHeight;
+    requestAnimationFrame(() => el.querySelector<HTMLElement>(`tr[data-index="${index}"]`)?.focus());
+  }
+
+  function onRowKey(e: KeyboardEvent<HTMLTableRowElement>, entry: EntryDto, index: number) {
+    if (e.target !== e.currentTarget) return;
+    switch (e.key) {
+      case 'Enter':
+        e.preventDefault();
+        props.onOpen(entry);
+        break;
+      case 'Delete':
+        e.preventDefault();
+        props.onDelete(entry);
+        break;
+      case 'F2':
+        e.preventDefault();
+        setRenaming(entry.path);
+        break;
+      case ' ':
+        e.preventDefault();
+        props.onToggle(entry.path);
+        break;
+      case 'ArrowDown':
+        e.preventDefault();
+        focusRow(index + 1);
+        break;
+      case 'ArrowUp':
+        e.preventDefault();
+        focusRow(index - 1);
+        break;
+      case 'Home':
+        e.preventDefault();
+        focusRow(0);
+        break;
+      case 'End':
+        e.preventDefault();
+        focusRow(items.length - 1);
+        break;
+    }
+  }
+
+  const allSelected = items.length > 0 && items.every((e) => selected.has(e.path));
+  const sortHeader = (key: Sort, label: string) => (
+    <th
+      scope="col"
+      aria-sort={props.sort === key ? (props.order === 'asc' ? 'ascending' : 'descending') : 'none'}
+    >
+      <button type="button" className="sort" onClick={() => props.onSort(key)}>
+        {label}
+        <span aria-hidden="true">{props.sort === key ? (props.order === 'asc' ? ' ▲' : ' ▼') : ''}</span>
+      </button>
+    </th>
+  );
+
+  return (
+    <div
+      ref={scroller}
+      className={dropping ? 'table-scroll dropping' : 'table-scroll'}
+      onScroll={(e) => setView({ top: e.currentTarget.scrollTop, height: e.currentTarget.clientHeight })}
+      onDragOver={(e) => {
+        if (e.dataTransfer.types.includes('Files')) {
+          e.preventDefault();
+          setDropping(true);
+        }
+      }}
+      onDragLeave={() => setDropping(false)}
+      onDrop={(e) => {
+        setDropping(false);
+        if (!e.dataTransfer.types.includes('Files')) return;
+        e.preventDefault();
+        void filesFromDrop(e.dataTransfer).then(props.onDropFiles);
+      }}
+      data-testid="drop-zone"
+    >
+      <table className="entries" aria-rowcount={total + 1}>
+        <thead>
+          <tr>
+            <th scope="col" className="check">
+              <input
+                type="checkbox"
+                aria-label="Select all loaded entries"
+                checked={allSelected}
+                onChange={(e) => props.onToggleAll(e.target.checked)}
+              />
+            </th>
+            {sortHeader('name', 'Name')}
+            {sortHeader('size', 'Size')}
+            <th scope="col">Owner</th>
+            {sortHeader('modified', 'Modified')}
+            <th scope="col">Site</th>
+            <th scope="col">Replicas</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {win.before > 0 && <tr aria-hidden="true" style={{ height: win.before }} />}
+          {Array.from({ length: win.end - win.start }, (_, k) => {
+            const index = win.start + k;
+            const entry = items[index];
+            if (entry === undefined) {
+              return (
+                <tr key={`loading-${index}`} className="row" aria-rowindex={index + 2}>
+                  <td colSpan={8} className="muted">
+                    Loading…
+                  </td>
+                </tr>
+              );
+            }
+            return (
+              <Row
+                key={entry.id}
+                entry={entry}
+                index={index}
+                selected={selected.has(entry.path)}
+                active={props.activeName === entry.name}
+                renaming={renaming === entry.path}
+                dragPaths={selected.has(entry.path) ? [...selected] : [entry.path]}
+                tabStop={index === Math.min(current, items.length - 1)}
+                onFocus={() => setCurrent(index)}
+                onKeyDown={(e) => onRowKey(e, entry, index)}
+                onToggle={() => props.onToggle(entry.path)}
+                onOpen={() => props.onOpen(entry)}
+                onRename={() => setRenaming(entry.path)}
+                onRenameDone={(changed) => {
+                  setRenaming(null);
+                  if (changed) props.onRenamed();
+                }}
+                onDropPaths={props.onDropPaths}
+              />
+            );
+          })}
+          {win.after > 0 && <tr aria-hidden="true" style={{ height: win.after }} />}
+        </tbody>
+      </table>
+      {items.length === 0 && <p className="empty">This collection is empty. Drop files here to upload.</p>}
+      {props.loadingMore && (
+        <p role="status" className="visually-hidden">
+          Loading more…
+        </p>
+      )}
+    </div>
+  );
+}
+
+function Row({
+  entry,
+  index,
+  selected,
+  active,
+  renaming,
+  dragPaths,
+  tabStop,
+  onFocus,
+  onKeyDown,
+  onToggle,
+  onOpen,
+  onRename,
+  onRenameDone,
+  onDropPaths,
+}: {
+  entry: EntryDto;
+  index: number;
+  selected: boolean;
+  active: boolean;
+  renaming: boolean;
+  dragPaths: string[];
+  tabStop: boolean;
+  onFocus: () => void;
+  onKeyDown: (e: KeyboardEvent<HTMLTableRowElement>) => void;
+  onToggle: () => void;
+  onOpen: () => void;
+  onRename: () => void;
+  onRenameDone: (changed: boolean) => void;
+  onDropPaths: (to: string, from: string[]) => void;
+}) {
+  const isCollection = entry.kind === 'collection';
+  const drop = isCollection ? dropTarget(entry.path, onDropPaths) : {};
+  return (
+    <tr
+      className={`row${selected ? ' selected' : ''}${active ? ' active' : ''}`}
+      data-index={index}
+      aria-rowindex={index + 2}
+      aria-selected={selected}
+      tabIndex={tabStop ? 0 : -1}
+      onFocus={(e) => {
+        if (e.target === e.currentTarget) onFocus();
+      }}
+      draggable={!renaming}
+      onDragStart={(e) => {
+        e.dataTransfer.setData(DRAG_TYPE, JSON.stringify(dragPaths));
+        e.dataTransfer.effectAllowed = 'move';
+      }}
+      onKeyDown={onKeyDown}
+      onDoubleClick={onOpen}
+      {...drop}
+    >
+      <td className="check">
+        <input type="checkbox" aria-label={`Select ${entry.name}`} checked={selected} onChange={onToggle} />
+      </td>
+      <td className="name">
+        {renaming ? (
+          <RenameForm entry={entry} onDone={onRenameDone} />
+        ) : isCollection ? (
+          <Link to={browseHref(entry.path)} tabIndex={-1}>
+            <FolderIcon />
+            {entry.name}
+          </Link>
+        ) : (
+          <button type="button" className="link" tabIndex={-1} onClick={onOpen}>
+            {entry.name}
+          </button>
+        )}
+      </td>
+      <td className="num">{isCollection ? '—' : formatBytes(entry.size)}</td>
+      <td>{entry.owner}</td>
+      <td>{formatDateTime(entry.modifiedAt)}</td>
+      <td>{entry.site ?? '—'}</td>
+      <td className="num">{isCollection ? '—' : entry.replicaCount}</td>
+      <td>
+        <div className="actions">
+          <button type="button" onClick={onRename} aria-label={`Rename ${entry.name}`} tabIndex={-1}>
+            Rename
+          </button>
+          {!isCollection && (
+            <a
+              href={downloadHref(entry.path)}
+              download={entry.name}
+              aria-label={`Download ${entry.name}`}
+              tabIndex={-1}
+            >
+              Download
+            </a>
+          )}
+        </div>
+      </td>
+    </tr>
+  );
+}
+
+function FolderIcon() {
+  return (
+    <svg className="folder-icon" width="16" height="13" viewBox="0 0 16 13" aria-hidden="true">
+      <path d="M1 2.5A1.5 1.5 0 0 1 2.5 1H6l1.5 1.5h6A1.5 1.5 0 0 1 15 4v6.5a1.5 1.5 0 0 1-1.5 1.5h-11A1.5 1.5 0 0 1 1 10.5z" />
+    </svg>
+  );
+}
+
+function RenameForm({ entry, onDone }: { entry: EntryDto; onDone: (changed: boolean) => void }) {
+  const [name, setName] = useState(entry.name);
+  const rename = useMutation({
+    mutationFn: (n: string) => api.move(entry.path, joinPath(parentPath(entry.path), n)),
+    onSuccess: () => onDone(true),
+  });
+  return (
+    <form
+      className="rename"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (name.trim() === entry.name) onDone(false);
+        else rename.mutate(name.trim());
+      }}
+    >
+      <input
+        aria-label={`New name for ${entry.name}`}
+        autoFocus
+        value={name}
+        onChange={(e) => setName(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Escape') onDone(false);
+          e.stopPropagation();
+        }}
+      />
+      <button type="submit" disabled={rename.isPending}>
+        Save
+      </button>
+      <ErrorNote error={rename.error} />
+    </form>
+  );
+}
+
+function Details({ entry, onClose }: { entry: EntryDto; onClose: () => void }) {
+  const stat = useQuery({ queryKey: ['stat', entry.path], queryFn: () => api.stat(entry.path) });
+  const canWrite = entry.access === 'write' || entry.access === 'own';
+  return (
+    <div className="details">
+      <div className="details-head">
+        <h2>{entry.name}</h2>
+        <button type="button" onClick={onClose} aria-label="Close details">
+          ×
+        </button>
+      </div>
+      <dl>
+        <dt>Path</dt>
+        <dd>{entry.path}</dd>
+        <dt>Size</dt>
+        <dd>{formatBytes(entry.size)}</dd>
+        <dt>Owner</dt>
+        <dd>{entry.owner}</dd>
+        <dt>Checksum</dt>
+        <dd className="mono">{entry.checksum ?? '—'}</dd>
+        <dt>Replicas</dt>
+        <dd>{stat.data?.replicas.map((r) => `${r.site} (${r.status})`).join(', ') ?? '…'}</dd>
+      </dl>
+      <ErrorNote error={stat.error} />
+      {entry.kind === 'object' && (
+        <p>
+          <a href={downloadHref(entry.path)} download={entry.name}>
+            Download
+          </a>
+        </p>
+      )}
+      <MetadataPanel path={entry.path} canWrite={canWrite} />
+    </div>
+  );
+}
+
+function BulkTag({ paths }: { paths: string[] }) {
+  const queryClient = useQueryClient();
+  const tag = useMutation({
+    mutationFn: (t: Parameters<typeof toInput>[0]) =>
+      api.bulkMetadata({ operations: [{ paths, add: [toInput(t)] }] }),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['metadata'] }),
+  });
+  return (
+    <div className="bulk-tag">
+      <TripleFormView
+        legend={`Tag ${paths.length} selected`}
+        submitLabel="Tag selected"
+        busy={tag.isPending}
+        error={tag.error}
+        onSubmit={(t, reset) => tag.mutate(t, { onSuccess: reset })}
+      />
+      {tag.data && (
+        <p role="status">
+          Tagged {tag.data.targets} {tag.data.targets === 1 ? 'entry' : 'entries'} ({tag.data.added} added).
+        </p>
+      )}
+    </div>
+  );
+}

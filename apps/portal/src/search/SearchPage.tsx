@@ -1,0 +1,393 @@
+import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import type { MetadataHitDto } from '@tributary/shared';
+import { Link, useSearchParams } from 'react-router';
+import { ApiError, api } from '../api';
+import { ErrorNote } from '../app/ErrorNote';
+import { useTitle } from '../app/Layout';
+import { browseHref, formatBytes, formatDateTime, parentPath } from '../format';
+import { rememberAttributes, useAttributeNames } from './attributes';
+import { applyCompletion, complete, narrow, validateQuery, type Completion } from './queryAssist';
+import { useSavedSearches } from './savedSearches';
+
+const MAX_FACETS = 8;
+
+/**
+ * Metadata search: the text form with completion and inline errors, results with facets that
+ * narrow the query, saved searches. URL: `/search?q=&scope=&kind=` (a search is a link).
+ */
+export function SearchPage() {
+  const [params, setParams] = useSearchParams();
+  const q = params.get('q') ?? '';
+  const scope = params.get('scope') ?? '/';
+  const kind = params.get('kind') === 'collection' ? 'collection' : 'object';
+  const submitted = params.has('q');
+  useTitle(q ? `Search: ${q}` : 'Search');
+
+  const results = useInfiniteQuery({
+    queryKey: ['search', q, scope, kind],
+    enabled: submitted && validateQuery(q) === null,
+    queryFn: async ({ pageParam, signal }) => {
+      const r = await api.queryMetadata(
+        {
+          ...(q.trim() ? { q } : {}),
+          scope,
+          kind,
+          limit: 100,
+          cursor: pageParam,
+          withTriples: true,
+          ...(pageParam === undefined ? {} : { count: false }),
+        },
+        signal,
+      );
+      rememberAttributes(r.items.flatMap((i) => (i.triples ?? []).map((t) => t.attribute)));
+      return r;
+    },
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (last) => last.nextCursor,
+  });
+  const first = results.data?.pages[0];
+  const items = results.data?.pages.flatMap((p) => p.items) ?? [];
+  // Facets: the attributes the first page of results carries (most common first; the API counts at
+  // most 8 per request), counted over the whole result by a second request.
+  const facetNames = useMemo(() => topAttributes(first?.items ?? [], MAX_FACETS), [first]);
+  const facetCounts = useQuery({
+    queryKey: ['search-facets', q, scope, kind, facetNames],
+    enabled: first !== undefined && facetNames.length > 0,
+    queryFn: ({ signal }) =>
+      api.queryMetadata(
+        {
+          ...(q.trim() ? { q } : {}),
+          scope,
+          kind,
+          limit: 0,
+          count: false,
+          facets: facetNames,
+          facetLimit: 10,
+        },
+        signal,
+      ),
+  });
+  const facets = Object.entries(facetCounts.data?.facets ?? {}).filter(([, values]) => values.length > 0);
+
+  function run(next: { q: string; scope?: string; kind?: string }) {
+    const p = new URLSearchParams();
+    p.set('q', next.q);
+    if ((next.scope ?? scope) !== '/') p.set('scope', next.scope ?? scope);
+    if ((next.kind ?? kind) !== 'object') p.set('kind', next.kind ?? kind);
+    setParams(p);
+  }
+
+  return (
+    <div className="search">
+      <section aria-labelledby="search-title" className="search-main">
+        <h1 id="search-title">Search</h1>
+        <QueryForm key={`${q}|${scope}|${kind}`} q={q} scope={scope} kind={kind} onRun={run} />
+        {results.error && <ServerQueryError error={results.error} />}
+        {first && (
+          <p role="status" className="count">
+            {first.total === 1 ? '1 result' : `${(first.total ?? items.length).toLocaleString()} results`}
+          </p>
+        )}
+        {results.isFetching && !results.isFetchingNextPage && <p role="status">Searching…</p>}
+        {items.length > 0 && (
+          <table className="results">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Collection</th>
+                <th scope="col">Size</th>
+                <th scope="col">Modified</th>
+                <th scope="col">Metadata</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((it) => (
+                <tr key={it.id} data-testid="search-result">
+                  <td>
+                    <Link
+                      to={
+                        it.kind === 'collection'
+                          ? browseHref(it.path)
+                          : `${browseHref(parentPath(it.path))}?entry=${encodeURIComponent(it.name)}`
+                      }
+                    >
+                      {it.name}
+                    </Link>
+                  </td>
+                  <td>{parentPath(it.path)}</td>
+                  <td className="num">{it.kind === 'object' ? formatBytes(it.size) : '—'}</td>
+                  <td>{formatDateTime(it.modifiedAt)}</td>
+                  <td className="triples-inline">
+                    {(it.triples ?? []).map((t) => `${t.attribute}=${String(t.value)}`).join(', ')}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        {results.hasNextPage && (
+          <button
+            type="button"
+            onClick={() => void results.fetchNextPage()}
+            disabled={results.isFetchingNextPage}
+          >
+            {results.isFetchingNextPage ? 'Loading…' : 'More results'}
+          </button>
+        )}
+      </section>
+      <aside className="search-side" aria-label="Facets and saved searches">
+        {facets.length > 0 && (
+          <section aria-labelledby="facets-title">
+            <h2 id="facets-title">Narrow down</h2>
+            {facets.map(([attribute, values]) => (
+              <fieldset key={attribute} className="facet">
+                <legend>{attribute}</legend>
+                <ul>
+                  {values.map((v) => (
+                    <li key={String(v.value)}>
+                      <button
+                        type="button"
+                        className="link"
+                        onClick={() => run({ q: narrow(q, attribute, v.value) })}
+                        aria-label={`Narrow to ${attribute} = ${String(v.value)} (${v.count})`}
+                      >
+                        {String(v.value)}
+                      </button>{' '}
+                      <span className="muted">{v.count}</span>
+                    </li>
+                  ))}
+                </ul>
+              </fieldset>
+            ))}
+          </section>
+        )}
+        <SavedSearches q={q} scope={scope} kind={kind} onRun={run} canSave={submitted} />
+      </aside>
+    </div>
+  );
+}
+
+function ServerQueryError({ error }: { error: unknown }) {
+  // 422 INVALID_QUERY: the message already shows the text with a caret; keep its layout.
+  if (error instanceof ApiError && error.code === 'INVALID_QUERY') {
+    return (
+      <div role="alert" className="error-note">
+        <pre>{error.message}</pre>
+      </div>
+    );
+  }
+  return <ErrorNote error={error} />;
+}
+
+function QueryForm({
+  q,
+  scope,
+  kind,
+  onRun,
+}: {
+  q: string;
+  scope: string;
+  kind: string;
+  onRun: (next: { q: string; scope: string; kind: string }) => void;
+}) {
+  const id = useId();
+  const input = useRef<HTMLInputElement>(null);
+  const [text, setText] = useState(q);
+  const [caret, setCaret] = useState(q.length);
+  const [scopeText, setScopeText] = useState(scope);
+  const [kindValue, setKindValue] = useState(kind);
+  const [open, setOpen] = useState(false);
+  const [highlight, setHighlight] = useState(0);
+  const attributes = useAttributeNames(false);
+  const problem = validateQuery(text);
+  const completion: Completion = complete(text, caret, attributes);
+  const showList = open && completion.options.length > 0;
+  const [showProblem, setShowProblem] = useState(false);
+
+  useEffect(() => setHighlight(0), [completion.from, completion.options.length]);
+
+  function accept(option: string) {
+    const next = applyCompletion(text, completion, option);
+    setText(next.text);
+    setCaret(next.caret);
+    requestAnimationFrame(() => input.current?.setSelectionRange(next.caret, next.caret));
+  }
+
+  function onKey(e: KeyboardEvent<HTMLInputElement>) {
+    if (!showList) {
+      if (e.key === 'ArrowDown' || (e.key === ' ' && e.ctrlKey)) {
+        e.preventDefault();
+        setOpen(true);
+      }
+      return;
+    }
+    if (e.key === 'ArrowDown') {
+      e.preventDefault();
+      setHighlight((h) => (h + 1) % completion.options.length);
+    } else if (e.key === 'ArrowUp') {
+      e.preventDefault();
+      setHighlight((h) => (h - 1 + completion.options.length) % completion.options.length);
+    } else if (e.key === 'Tab' || (e.key === 'Enter' && open)) {
+      e.preventDefault();
+      accept(completion.options[highlight]!);
+    } else if (e.key === 'Escape') {
+      setOpen(false);
+    }
+  }
+
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    setShowProblem(true);
+    if (problem !== null) return;
+    setOpen(false);
+    onRun({ q: text.trim(), scope: scopeText.trim() || '/', kind: kindValue });
+  }
+
+  return (
+    <form onSubmit={submit} className="query-form" role="search">
+      <label htmlFor={`${id}-q`}>Query</label>
+      <div className="combo">
+        <input
+          ref={input}
+          id={`${id}-q`}
+          className="query-input"
+          role="combobox"
+          aria-expanded={showList}
+          aria-controls={`${id}-list`}
+          aria-autocomplete="list"
+          aria-activedescendant={showList ? `${id}-opt-${highlight}` : undefined}
+          aria-invalid={showProblem && problem !== null}
+          aria-describedby={`${id}-help ${id}-err`}
+          autoComplete="off"
+          spellCheck={false}
+          placeholder="filetype = fits and size > 1e6"
+          value={text}
+          onChange={(e) => {
+            setText(e.target.value);
+            setCaret(e.target.selectionStart ?? e.target.value.length);
+            setOpen(true);
+            setShowProblem(false);
+          }}
+          onSelect={(e) => setCaret(e.currentTarget.selectionStart ?? text.length)}
+          onKeyDown={onKey}
+          onBlur={() => {
+            setOpen(false);
+            if (text.trim() !== '') setShowProblem(true);
+          }}
+        />
+        {showList && (
+          <ul id={`${id}-list`} role="listbox" className="suggestions" aria-label="Suggestions">
+            {completion.options.map((o, i) => (
+              <li
+                key={o}
+                id={`${id}-opt-${i}`}
+                role="option"
+                aria-selected={i === highlight}
+                onMouseDown={(e) => {
+                  e.preventDefault();
+                  accept(o);
+                }}
+              >
+                {o}
+              </li>
+            ))}
+          </ul>
+        )}
+      </div>
+      <button type="submit">Search</button>
+      <p id={`${id}-help`} className="muted help">
+        Conditions like <code>project = coast</code>, <code>size &gt; 1e6</code>,{' '}
+        <code>name like &apos;run%&apos;</code>, joined with <code>and</code> / <code>or</code>. Tab completes
+        attributes and operators.
+      </p>
+      <div id={`${id}-err`}>
+        {showProblem && problem !== null && (
+          <div role="alert" className="error-note query-problem">
+            <span>
+              {problem.message} (at character {problem.position + 1})
+            </span>
+            <pre aria-hidden="true">
+              {text}
+              {'\n'}
+              {' '.repeat(problem.position)}^
+            </pre>
+          </div>
+        )}
+      </div>
+      <div className="query-options">
+        <label htmlFor={`${id}-scope`}>Within</label>
+        <input id={`${id}-scope`} value={scopeText} onChange={(e) => setScopeText(e.target.value)} />
+        <label htmlFor={`${id}-kind`}>Find</label>
+        <select id={`${id}-kind`} value={kindValue} onChange={(e) => setKindValue(e.target.value)}>
+          <option value="object">files</option>
+          <option value="collection">folders</option>
+        </select>
+      </div>
+    </form>
+  );
+}
+
+function SavedSearches({
+  q,
+  scope,
+  kind,
+  canSave,
+  onRun,
+}: {
+  q: string;
+  scope: string;
+  kind: string;
+  canSave: boolean;
+  onRun: (next: { q: string; scope: string; kind: string }) => void;
+}) {
+  const id = useId();
+  const { saved, save, remove } = useSavedSearches();
+  const [name, setName] = useState('');
+  return (
+    <section aria-labelledby={`${id}-title`} className="saved">
+      <h2 id={`${id}-title`}>Saved searches</h2>
+      {saved.length === 0 && <p className="muted">None yet.</p>}
+      <ul>
+        {saved.map((s) => (
+          <li key={s.name}>
+            <button type="button" className="link" onClick={() => onRun(s)}>
+              {s.name}
+            </button>{' '}
+            <button type="button" onClick={() => remove(s.name)} aria-label={`Forget saved search ${s.name}`}>
+              ×
+            </button>
+          </li>
+        ))}
+      </ul>
+      {canSave && (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (name.trim() === '') return;
+            save({ name: name.trim(), q, scope, kind });
+            setName('');
+          }}
+        >
+          <label htmlFor={`${id}-name`}>Save this search as</label>
+          <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} required />
+          <button type="submit">Save</button>
+        </form>
+      )}
+      <p className="muted small">Kept in this browser only.</p>
+    </section>
+  );
+}
+
+/** Attribute names in these hits, the most frequent first. */
+function topAttributes(items: MetadataHitDto[], max: number): string[] {
+  const counts = new Map<string, number>();
+  for (const it of items) {
+    for (const a of new Set((it.triples ?? []).map((t) => t.attribute)))
+      counts.set(a, (counts.get(a) ?? 0) + 1);
+  }
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, max)
+    .map(([a]) => a);
+}

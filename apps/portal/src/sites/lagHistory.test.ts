@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import type { ReplicationPeerDto } from '@tributary/shared';
+import { addSample, sparkline } from './lagHistory';
+
+function peer(name: string, lagSeconds: number, changes = 0): ReplicationPeerDto {
+  return {
+    peer: name,
+    backlog: { txs: 0, changes },
+    incoming: { txs: 0, changes: 0 },
+    appliedSeq: 0,
+    lastSuccessAt: null,
+    lastAttemptAt: null,
+    lagSeconds,
+    lastError: null,
+    lastErrorAt: null,
+    waitingOn: null,
+  };
+}
+
+describe('addSample', () => {
+  it('appends per peer, drops old samples and peers that left', () => {
+    let h = addSample({}, { peers: [peer('a', 1), peer('b', 2)] }, 1000);
+    h = addSample(h, { peers: [peer('a', 3, 5)] }, 2000);
+    expect(h).toEqual({
+      a: [
+        { at: 1000, lagSeconds: 1, backlog: 0 },
+        { at: 2000, lagSeconds: 3, backlog: 5 },
+      ],
+    });
+    h = addSample(h, { peers: [peer('a', 0)] }, 10_000, 5000);
+    expect(h.a?.map((s) => s.at)).toEqual([10_000]);
+  });
+
+  it('caps the number of samples', () => {
+    let h = {};
+    for (let i = 1; i <= 10; i++) h = addSample(h, { peers: [peer('a', i)] }, i * 1000, 60_000, 4);
+    expect((h as Record<string, unknown[]>).a).toHaveLength(4);
+  });
+});
+
+describe('sparkline', () => {
+  it('scales time to the width and lag to the height', () => {
+    const pts = sparkline(
+      [
+        { at: 0, lagSeconds: 0, backlog: 0 },
+        { at: 50, lagSeconds: 10, backlog: 0 },
+        { at: 100, lagSeconds: 5, backlog: 0 },
+      ],
+      100,
+      20,
+    );
+    expect(pts).toBe('0,20 50,0 100,10');
+    expect(sparkline([], 100, 20)).toBe('');
+  });
+});

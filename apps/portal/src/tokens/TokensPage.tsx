@@ -1,0 +1,190 @@
+import { useId, useState, type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { TOKEN_SCOPES, type CreatedTokenDto, type TokenScope } from '@tributary/shared';
+import { api } from '../api';
+import { ErrorNote } from '../app/ErrorNote';
+import { useTitle } from '../app/Layout';
+import { useSession } from '../app/session';
+import { formatDateTime } from '../format';
+import { curlExample, expiryFromDate } from './curl';
+
+/** API tokens: create (the secret shown once, with copy and a curl example), list with last use, revoke. */
+export function TokensPage() {
+  useTitle('Tokens');
+  const queryClient = useQueryClient();
+  const tokens = useQuery({ queryKey: ['tokens'], queryFn: () => api.listTokens() });
+  const [created, setCreated] = useState<CreatedTokenDto | null>(null);
+  const revoke = useMutation({
+    mutationFn: (id: string) => api.revokeToken(id),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['tokens'] }),
+  });
+
+  return (
+    <section aria-labelledby="tokens-title" className="tokens">
+      <h1 id="tokens-title">API tokens</h1>
+      <p className="muted">
+        Scripts and tools use a token instead of your password:{' '}
+        <code>Authorization: Bearer &lt;secret&gt;</code>.
+      </p>
+      <CreateToken
+        onCreated={(t) => {
+          setCreated(t);
+          void queryClient.invalidateQueries({ queryKey: ['tokens'] });
+        }}
+      />
+      {created && <NewSecret token={created} onDismiss={() => setCreated(null)} />}
+      <h2>Your tokens</h2>
+      <ErrorNote error={tokens.error} />
+      <ErrorNote error={revoke.error} />
+      {tokens.data && tokens.data.length === 0 && <p className="muted">No tokens yet.</p>}
+      {tokens.data && tokens.data.length > 0 && (
+        <table className="list">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Scope</th>
+              <th scope="col">Collection</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Status</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {tokens.data.map((t) => {
+              const expired = t.expiresAt !== null && new Date(t.expiresAt) < new Date();
+              const status = t.revokedAt ? 'revoked' : expired ? 'expired' : 'active';
+              return (
+                <tr key={t.id} data-testid="token-row">
+                  <td>{t.name}</td>
+                  <td>{t.scope}</td>
+                  <td>{t.collection ?? 'everything'}</td>
+                  <td>{formatDateTime(t.createdAt)}</td>
+                  <td>{t.expiresAt ? formatDateTime(t.expiresAt) : 'never'}</td>
+                  <td>{t.lastUsedAt ? formatDateTime(t.lastUsedAt) : 'never'}</td>
+                  <td>{status}</td>
+                  <td>
+                    {status === 'active' && (
+                      <button
+                        type="button"
+                        className="danger"
+                        aria-label={`Revoke ${t.name}`}
+                        disabled={revoke.isPending}
+                        onClick={() => {
+                          if (
+                            window.confirm(`Revoke the token "${t.name}"? Scripts using it stop working.`)
+                          ) {
+                            revoke.mutate(t.id);
+                          }
+                        }}
+                      >
+                        Revoke
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function CreateToken({ onCreated }: { onCreated: (t: CreatedTokenDto) => void }) {
+  const id = useId();
+  const [name, setName] = useState('');
+  const [scope, setScope] = useState<TokenScope>('read');
+  const [collection, setCollection] = useState('');
+  const [expires, setExpires] = useState('');
+  const create = useMutation({
+    mutationFn: () =>
+      api.createToken({
+        name: name.trim(),
+        scope,
+        ...(collection.trim() ? { collection: collection.trim() } : {}),
+        ...(expiryFromDate(expires) ? { expiresAt: expiryFromDate(expires) } : {}),
+      }),
+    onSuccess: (t) => {
+      setName('');
+      onCreated(t);
+    },
+  });
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    if (!create.isPending) create.mutate();
+  }
+  return (
+    <form onSubmit={submit} className="stack-form">
+      <fieldset>
+        <legend>New token</legend>
+        <label htmlFor={`${id}-name`}>Name</label>
+        <input id={`${id}-name`} required value={name} onChange={(e) => setName(e.target.value)} />
+        <label htmlFor={`${id}-scope`}>Scope</label>
+        <select id={`${id}-scope`} value={scope} onChange={(e) => setScope(e.target.value as TokenScope)}>
+          {TOKEN_SCOPES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>
+        <label htmlFor={`${id}-col`}>Only this collection (optional)</label>
+        <input
+          id={`${id}-col`}
+          placeholder="/projects/coast"
+          value={collection}
+          onChange={(e) => setCollection(e.target.value)}
+        />
+        <label htmlFor={`${id}-exp`}>Expires (optional, default 90 days)</label>
+        <input id={`${id}-exp`} type="date" value={expires} onChange={(e) => setExpires(e.target.value)} />
+        <button type="submit" disabled={create.isPending}>
+          Create token
+        </button>
+      </fieldset>
+      <ErrorNote error={create.error} />
+    </form>
+  );
+}
+
+function NewSecret({ token, onDismiss }: { token: CreatedTokenDto; onDismiss: () => void }) {
+  const { session } = useSession();
+  const [copied, setCopied] = useState<string | null>(null);
+  const curl = curlExample(location.origin, token.secret, token.collection ?? session.user.homePath);
+  async function copy(what: string, text: string) {
+    try {
+      await navigator.clipboard.writeText(text);
+      setCopied(what);
+    } catch {
+      setCopied(`${what}: select the text and copy it by hand`);
+    }
+  }
+  return (
+    <section className="secret" aria-labelledby="secret-title" role="region">
+      <h2 id="secret-title">Token “{token.name}” created</h2>
+      <p>
+        <strong>Copy the secret now: it is shown only once.</strong>
+      </p>
+      <div className="secret-row">
+        <code data-testid="token-secret">{token.secret}</code>
+        <button type="button" onClick={() => void copy('secret', token.secret)}>
+          Copy secret
+        </button>
+      </div>
+      <p>Try it:</p>
+      <div className="secret-row">
+        <pre data-testid="curl-example">{curl}</pre>
+        <button type="button" onClick={() => void copy('curl command', curl)}>
+          Copy command
+        </button>
+      </div>
+      {copied && <p role="status">Copied the {copied}.</p>}
+      <button type="button" onClick={onDismiss}>
+        Done
+      </button>
+    </section>
+  );
+}

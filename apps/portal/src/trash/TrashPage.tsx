@@ -1,0 +1,108 @@
+import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
+import { Link } from 'react-router';
+import { ApiError, api } from '../api';
+import { ErrorNote } from '../app/ErrorNote';
+import { useTitle } from '../app/Layout';
+import { browseHref, formatDateTime, parentPath } from '../format';
+
+/** What was deleted, by whom, from which site; restore; purge once every site has applied the delete. */
+export function TrashPage() {
+  useTitle('Trash');
+  const queryClient = useQueryClient();
+  const trash = useInfiniteQuery({
+    queryKey: ['trash'],
+    queryFn: ({ pageParam }) => api.listTrash(100, pageParam),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (last) => last.nextCursor,
+  });
+  const refresh = () => {
+    void queryClient.invalidateQueries({ queryKey: ['trash'] });
+    void queryClient.invalidateQueries({ queryKey: ['children'] });
+  };
+  const restore = useMutation({ mutationFn: (id: string) => api.restore(id), onSuccess: refresh });
+  const purge = useMutation({ mutationFn: (id: string) => api.purge(id), onSuccess: refresh });
+  const items = trash.data?.pages.flatMap((p) => p.items) ?? [];
+  const total = trash.data?.pages[0]?.total ?? 0;
+
+  return (
+    <section aria-labelledby="trash-title">
+      <h1 id="trash-title">Trash</h1>
+      <ErrorNote error={trash.error} />
+      {trash.isPending && <p role="status">Loading…</p>}
+      {trash.data && (
+        <p role="status" className="count">
+          {total === 1 ? '1 entry' : `${total} entries`}
+        </p>
+      )}
+      {items.length > 0 && (
+        <table className="list">
+          <thead>
+            <tr>
+              <th scope="col">Was at</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Deleted by</th>
+              <th scope="col">When</th>
+              <th scope="col">At site</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((t) => (
+              <tr key={t.id} data-testid="trash-row">
+                <td>
+                  {t.originalPath}{' '}
+                  <Link to={browseHref(parentPath(t.originalPath))} className="muted">
+                    (open folder)
+                  </Link>
+                </td>
+                <td>{t.kind === 'collection' ? 'folder' : 'file'}</td>
+                <td>{t.deletedBy}</td>
+                <td>{formatDateTime(t.deletedAt)}</td>
+                <td>{t.deletedAtSite}</td>
+                <td className="actions">
+                  <button
+                    type="button"
+                    onClick={() => restore.mutate(t.id)}
+                    disabled={restore.isPending}
+                    aria-label={`Restore ${t.originalPath}`}
+                  >
+                    Restore
+                  </button>
+                  <button
+                    type="button"
+                    className="danger"
+                    disabled={!t.purgeAllowed || purge.isPending}
+                    title={t.purgeAllowed ? undefined : 'Allowed once every site has applied the delete'}
+                    aria-label={`Purge ${t.originalPath} for good`}
+                    onClick={() => {
+                      if (window.confirm(`Delete ${t.originalPath} for good? This cannot be undone.`))
+                        purge.mutate(t.id);
+                    }}
+                  >
+                    Purge
+                  </button>
+                  {!t.purgeAllowed && <span className="muted small"> purge after every site has it</span>}
+                  {restore.variables === t.id && <ErrorNote error={restore.error} />}
+                  {purge.variables === t.id && (
+                    <ErrorNote error={purge.error}>
+                      {purge.error instanceof ApiError && purge.error.code === 'PURGE_NOT_YET' && (
+                        <span> Try again after the next replication cycle.</span>
+                      )}
+                    </ErrorNote>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {trash.hasNextPage && (
+        <button type="button" onClick={() => void trash.fetchNextPage()} disabled={trash.isFetchingNextPage}>
+          More
+        </button>
+      )}
+    </section>
+  );
+}

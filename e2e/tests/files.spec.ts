@@ -1,0 +1,128 @@
+import { expect, test } from '@playwright/test';
+import { exchange, screenshot, signIn, siteApi, siteUrls, unique } from './helpers';
+
+test('creates folders, uploads with progress, renames, moves by drag and drop, deletes and restores', async ({
+  page,
+}) => {
+  test.setTimeout(120_000);
+  const project = unique('survey');
+  await page.goto('/');
+  await signIn(page);
+  await expect(page).toHaveURL(/\/browse\/home\/admin$/);
+
+  // Create a folder, then one inside it.
+  await page.getByRole('button', { name: 'New folder' }).click();
+  await page.getByLabel('Folder name').fill(project);
+  await page.getByRole('button', { name: 'Create', exact: true }).click();
+  await page.getByRole('link', { name: project }).first().click();
+  await expect(page.getByRole('heading', { name: project, level: 1 })).toBeVisible();
+  await page.getByRole('button', { name: 'New folder' }).click();
+  await page.getByLabel('Folder name').fill('archive');
+  await page.getByRole('button', { name: 'Create', exact: true }).click();
+  await expect(page.getByRole('row', { name: /archive/ })).toBeVisible();
+
+  // Upload three files at once: one large enough to report progress on the way.
+  const big = Buffer.alloc(8 * 1024 * 1024, 7);
+  await page.getByLabel('Files to upload').setInputFiles([
+    { name: 'transect-01.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y\n1,2\n') },
+    { name: 'transect-02.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y\n3,4\n5,6\n') },
+    { name: 'scan.raw', mimeType: 'application/octet-stream', buffer: big },
+  ]);
+  const uploads = page.getByRole('region', { name: 'Uploads' });
+  await expect(uploads.getByRole('status')).toContainText('3 of 3 done', { timeout: 60_000 });
+  await expect(uploads.getByRole('progressbar', { name: 'Overall upload progress' })).toHaveAttribute(
+    'value',
+    '100',
+  );
+  await expect(uploads.getByRole('progressbar', { name: 'Progress of scan.raw' })).toHaveAttribute(
+    'value',
+    '100',
+  );
+  await expect(page.getByRole('row', { name: /scan\.raw/ })).toContainText('8 MiB');
+  await screenshot(page, '02-browse-after-upload');
+
+  // The same name again: a clear message next to the file, and Replace.
+  await page
+    .getByLabel('Files to upload')
+    .setInputFiles([{ name: 'transect-01.csv', mimeType: 'text/csv', buffer: Buffer.from('x,y\n9,9\n') }]);
+  const clash = uploads.getByTestId('upload-item').last();
+  await expect(clash.getByRole('alert')).toContainText(/already exists/);
+  await screenshot(page, '03-upload-name-clash');
+  await clash.getByRole('button', { name: /Replace the existing transect-01\.csv/ }).click();
+  await expect(clash).toContainText('done');
+  await expect(page.getByRole('row', { name: /transect-01\.csv/ })).toContainText('8 B');
+
+  // Rename in place.
+  await page.getByRole('button', { name: 'Rename transect-02.csv' }).click();
+  await page.getByLabel('New name for transect-02.csv').fill('transect-02-clean.csv');
+  await page.getByLabel('New name for transect-02.csv').press('Enter');
+  await expect(page.getByRole('row', { name: /transect-02-clean\.csv/ })).toBeVisible();
+
+  // Sorting by size puts the big file last (collections stay first), and the URL says so.
+  await page.getByRole('button', { name: /^Size/ }).click();
+  await expect(page).toHaveURL(/sort=size/);
+  await expect(page.getByRole('row').last()).toContainText('scan.raw');
+
+  // Drag a file onto the folder row: it moves there.
+  await page
+    .getByRole('row', { name: /transect-02-clean\.csv/ })
+    .dragTo(page.getByRole('row', { name: /archive/ }));
+  await expect(page.getByRole('row', { name: /transect-02-clean\.csv/ })).toHaveCount(0);
+  await page.getByRole('link', { name: 'archive' }).first().click();
+  await expect(page.getByRole('row', { name: /transect-02-clean\.csv/ })).toBeVisible();
+  await page.goBack();
+
+  // Delete with the keyboard (Delete asks first), then restore from the trash.
+  page.once('dialog', (d) => void d.accept());
+  await page.getByRole('row', { name: /transect-01\.csv/ }).focus();
+  await page.keyboard.press('Delete');
+  await expect(page.getByRole('row', { name: /transect-01\.csv/ })).toHaveCount(0);
+  await page.getByRole('link', { name: 'Trash' }).click();
+  const trashed = page.getByTestId('trash-row').filter({ hasText: `${project}/transect-01.csv` });
+  await expect(trashed).toContainText('admin');
+  await expect(trashed).toContainText('lsu');
+  await screenshot(page, '04-trash');
+  await trashed.getByRole('button', { name: /Restore/ }).click();
+  await expect(trashed).toHaveCount(0);
+  await page.goBack();
+  await expect(page.getByRole('row', { name: /transect-01\.csv/ })).toBeVisible();
+
+  // Download: a plain link the browser fetches with its own progress.
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'Download transect-01.csv' }).click(),
+  ]);
+  expect(download.suggestedFilename()).toBe('transect-01.csv');
+});
+
+test('purge is offered once every site has applied the delete', async ({ page }) => {
+  test.setTimeout(120_000);
+  const sites = await Promise.all(siteUrls().map(siteApi));
+  const [lsu] = sites;
+  const name = `${unique('old')}.dat`;
+  try {
+    const put = await lsu!.http.put(`/api/v1/data?path=${encodeURIComponent(`/home/admin/${name}`)}`, {
+      data: Buffer.from('obsolete'),
+      headers: { ...lsu!.csrf, 'content-type': 'application/octet-stream' },
+    });
+    expect(put.status()).toBe(201);
+    await page.goto('/browse/home/admin');
+    await signIn(page);
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('row', { name: new RegExp(name.replace('.', '\\.')) }).focus();
+    await page.keyboard.press('Delete');
+    await page.getByRole('link', { name: 'Trash' }).click();
+    const row = page.getByTestId('trash-row').filter({ hasText: name });
+    await expect(row.getByRole('button', { name: /Purge/ })).toBeDisabled();
+    await expect(row).toContainText('purge after every site has it');
+
+    await exchange(sites);
+    await page.reload();
+    await expect(row.getByRole('button', { name: /Purge/ })).toBeEnabled();
+    page.once('dialog', (d) => void d.accept());
+    await row.getByRole('button', { name: /Purge/ }).click();
+    await expect(row).toHaveCount(0);
+  } finally {
+    await Promise.all(sites.map((s) => s.close()));
+  }
+});

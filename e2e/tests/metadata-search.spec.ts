@@ -1,0 +1,120 @@
+import { expect, test } from '@playwright/test';
+import { screenshot, signIn, unique } from './helpers';
+
+test('tags one file and a selection, then searches with completion, inline errors, facets and a saved search', async ({
+  page,
+}) => {
+  test.setTimeout(120_000);
+  const project = unique('coast');
+  await page.goto('/');
+  await signIn(page);
+
+  await page.getByRole('button', { name: 'New folder' }).click();
+  await page.getByLabel('Folder name').fill(project);
+  await page.getByRole('button', { name: 'Create', exact: true }).click();
+  await page.getByRole('link', { name: project }).first().click();
+  await page.getByLabel('Files to upload').setInputFiles(
+    ['a.fits', 'b.fits', 'c.csv'].map((name) => ({
+      name,
+      mimeType: 'application/octet-stream',
+      buffer: Buffer.from(name),
+    })),
+  );
+  await expect(page.getByRole('region', { name: 'Uploads' }).getByRole('status')).toContainText(
+    '3 of 3 done',
+  );
+
+  // One file's metadata panel: add a triple, edit it.
+  await page.getByRole('button', { name: 'a.fits', exact: true }).click();
+  await expect(page).toHaveURL(/entry=a\.fits/);
+  const details = page.getByRole('complementary', { name: 'Details of a.fits' });
+  await expect(details.getByText('No metadata yet.')).toBeVisible();
+  const add = details.getByRole('group', { name: 'Add a triple' });
+  await add.getByLabel('Attribute').fill('instrument');
+  await add.getByLabel('Value').fill('radar');
+  await add.getByRole('button', { name: 'Add' }).click();
+  await expect(details.getByTestId('triple')).toContainText('radar');
+  await details.getByRole('button', { name: 'Edit instrument' }).click();
+  await details.getByRole('group', { name: 'Edit instrument' }).getByLabel('Value').fill('lidar');
+  await details.getByRole('button', { name: 'Save' }).click();
+  await expect(details.getByTestId('triple')).toContainText('lidar');
+  // A bad number is caught next to the field.
+  await add.getByLabel('Attribute').fill('resolution');
+  await add.getByLabel('Type').selectOption('number');
+  await add.getByLabel('Value').fill('high');
+  await expect(add.getByRole('alert')).toContainText('Not a number');
+  await add.getByLabel('Value').fill('0.5');
+  await add.getByLabel('Unit').fill('m');
+  await add.getByRole('button', { name: 'Add' }).click();
+  await expect(details.getByTestId('triple')).toHaveCount(2);
+  await screenshot(page, '05-metadata-panel');
+
+  // Bulk: tag the two FITS files at once.
+  await page.getByRole('checkbox', { name: 'Select a.fits' }).check();
+  await page.getByRole('checkbox', { name: 'Select b.fits' }).check();
+  const bulk = page.getByRole('group', { name: 'Tag 2 selected' });
+  await bulk.getByLabel('Attribute').fill('project');
+  await bulk.getByLabel('Value').fill(project);
+  await bulk.getByRole('button', { name: 'Tag selected' }).click();
+  await expect(page.getByText('Tagged 2 entries')).toBeVisible();
+  await page.getByRole('checkbox', { name: 'Select c.csv' }).check();
+  await page.getByRole('checkbox', { name: 'Select a.fits' }).uncheck();
+  await page.getByRole('checkbox', { name: 'Select b.fits' }).uncheck();
+  const one = page.getByRole('group', { name: 'Tag 1 selected' });
+  await one.getByLabel('Attribute').fill('project');
+  await one.getByLabel('Value').fill(project);
+  await one.getByRole('button', { name: 'Tag selected' }).click();
+  await expect(page.getByText('Tagged 1 entry')).toBeVisible();
+  await page.getByRole('checkbox', { name: 'Select b.fits' }).check();
+  await page.getByRole('checkbox', { name: 'Select c.csv' }).uncheck();
+  const kind = page.getByRole('group', { name: 'Tag 1 selected' });
+  await kind.getByLabel('Attribute').fill('filetype');
+  await kind.getByLabel('Value').fill('fits');
+  await kind.getByRole('button', { name: 'Tag selected' }).click();
+  await expect(page.getByText('Tagged 1 entry')).toBeVisible();
+
+  // Search: completion of attributes and operators, an inline error, then results. The attribute
+  // names come from the API (what exists), not only from what this browser has seen.
+  await page.evaluate(() => localStorage.removeItem('tributary.attributes'));
+  await page.goto('/search');
+  const box = page.getByRole('combobox', { name: 'Query' });
+  await box.fill('instr');
+  await expect(page.getByRole('option', { name: 'instrument' })).toBeVisible();
+  await box.fill('proj');
+  await expect(page.getByRole('option', { name: 'project' })).toBeVisible();
+  await box.press('Tab');
+  await expect(box).toHaveValue('project ');
+  await expect(page.getByRole('option', { name: 'between' })).toBeVisible();
+  await box.pressSequentially('=');
+  await box.press('Escape');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await expect(page.getByRole('alert')).toContainText(/expected a value.*at character 10/);
+  await screenshot(page, '06-search-inline-error');
+  await box.fill(`project = ${project}`);
+  await box.press('Escape');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`/search\\?q=project`));
+  await expect(page.getByTestId('search-result')).toHaveCount(3);
+  await expect(page.getByText('3 results')).toBeVisible();
+
+  // Facets narrow down: filetype = fits leaves b.fits.
+  const facet = page.getByRole('group', { name: 'filetype' });
+  await facet.getByRole('button', { name: /Narrow to filetype = fits \(1\)/ }).click();
+  await expect(box).toHaveValue(`project = ${project} and filetype = fits`);
+  await expect(page.getByTestId('search-result')).toHaveCount(1);
+  await expect(page.getByTestId('search-result')).toContainText('b.fits');
+  await screenshot(page, '07-search-facets');
+
+  // A search is a link: reload shows the same results. Save it, then run it from the list.
+  await page.reload();
+  await expect(page.getByTestId('search-result')).toHaveCount(1);
+  await page.getByLabel('Save this search as').fill('fits in the project');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  await page.goto('/search');
+  await page.getByRole('button', { name: 'fits in the project', exact: true }).click();
+  await expect(page.getByTestId('search-result')).toHaveCount(1);
+
+  // A result opens its folder with the file's details.
+  await page.getByRole('link', { name: 'b.fits' }).click();
+  await expect(page.getByRole('complementary', { name: 'Details of b.fits' })).toBeVisible();
+});

@@ -251,8 +251,8 @@ describe('crashes during a cycle lose and duplicate nothing', () => {
           () => 'completed',
           (err: unknown) => (err instanceof Error ? err.message : String(err)),
         ),
-      // The extraction's DELETE waits for this row, so it is caught mid-statement.
-      'SELECT 1 FROM repl_changes LIMIT 1 FOR UPDATE',
+      // The extraction's DELETE waits for this lock (whatever rows are there), so it is caught mid-statement.
+      'LOCK TABLE repl_changes IN SHARE MODE',
     );
     expect(killed).toBe(1);
     // The extraction is one transaction: either every change is logged or none is.

@@ -40,7 +40,7 @@ import type {
   ConflictSummaryDto,
   ConflictKind,
 } from './dto/conflicts';
-import type { ReplicationCycleDto, ReplicationStatusDto } from './dto/replication';
+import type { ReplicationCycleDto, ReplicationLagDto, ReplicationStatusDto } from './dto/replication';
 import { ErrorCode, type ErrorBody } from './errors';
 
 /** A failed API call, carrying the stable error code the API answered with. */
@@ -238,6 +238,11 @@ export function createTributaryClient(options: ClientOptions) {
     /** Replication per peer, recent cycles (administrators). */
     replicationStatus: (signal?: AbortSignal) =>
       unwrap<ReplicationStatusDto>(http.GET('/api/v1/replication/status', { ...safe, signal })),
+    /** Lag per peer over the last `hours` (one sample per cycle; administrators). */
+    replicationLag: (hours: number, signal?: AbortSignal) =>
+      unwrap<ReplicationLagDto>(
+        http.GET('/api/v1/replication/lag', { ...safe, params: { query: { hours } } as never, signal }),
+      ),
     /** Runs one replication cycle now (administrators). */
     runReplicationCycle: () => unwrap<ReplicationCycleDto>(http.POST('/api/v1/replication/cycle', unsafe())),
 

@@ -283,8 +283,13 @@ async function unmount(ctx: CliContext, mountpoint: string, timeoutMs: number): 
 async function waitStopped(ctx: CliContext, mount: MountView, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    // Done when the process has gone (it removes its state file first) or its file has.
     const now = (await listMounts(ctx.env)).find((m) => m.id === mount.id);
-    if (!now || now.state === 'stopped' || !processAlive(mount.pid)) return true;
+    if (!now || !processAlive(mount.pid)) {
+      if (now?.state === 'stopped')
+        await fs.rm(path.join(mountsDir(ctx.env), `${mount.id}.json`), { force: true });
+      return true;
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return false;

@@ -1,9 +1,9 @@
 import { BATCH_PATH, signRequest, type Batch } from '@tributary/replication';
-import type { EntryDto, ErrorBody, TributaryClient } from '@tributary/shared';
+import type { EntryDto, ErrorBody, ReplicationLagDto, TributaryClient } from '@tributary/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newPassword, testBytes, uniqueGroupName, uniqueName, uniqueUsername } from '../test/factories';
 import { sleep, startFederation, type Federation, type FederationSite } from '../test/federation';
-import { expectStatus } from '../test/test-site';
+import { expectError, expectStatus } from '../test/test-site';
 
 /**
  * Three (then four) real site processes replicating over signed HTTP with a 1 s cycle: changes
@@ -283,6 +283,22 @@ describe('a federation of real sites', () => {
       expect(peer?.lastSuccessAt).not.toBeNull();
     }
     expect(await metric(tulane, 'tributary_replication_peer_failing', 'uno')).toBe(0);
+
+    // The lag chart's history: uno's backlog and lag while it was down, nothing owed once it caught up.
+    const lagOf = async () =>
+      expectStatus(
+        await tulane.http.get<ReplicationLagDto>('/api/v1/replication/lag', { query: { hours: 1 } }),
+        200,
+      ).body;
+    expect((await lagOf()).peers.map((p) => p.peer).sort()).toEqual(['lsu', 'uno']);
+    const samples = async () => (await lagOf()).peers.find((p) => p.peer === 'uno')!.samples;
+    expect((await samples()).some((x) => x.backlogChanges > 0 && x.lagSeconds > 0)).toBe(true);
+    expect(await until(async () => (await samples()).at(-1)?.backlogChanges === 0, 10_000)).toBe(true);
+    expectError(
+      await tulane.http.get('/api/v1/replication/lag', { query: { hours: 0 } }),
+      422,
+      'VALIDATION_FAILED',
+    );
   }, 150_000);
 
   it('a site killed with SIGKILL during cycles loses and duplicates nothing', async () => {

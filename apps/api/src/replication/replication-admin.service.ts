@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type {
   CatalogDigestDto,
   ReplicationConflictDto,
   ReplicationCycleDto,
+  ReplicationLagDto,
   ReplicationStatusDto,
 } from '@tributary/shared';
 import type { CycleReport } from '@tributary/replication';
@@ -14,11 +15,48 @@ import { ReplicationService } from './replication.service';
 /** Status, digest, conflicts and cycles for administrators (operators of the site). */
 @Injectable()
 export class ReplicationAdminService {
+  private readonly logger = new Logger('Replication');
+
   constructor(
     private readonly replication: ReplicationService,
     private readonly repo: ReplicationRepository,
     private readonly access: AccessService,
-  ) {}
+  ) {
+    // One lag sample per peer after every cycle, for the chart of lag over time.
+    replication.afterCycle((report) => {
+      void this.sampleLag(report.startedAt).catch((err: unknown) =>
+        this.logger.warn(
+          `recording replication lag failed: ${err instanceof Error ? err.message : String(err)}`,
+        ),
+      );
+    });
+  }
+
+  private async sampleLag(at: Date): Promise<void> {
+    const s = await this.replication.engine.status();
+    await this.repo.recordLag(
+      at,
+      s.peers.map((p) => ({ peer: p.peer, lagSeconds: p.lagSeconds, backlogChanges: p.backlog.changes })),
+    );
+  }
+
+  /** Lag per peer over the last `hours` (one sample per cycle, the latest `perPeer` of them). */
+  async lag(p: Principal, hours: number, perPeer: number): Promise<ReplicationLagDto> {
+    this.access.assertAdmin(p);
+    const rows = await this.repo.lagSince(new Date(Date.now() - hours * 3600_000), perPeer);
+    const peers = new Map<string, ReplicationLagDto['peers'][number]>();
+    for (const peer of this.replication.peerIds) peers.set(peer, { peer, samples: [] });
+    for (const r of rows) {
+      const entry = peers.get(r.peer) ?? { peer: r.peer, samples: [] };
+      entry.samples.push({
+        at: r.at.toISOString(),
+        lagSeconds: Math.round(r.lagSeconds * 10) / 10,
+        backlogChanges: r.backlogChanges,
+      });
+      peers.set(r.peer, entry);
+    }
+    return { site: this.replication.engine.siteId, hours, peers: [...peers.values()] };
+  }
 
   async status(p: Principal): Promise<ReplicationStatusDto> {
     this.access.assertAdmin(p);

@@ -4,6 +4,7 @@ import {
   ErrorCode,
   type CatalogDigestDto,
   type ReplicationConflictDto,
+  type ReplicationLagDto,
   type ReplicationStatusDto,
 } from '@tributary/shared';
 import { BatchRejectedError, type Batch } from '@tributary/replication';
@@ -28,6 +29,15 @@ class ConflictsQueryDto extends createZodDto(
   }),
 ) {}
 
+class LagQueryDto extends createZodDto(
+  z.object({
+    /** How far back, in hours (samples are kept for a day). */
+    hours: z.coerce.number().positive().max(24).default(6),
+    /** At most this many samples per peer (the latest). */
+    limit: z.coerce.number().int().min(1).max(3000).default(720),
+  }),
+) {}
+
 /** Operators' view of replication: status, the catalog digest, conflicts, and a cycle on demand. */
 @ApiTags('replication')
 @Controller('api/v1/replication')
@@ -37,6 +47,12 @@ export class ReplicationController {
   @Get('status')
   status(@CurrentPrincipal() p: Principal): Promise<ReplicationStatusDto> {
     return this.admin.status(p);
+  }
+
+  /** Lag per peer over time: one sample per peer after each cycle, kept for a day. */
+  @Get('lag')
+  lag(@CurrentPrincipal() p: Principal, @Query() q: LagQueryDto): Promise<ReplicationLagDto> {
+    return this.admin.lag(p, q.hours, q.limit);
   }
 
   /** A digest of the replicated catalog: equal at two sites means their catalogs agree. */

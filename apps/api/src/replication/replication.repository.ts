@@ -3,10 +3,60 @@ import type { ReplicationConflictDto } from '@tributary/shared';
 import { redactSecrets } from '../common/serialize';
 import { SqlPool } from '../database/sql-pool';
 
+/** How long lag samples are kept. */
+export const LAG_RETENTION_HOURS = 24;
+
 /** The replication tables the API reads directly (the engine owns the rest). */
 @Injectable()
 export class ReplicationRepository {
   constructor(private readonly sql: SqlPool) {}
+
+  /** Records one lag sample per peer and forgets those older than a day. */
+  async recordLag(
+    at: Date,
+    peers: ReadonlyArray<{ peer: string; lagSeconds: number; backlogChanges: number }>,
+  ) {
+    if (peers.length === 0) return;
+    await this.sql.query(
+      `INSERT INTO repl_lag_samples (peer_id, at, lag_seconds, backlog_changes)
+       SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::float8[], $4::int[])
+       ON CONFLICT (peer_id, at) DO NOTHING`,
+      [
+        peers.map((p) => p.peer),
+        peers.map(() => at.toISOString()),
+        peers.map((p) => p.lagSeconds),
+        peers.map((p) => p.backlogChanges),
+      ],
+    );
+    await this.sql.query(`DELETE FROM repl_lag_samples WHERE at < $1`, [
+      new Date(at.getTime() - LAG_RETENTION_HOURS * 3600_000).toISOString(),
+    ]);
+  }
+
+  /** Lag samples since `since`, per peer, oldest first (at most `perPeer` each: the latest). */
+  async lagSince(
+    since: Date,
+    perPeer: number,
+  ): Promise<Array<{ peer: string; at: Date; lagSeconds: number; backlogChanges: number }>> {
+    const res = await this.sql.query<{
+      peer_id: string;
+      at: Date;
+      lag_seconds: number;
+      backlog_changes: number;
+    }>(
+      `SELECT peer_id, at, lag_seconds, backlog_changes FROM (
+         SELECT s.*, row_number() OVER (PARTITION BY peer_id ORDER BY at DESC) AS n
+           FROM repl_lag_samples s WHERE at >= $1) x
+        WHERE n <= $2 ORDER BY peer_id, at`,
+      [since.toISOString(), perPeer],
+    );
+    return res.rows.map((r) => ({
+      peer: r.peer_id,
+      at: r.at,
+      lagSeconds: r.lag_seconds,
+      backlogChanges: r.backlog_changes,
+    }));
+  }
 
   async conflicts(limit: number, before?: Date): Promise<ReplicationConflictDto[]> {
     const res = await this.sql.query<{

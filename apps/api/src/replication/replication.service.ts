@@ -27,6 +27,8 @@ export const SNAPSHOT_PATH = '/api/v1/replication/peer/snapshot';
 export class ReplicationService implements OnApplicationShutdown {
   private readonly logger = new Logger('Replication');
   readonly peers: PeerClient;
+  /** The configured peer sites' ids. */
+  readonly peerIds: readonly string[];
   readonly engine: ReplicationEngine;
   private readonly counters: {
     cycles: Counter;
@@ -39,6 +41,7 @@ export class ReplicationService implements OnApplicationShutdown {
   ) {
     const r = config.replication;
     this.peers = new PeerClient(config.siteId, r.peers);
+    this.peerIds = r.peers.map((p) => p.id);
     const logger: ReplicationLogger = {
       log: (m) => this.logger.log(m),
       warn: (m) => this.logger.warn(m),

@@ -1,16 +1,17 @@
-import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
 import { formatDateTime, formatDuration } from '../format';
-import { currentHistory, recordStatus, sparkline, type LagHistory } from './lagHistory';
+import { historyOf, sparkline } from './lagHistory';
 
 const POLL_MS = 5_000;
+/** How far back the lag chart looks. */
+const LAG_HOURS = 6;
 
 /**
  * Replication as this site sees it: per peer the backlog, lag, last exchange, errors and a small
- * chart of lag over time (sampled every 5 s while the portal is open), and the last cycles.
+ * chart of lag over the last hours (the site's own samples, one per cycle), and the last cycles.
  */
 export function SitesPage() {
   useTitle('Sites');
@@ -20,10 +21,12 @@ export function SitesPage() {
     queryFn: ({ signal }) => api.replicationStatus(signal),
     refetchInterval: POLL_MS,
   });
-  const [history, setHistory] = useState<LagHistory>(currentHistory);
-  useEffect(() => {
-    if (status.data) setHistory(recordStatus(status.data, status.dataUpdatedAt));
-  }, [status.data, status.dataUpdatedAt]);
+  const lag = useQuery({
+    queryKey: ['replication', 'lag', LAG_HOURS],
+    queryFn: ({ signal }) => api.replicationLag(LAG_HOURS, signal),
+    refetchInterval: 30_000,
+  });
+  const history = lag.data ? historyOf(lag.data, status.data, status.dataUpdatedAt) : {};
   const cycle = useMutation({
     mutationFn: () => api.runReplicationCycle(),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['replication'] }),
@@ -34,6 +37,7 @@ export function SitesPage() {
     <section aria-labelledby="sites-title" className="sites">
       <h1 id="sites-title">Sites</h1>
       <ErrorNote error={status.error} />
+      <ErrorNote error={lag.error} />
       {s && (
         <>
           <p>
@@ -53,7 +57,7 @@ export function SitesPage() {
                 <th scope="col">Backlog (to send)</th>
                 <th scope="col">Incoming (to apply)</th>
                 <th scope="col">Lag</th>
-                <th scope="col">Lag, last 30 min</th>
+                <th scope="col">Lag, last {LAG_HOURS} h</th>
                 <th scope="col">Last exchange</th>
                 <th scope="col">Last error</th>
               </tr>
@@ -109,8 +113,8 @@ export function SitesPage() {
             </tbody>
           </table>
           <p className="muted small">
-            The lag chart is sampled by this page every {POLL_MS / 1000} s while the portal is open; the API
-            keeps no longer history.
+            The lag chart shows one sample per replication cycle over the last {LAG_HOURS} hours (each site
+            keeps a day of them), ending with the current reading.
           </p>
           <h2>Recent cycles</h2>
           <table className="list">

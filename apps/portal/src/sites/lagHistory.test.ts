@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ReplicationPeerDto } from '@tributary/shared';
-import { addSample, sparkline } from './lagHistory';
+import { addSample, historyOf, sparkline } from './lagHistory';
 
 function peer(name: string, lagSeconds: number, changes = 0): ReplicationPeerDto {
   return {
@@ -35,6 +35,31 @@ describe('addSample', () => {
     let h = {};
     for (let i = 1; i <= 10; i++) h = addSample(h, { peers: [peer('a', i)] }, i * 1000, 60_000, 4);
     expect((h as Record<string, unknown[]>).a).toHaveLength(4);
+  });
+});
+
+describe('historyOf', () => {
+  it("takes the site's samples and ends with the current reading", () => {
+    const h = historyOf(
+      {
+        peers: [
+          {
+            peer: 'a',
+            samples: [
+              { at: '2026-11-21T10:00:00.000Z', lagSeconds: 4, backlogChanges: 9 },
+              { at: '2026-11-21T10:00:30.000Z', lagSeconds: 0, backlogChanges: 0 },
+            ],
+          },
+        ],
+      },
+      { peers: [peer('a', 2, 3)] },
+      Date.parse('2026-11-21T10:00:40.000Z'),
+    );
+    expect(h.a).toEqual([
+      { at: Date.parse('2026-11-21T10:00:00.000Z'), lagSeconds: 4, backlog: 9 },
+      { at: Date.parse('2026-11-21T10:00:30.000Z'), lagSeconds: 0, backlog: 0 },
+      { at: Date.parse('2026-11-21T10:00:40.000Z'), lagSeconds: 2, backlog: 3 },
+    ]);
   });
 });
 

@@ -1,9 +1,8 @@
 /**
- * A rolling history of replication lag per peer, kept in memory while the portal is open (the API
- * reports only the current lag and the last cycles). Pure functions plus one module-level store, so
- * leaving the Sites screen and coming back keeps the chart.
+ * Replication lag per peer over time, for the Sites chart: the site's own samples (one per cycle,
+ * kept for a day by the API) plus the latest status reading.
  */
-import type { ReplicationStatusDto } from '@tributary/shared';
+import type { ReplicationLagDto, ReplicationStatusDto } from '@tributary/shared';
 
 export interface LagSample {
   /** Milliseconds since the epoch. */
@@ -49,13 +48,24 @@ function round(n: number): number {
   return Math.round(n * 10) / 10;
 }
 
-let store: LagHistory = {};
-
-export function recordStatus(status: Pick<ReplicationStatusDto, 'peers'>, at = Date.now()): LagHistory {
-  store = addSample(store, status, at);
-  return store;
-}
-
-export function currentHistory(): LagHistory {
-  return store;
+/**
+ * The site's own history (GET /api/v1/replication/lag: one sample per peer after each cycle), with
+ * the current status reading appended so the chart ends at what the table shows.
+ */
+export function historyOf(
+  lag: Pick<ReplicationLagDto, 'peers'>,
+  status: Pick<ReplicationStatusDto, 'peers'> | undefined,
+  now: number,
+): LagHistory {
+  const history: LagHistory = {};
+  for (const p of lag.peers) {
+    history[p.peer] = p.samples.map((x) => ({
+      at: Date.parse(x.at),
+      lagSeconds: x.lagSeconds,
+      backlog: x.backlogChanges,
+    }));
+  }
+  return status
+    ? addSample(history, status, now, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY)
+    : history;
 }

@@ -40,6 +40,17 @@ export interface ReplicationStatusDto {
   cycles: ReplicationCycleDto[];
 }
 
+/** Lag per peer over time (GET /api/v1/replication/lag): one sample per peer after each cycle. */
+export interface ReplicationLagDto {
+  site: string;
+  /** The samples cover this many hours back at most (kept for a day). */
+  hours: number;
+  peers: Array<{
+    peer: string;
+    samples: Array<{ at: string; lagSeconds: number; backlogChanges: number }>;
+  }>;
+}
+
 export interface CatalogDigestDto {
   site: string;
   digest: string;

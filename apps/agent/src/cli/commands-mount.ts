@@ -286,8 +286,8 @@ async function waitStopped(ctx: CliContext, mount: MountView, timeoutMs: number)
     // Done when the process has gone (it removes its state file first) or its file has.
     const now = (await listMounts(ctx.env)).find((m) => m.id === mount.id);
     if (!now || !processAlive(mount.pid)) {
-      if (now?.state === 'stopped')
-        await fs.rm(path.join(mountsDir(ctx.env), `${mount.id}.json`), { force: true });
+      // A file its process left behind is stale.
+      if (now) await fs.rm(path.join(mountsDir(ctx.env), `${mount.id}.json`), { force: true });
       return true;
     }
     await new Promise((r) => setTimeout(r, 100));

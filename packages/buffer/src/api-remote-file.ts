@@ -45,7 +45,17 @@ export class ApiRemoteFile implements RemoteFile {
       () => api.send({ method: 'HEAD', url: dataUrl(path) }),
       options.retry ?? DEFAULT_RETRY,
     );
-    return new ApiRemoteFile(api, path, 'read', Number(res.headers.get('content-length') ?? 0), options);
+    return ApiRemoteFile.forRead(api, path, Number(res.headers.get('content-length') ?? 0), options);
+  }
+
+  /** An existing object for reading whose size the caller already knows (from a listing): no request. */
+  static forRead(
+    api: ApiConnection,
+    path: string,
+    size: number,
+    options: ApiRemoteFileOptions = {},
+  ): ApiRemoteFile {
+    return new ApiRemoteFile(api, path, 'read', size, options);
   }
 
   /** Opens a new object (or, with `overwrite`, a new version) for sequential writing. */

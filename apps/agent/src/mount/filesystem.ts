@@ -1,5 +1,6 @@
 import {
   AdvanceBufferPool,
+  ApiRemoteFile,
   type ApiConnection,
   type BufferedFile,
   type RetryPolicy,
@@ -7,7 +8,6 @@ import {
 import { joinPath, normalizePath, splitPath, type EntryDto } from '@tributary/shared';
 import { MetadataCache } from './cache';
 import { errno, FsError, isUnreachable, RemoteNamespace, toErrno } from './remote';
-import { MountReadFile } from './read-file';
 import { MountWriteFile } from './write-file';
 import type { MountStats } from './state';
 
@@ -188,8 +188,8 @@ export class NamespaceFs {
     const entry = await this.lookup(path);
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
     if ((flags & O_ACCMODE) === O_RDONLY) {
-      // The size is the catalog's (no HEAD request): see MountReadFile.
-      const remote = new MountReadFile(this.options.api, path, entry.size, this.retry);
+      // The size is the catalog's: no HEAD request before the first read.
+      const remote = ApiRemoteFile.forRead(this.options.api, path, entry.size, { retry: this.retry });
       return this.addHandle(path, 'read', this.pool.open(remote), 0);
     }
     if (flags & O_APPEND && entry.size > 0)

@@ -505,12 +505,8 @@ export class ConflictRecords {
   ): Promise<void> {
     if (!TRASHABLE.has(change.t)) return;
     // A version this change was based on is no longer a head.
-    if (change.b !== null && change.bs !== null) {
-      await client.query(
-        'DELETE FROM repl_heads WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4',
-        [change.t, change.k, change.b, change.bs],
-      );
-    }
+    if (change.b !== null && change.bs !== null)
+      await dropHead(client, change.t, change.k, change.b, change.bs);
     const loser =
       winner === 'incoming'
         ? held.row && held.stamp !== null && held.site !== null
@@ -519,12 +515,7 @@ export class ConflictRecords {
         : change.o === 'D'
           ? null
           : { stamp: change.s, site: origin, data: change.d, base: [change.b, change.bs] as const };
-    if (!loser) return;
-    await client.query(
-      `INSERT INTO repl_heads (tbl, row_key, stamp, site, base_stamp, base_site, data)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-      [change.t, change.k, loser.stamp, loser.site, loser.base[0], loser.base[1], JSON.stringify(loser.data)],
-    );
+    if (loser) await keepHead(client, change.t, change.k, loser);
   }
 
   private async heldBase(
@@ -620,20 +611,15 @@ export class ConflictRecords {
         revived.bs,
       );
       await client.query('SELECT repl_apply_forced($1, $2)', [best.site, JSON.stringify(revived)]);
-      await client.query(
-        'UPDATE repl_versions SET base_stamp = $3, base_site = $4 WHERE tbl = $1 AND row_key = $2',
-        [move.t, move.k, revived.b, revived.bs],
-      );
-      await client.query(
-        'DELETE FROM repl_heads WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4',
-        [move.t, move.k, best.stamp, best.site],
-      );
+      await setHeldBase(client, revived);
+      await dropHead(client, move.t, move.k, best.stamp, best.site);
       // The move lost but is still a head; a live winner brings back what the move took.
-      await client.query(
-        `INSERT INTO repl_heads (tbl, row_key, stamp, site, base_stamp, base_site, data)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-        [move.t, move.k, move.s, origin, move.b, move.bs, JSON.stringify(move.d)],
-      );
+      await keepHead(client, move.t, move.k, {
+        stamp: move.s,
+        site: origin,
+        data: move.d,
+        base: [move.b, move.bs],
+      });
       if (!isTrashed(move.t, best.data)) await this.rescue(client, origin, scalarText(move.d.trash_id));
       rescued += 1;
     }
@@ -799,4 +785,50 @@ function normalise(row: ConflictRow): ConflictRow {
     deadline: ts(row.deadline) as string,
     decided_at: ts(row.decided_at),
   };
+}
+
+/**
+ * Records the version a change that won here was based on (a forced apply replaced a version that
+ * was not its base, so the repl_versions trigger's guess is wrong).
+ */
+export async function setHeldBase(client: { query: pg.PoolClient['query'] }, change: Change): Promise<void> {
+  await client.query(
+    'UPDATE repl_versions SET base_stamp = $3, base_site = $4 WHERE tbl = $1 AND row_key = $2',
+    [change.t, change.k, change.b, change.bs],
+  );
+}
+
+/** Keeps a version that lost here as a head of its record (repl_heads). */
+async function keepHead(
+  client: pg.PoolClient,
+  table: string,
+  key: string,
+  v: {
+    stamp: number | string;
+    site: string;
+    data: Record<string, unknown>;
+    base: readonly [number | string | null, string | null];
+  },
+): Promise<void> {
+  await client.query(
+    `INSERT INTO repl_heads (tbl, row_key, stamp, site, base_stamp, base_site, data)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+    [table, key, v.stamp, v.site, v.base[0], v.base[1], JSON.stringify(v.data)],
+  );
+}
+
+/** Forgets a head: a later version was based on it, or it stands again. */
+async function dropHead(
+  client: pg.PoolClient,
+  table: string,
+  key: string,
+  stamp: number | string,
+  site: string,
+): Promise<void> {
+  await client.query('DELETE FROM repl_heads WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4', [
+    table,
+    key,
+    stamp,
+    site,
+  ]);
 }

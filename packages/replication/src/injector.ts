@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { ConflictRecords, isTrashed } from './catalog-conflicts';
+import { ConflictRecords, isTrashed, setHeldBase } from './catalog-conflicts';
 import {
   conflictId,
   type ConflictKind,
@@ -280,10 +280,7 @@ export class Injector {
       try {
         await client.query('SELECT repl_apply_forced($1, $2)', [origin, JSON.stringify(change)]);
         // The held version was not this change's base: record the one it was.
-        await client.query(
-          'UPDATE repl_versions SET base_stamp = $3, base_site = $4 WHERE tbl = $1 AND row_key = $2',
-          [change.t, change.k, change.b, change.bs],
-        );
+        await setHeldBase(client, change);
         await client.query('RELEASE SAVEPOINT forced');
         // A row deleted here came back: what was kept aside because it referenced it applies now.
         if (held.deleted && change.o !== 'D') await this.unpark(client, change.t, change.k);

@@ -155,18 +155,7 @@ export class ApiRemoteFile implements RemoteFile {
       this.retry,
     ).then((session) => (this.sessionId = session.id));
     const id = await this.sessionReady;
-    await withRetry(async () => {
-      try {
-        await this.sessions.putChunk(id, offset, data);
-      } catch (err) {
-        // An earlier attempt may have landed before its answer was lost.
-        if (err instanceof ApiError && err.code === ErrorCode.UploadOffsetMismatch) {
-          const session = await this.sessions.get(id);
-          if (session.received >= offset + data.length) return;
-        }
-        throw err;
-      }
-    }, this.retry);
+    await this.sessions.putChunkRetrying(id, offset, data, this.retry);
   }
 
   /** Acknowledged chunks are already held by the site; nothing more to wait for. */

@@ -8,6 +8,7 @@ import {
   type UploadSessionDto,
 } from '@tributary/shared';
 import type { ApiConnection } from './http';
+import { withRetry, type RetryPolicy } from './retry';
 
 /** The API's resumable upload sessions (`/api/v1/uploads`), one call per method. */
 export class UploadSessionClient {
@@ -42,6 +43,30 @@ export class UploadSessionClient {
       body: chunk,
       signal,
     });
+  }
+
+  /**
+   * `putChunk` with retries. A retry refused with UPLOAD_OFFSET_MISMATCH is a success when the session
+   * already holds the chunk: an earlier attempt landed before its answer was lost.
+   */
+  async putChunkRetrying(
+    id: string,
+    offset: number,
+    chunk: Uint8Array,
+    retry: RetryPolicy,
+    sha256?: string,
+  ): Promise<void> {
+    await withRetry(async () => {
+      try {
+        await this.putChunk(id, offset, chunk, undefined, sha256);
+      } catch (err) {
+        if (err instanceof ApiError && err.code === ErrorCode.UploadOffsetMismatch) {
+          const session = await this.get(id);
+          if (session.received >= offset + chunk.length) return;
+        }
+        throw err;
+      }
+    }, retry);
   }
 
   complete(id: string, sha256?: string, signal?: AbortSignal): Promise<EntryDto> {

@@ -7,7 +7,7 @@ import {
   type RemoteFile,
   type RetryPolicy,
 } from '@tributary/buffer';
-import { ApiError, ErrorCode, type EntryDto } from '@tributary/shared';
+import type { EntryDto } from '@tributary/shared';
 
 /** A first part at most this large is held back: if nothing follows, the file is one PUT. */
 export const SMALL_FILE_BYTES = 4 * 1024 * 1024;
@@ -109,17 +109,6 @@ export class MountWriteFile implements RemoteFile {
       crypto.subtle.digest('SHA-256', data as Uint8Array<ArrayBuffer>),
     ]);
     const sha256 = Buffer.from(digest).toString('hex');
-    await withRetry(async () => {
-      try {
-        await this.sessions.putChunk(id, offset, data, undefined, sha256);
-      } catch (err) {
-        // An earlier attempt may have landed before its answer was lost.
-        if (err instanceof ApiError && err.code === ErrorCode.UploadOffsetMismatch) {
-          const session = await this.sessions.get(id);
-          if (session.received >= offset + data.length) return;
-        }
-        throw err;
-      }
-    }, this.retry);
+    await this.sessions.putChunkRetrying(id, offset, data, this.retry, sha256);
   }
 }

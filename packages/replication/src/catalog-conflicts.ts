@@ -44,7 +44,14 @@ const TRASHABLE = new Set(['data_objects', 'collections']);
 const NOT_NEGOTIATED = new Set(['sites', 'storage_resources', 'replicas', 'trash_entries', 'conflicts']);
 
 /** Tables where two rows may not share a name, the column, and what the name is unique within. */
-const NAMED: Record<string, { name: string; parent: string | null; trash: boolean; extension: boolean }> = {
+interface NameSpec {
+  name: string;
+  parent: string | null;
+  trash: boolean;
+  extension: boolean;
+}
+
+const NAMED: Record<string, NameSpec> = {
   data_objects: { name: 'name', parent: 'collection_id', trash: true, extension: true },
   collections: { name: 'name', parent: 'parent_id', trash: true, extension: false },
   users: { name: 'username', parent: null, trash: false, extension: false },
@@ -177,15 +184,28 @@ export function mergeConflictRows(a: ConflictRow, b: ConflictRow): ConflictRow {
     if (!seen || canonical(v) < canonical(seen)) byId.set(versionId(v), v);
   }
   const versions = sortVersions([...byId.values()]);
-  let winner = { site: a.winner_site, stamp: a.winner_stamp };
-  if (a.kind === 'same-name') {
-    if (compareVersions({ stamp: b.winner_stamp, site: b.winner_site }, winner) > 0)
-      winner = { site: b.winner_site, stamp: b.winner_stamp };
-  } else {
-    const w = provisionalWinner(a.tbl, versions);
-    winner = { site: w.site, stamp: w.stamp };
-  }
   const decided = pickDecision(a, b);
+  if (a.kind === 'same-name' && b.kind === 'same-name') {
+    // A copy written knowing more contenders for the name is the later word on who keeps it and
+    // which `name_N` this record takes: every site ends with the copy that knew them all.
+    const pick = sameNameOrder(a, b) >= 0 ? a : b;
+    return {
+      ...decided,
+      id: a.id,
+      kind: 'same-name',
+      tbl: a.tbl,
+      row_key: a.row_key,
+      versions: pick.versions,
+      winner_site: pick.winner_site,
+      winner_stamp: pick.winner_stamp,
+      detail: pick.detail,
+      collection_id: pick.collection_id,
+      opened_at: iso(openedAt(pick.versions)),
+      deadline: iso(openedAt(pick.versions) + 1000 * Math.max(span(a), span(b))),
+    };
+  }
+  const w = provisionalWinner(a.tbl, versions);
+  const winner = { site: w.site, stamp: w.stamp };
   const detail = canonical(a.detail) <= canonical(b.detail) ? a.detail : b.detail;
   return {
     ...decided,
@@ -208,6 +228,18 @@ export function mergeConflictRows(a: ConflictRow, b: ConflictRow): ConflictRow {
     opened_at: iso(openedAt(versions)),
     deadline: iso(openedAt(versions) + 1000 * Math.max(span(a), span(b))),
   };
+}
+
+/** > 0 when copy `a` of a same-name record knew more than `b` (ties: the smaller text). */
+function sameNameOrder(a: ConflictRow, b: ConflictRow): number {
+  // Knowing more never lowers a record's `name_N`: more contenders ahead of it, or more names taken.
+  const count = (r: ConflictRow): number => Number(r.detail.contenders ?? 2);
+  const suffix = (r: ConflictRow): number => Number(r.detail.suffix ?? 0);
+  if (count(a) !== count(b)) return count(a) - count(b);
+  if (suffix(a) !== suffix(b)) return suffix(a) - suffix(b);
+  const x = canonical([a.versions, a.detail, a.collection_id]);
+  const y = canonical([b.versions, b.detail, b.collection_id]);
+  return x === y ? 0 : x < y ? 1 : -1;
 }
 
 function pickDecision(a: ConflictRow, b: ConflictRow): ConflictRow {
@@ -235,6 +267,38 @@ export function numberedName(name: string, n: number, keepExtension: boolean): s
   const [stem, extension] = splitExtension(name, keepExtension);
   const base = /^(.+)_\d+$/.exec(stem)?.[1] ?? stem;
   return `${base}_${n}${extension}`;
+}
+
+/** Whether `name` is `base` numbered (`data_2.csv` of `data.csv` or of `data_1.csv`). */
+export function isNumberedFrom(name: string, base: string, keepExtension: boolean): boolean {
+  const [stem, extension] = splitExtension(name, keepExtension);
+  const m = /^(.+)_\d+$/.exec(stem);
+  if (!m) return false;
+  const [baseStem, baseExtension] = splitExtension(base, keepExtension);
+  const baseRoot = /^(.+)_\d+$/.exec(baseStem)?.[1] ?? baseStem;
+  return m[1] === baseRoot && extension === baseExtension;
+}
+
+/** What a name is unique within: the parent and the trash entry (as text), where the table has them. */
+interface NameScope {
+  parent: string | null;
+  trash: string;
+}
+
+function nameScope(spec: NameSpec, row: Record<string, unknown>): NameScope {
+  return {
+    parent: spec.parent ? nullableText(row[spec.parent]) : null,
+    trash: scalarText(row.trash_id ?? 0),
+  };
+}
+
+function sameId(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  return scalarText(a.id) === scalarText(b.id);
+}
+
+/** Creation order: created_at, then id (the same at every site). */
+function creationOrder(a: Record<string, unknown>, b: Record<string, unknown>): number {
+  return microsOf(a.created_at) - microsOf(b.created_at) || idOrder(a.id, b.id);
 }
 
 function quoteIdent(name: string): string {
@@ -343,11 +407,18 @@ export class ConflictRecords {
   }
 
   /**
-   * A change refused because its name is taken here by another record. The later-created of the two
-   * (created_at, then id: the same order at every site) gets the next free `name_N`; the other keeps
-   * the name. The site that created the renamed record makes the rename a change of its own, which
-   * replicates; elsewhere it is applied provisionally until that change arrives. Returns false when
-   * the clash is not a name clash this rule handles.
+   * A change refused because its name is taken here by another record. Every record created under
+   * the contested name (the contenders: the two clashing now and those earlier clashes on that name
+   * renamed, as their open same-name records say) is ordered by creation (created_at, then id: the
+   * same order at every site); the first keeps the name, the others take `name_1`, `name_2`, ... in
+   * that order, skipping names other records hold. The assignment depends only on which contenders
+   * a site has seen, so once every site has seen them all, every site gives each the same name,
+   * whatever order the creations and renames arrived in.
+   *
+   * A site renames the records it created as changes of its own, which replicate; other records it
+   * renames provisionally, until their creators' renames arrive. A creator's rename made before it
+   * saw every contender clashes where more are known, and is corrected there the same way. Returns
+   * false when the clash is not a name clash this rule handles.
    */
   async renameOnClash(client: pg.PoolClient, origin: string, change: Change, err: PgError): Promise<boolean> {
     const spec = NAMED[change.t];
@@ -355,71 +426,33 @@ export class ConflictRecords {
     const d = change.d;
     const name = d[spec.name];
     if (typeof name !== 'string') return false;
-    const where = [`x.${quoteIdent(spec.name)} = $1`, `x.id::text <> $2`];
-    const params: unknown[] = [name, change.k];
-    if (spec.parent) {
-      params.push(
-        d[spec.parent] === null || d[spec.parent] === undefined ? null : scalarText(d[spec.parent]),
-      );
-      where.push(`x.${quoteIdent(spec.parent)}::text IS NOT DISTINCT FROM $${params.length}`);
-    }
-    if (spec.trash) {
-      params.push(scalarText(d.trash_id ?? 0));
-      where.push(`x.trash_id::text = $${params.length}`);
-    }
-    const clash = await client.query<{ row: Record<string, unknown> }>(
-      `SELECT to_jsonb(x) AS row FROM ${quoteIdent(change.t)} x WHERE ${where.join(' AND ')} FOR UPDATE`,
-      params,
-    );
-    const held = clash.rows[0]?.row;
+    const scope = nameScope(spec, d);
+    const held = (
+      await this.rowsInScope(client, change.t, spec, scope, `x.${quoteIdent(spec.name)} = $1`, [name])
+    ).filter((row) => scalarText(row.id) !== change.k)[0];
     if (!held) return false;
-    const incomingLater =
-      microsOf(d.created_at) !== microsOf(held.created_at)
-        ? microsOf(d.created_at) > microsOf(held.created_at)
-        : idOrder(d.id, held.id) > 0;
-    const loser = incomingLater ? d : held;
-    const keeper = incomingLater ? held : d;
-    const newName = await this.freeName(client, change.t, loser, name);
+
+    // What each of the two claims: the name it was created under (a record an earlier clash renamed
+    // to `name_N` claims the name it lost), and which records contend for that name.
+    const heldClaim = await this.claimOf(client, change.t, spec, scalarText(held.id), name);
+    const incomingClaim = await this.claimOf(client, change.t, spec, change.k, name);
+    // Two claims on one name: one contest. Otherwise the record holding its own name keeps it, and
+    // the contest of the one renamed onto it is settled again with that name taken.
+    const incomingContends = incomingClaim === heldClaim || heldClaim === name;
+    const contested = incomingContends ? incomingClaim : heldClaim;
+    const members = await this.contenders(client, change.t, spec, scope, contested, change.k);
+    if (heldClaim === contested && !members.some((r) => sameId(r, held))) members.push(held);
+    const group = (incomingContends ? [d, ...members] : members).sort(creationOrder);
+    // The incoming record, when it does not contend, takes its name (not yet held here).
+    const reserved = incomingContends ? [] : [name];
+    const assigned = await this.assignNames(client, change.t, spec, scope, contested, group, reserved);
+    const targets = new Map([...assigned].map(([id, t]) => [id, t.name]));
+    if (!incomingContends) targets.set(change.k, name);
+    const renamed = incomingContends ? group : [...group, d];
 
     await client.query('SAVEPOINT rename_clash');
     try {
-      if (incomingLater) {
-        const renamed = { ...d, [spec.name]: newName };
-        if (change.t === 'collections') renamed.path = await this.pathFor(client, d.parent_id, newName);
-        await client.query('SELECT repl_apply_forced($1, $2)', [
-          origin,
-          JSON.stringify({ ...change, d: renamed }),
-        ]);
-      } else {
-        const createdHere = await client.query(
-          'SELECT 1 FROM sites WHERE is_local AND $1::bigint BETWEEN id_range_start AND id_range_end',
-          [scalarText(held.id)],
-        );
-        // The creating site's rename is the one that replicates; elsewhere it is provisional.
-        if (createdHere.rowCount) await client.query(`SELECT set_config('tributary.origin', '', true)`);
-        if (change.t === 'collections') {
-          // Name and path in one change (a peer applying the name alone would meet the old path).
-          const oldPath = scalarText(held.path);
-          const newPath = await this.pathFor(client, held.parent_id, newName);
-          await client.query(
-            `UPDATE collections SET path = $2 || substr(path, length($1) + 1)
-              WHERE left(path, length($1) + 1) = $1 || '/'`,
-            [oldPath, newPath],
-          );
-          await client.query('UPDATE collections SET name = $1, path = $2 WHERE id = $3::bigint', [
-            newName,
-            newPath,
-            scalarText(held.id),
-          ]);
-        } else {
-          await client.query(
-            `UPDATE ${quoteIdent(change.t)} SET ${quoteIdent(spec.name)} = $1 WHERE id = $2::bigint`,
-            [newName, scalarText(held.id)],
-          );
-        }
-        await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
-        await client.query('SELECT repl_apply_forced($1, $2)', [origin, JSON.stringify(change)]);
-      }
+      await this.applyNames(client, origin, change, spec, renamed, targets);
       await client.query('RELEASE SAVEPOINT rename_clash');
     } catch (e) {
       await client.query('ROLLBACK TO SAVEPOINT rename_clash');
@@ -433,7 +466,7 @@ export class ConflictRecords {
     const sites = await client.query<{ id: string; key: string }>(
       `SELECT s.id, k.key FROM unnest($1::bigint[]) AS k(key)
          JOIN sites s ON k.key BETWEEN s.id_range_start AND s.id_range_end`,
-      [[scalarText(keeper.id), scalarText(loser.id)]],
+      [group.map((row) => scalarText(row.id))],
     );
     const siteOf = (row: Record<string, unknown>): string =>
       sites.rows.find((r) => scalarText(r.key) === scalarText(row.id))?.id ?? '?';
@@ -446,30 +479,256 @@ export class ConflictRecords {
       // Only what every site holds alike: the record as it was created under the contested name.
       data: {
         id: row.id,
-        [spec.name]: name,
+        [spec.name]: contested,
         ...(spec.parent ? { [spec.parent]: row[spec.parent] } : {}),
         created_at: row.created_at,
         created_by: row.created_by ?? null,
       },
     });
-    const versions = sortVersions([versionOf(keeper), versionOf(loser)]);
+    const keeper = group[0] as Record<string, unknown>;
     const keeperVersion = versionOf(keeper);
-    const openedMicros = openedAt(versions);
-    await this.write(client, origin, {
-      id: hashId('same-name', change.t, scalarText(loser.id), name),
-      kind: 'same-name',
-      tbl: change.t,
-      row_key: scalarText(loser.id),
-      versions,
-      winner_site: keeperVersion.site,
-      winner_stamp: keeperVersion.stamp,
-      detail: { name, renamedTo: newName, kept: scalarText(keeper.id), renamed: scalarText(loser.id) },
-      collection_id: spec.parent ? nullableText(loser[spec.parent]) : null,
-      opened_at: iso(openedMicros),
-      deadline: iso(openedMicros + this.deadlineMs * 1000),
-      ...UNDECIDED,
-    });
+    for (const loser of group.slice(1)) {
+      const versions = sortVersions([keeperVersion, versionOf(loser)]);
+      const openedMicros = openedAt(versions);
+      await this.write(client, origin, {
+        id: hashId('same-name', change.t, scalarText(loser.id), contested),
+        kind: 'same-name',
+        tbl: change.t,
+        row_key: scalarText(loser.id),
+        versions,
+        winner_site: keeperVersion.site,
+        winner_stamp: keeperVersion.stamp,
+        detail: {
+          name: contested,
+          renamedTo: assigned.get(scalarText(loser.id))?.name,
+          suffix: assigned.get(scalarText(loser.id))?.suffix,
+          kept: scalarText(keeper.id),
+          renamed: scalarText(loser.id),
+          contenders: group.length,
+        },
+        collection_id: spec.parent ? nullableText(loser[spec.parent]) : null,
+        opened_at: iso(openedMicros),
+        deadline: iso(openedMicros + this.deadlineMs * 1000),
+        ...UNDECIDED,
+      });
+    }
     return true;
+  }
+
+  /** Rows of `table` in one name scope (parent, trash) matching `condition`, locked. */
+  private async rowsInScope(
+    client: pg.PoolClient,
+    table: string,
+    spec: NameSpec,
+    scope: NameScope,
+    condition: string,
+    params: unknown[],
+  ): Promise<Record<string, unknown>[]> {
+    const where = [condition];
+    const all = [...params];
+    if (spec.parent) {
+      all.push(scope.parent);
+      where.push(`x.${quoteIdent(spec.parent)}::text IS NOT DISTINCT FROM $${all.length}`);
+    }
+    if (spec.trash) {
+      all.push(scope.trash);
+      where.push(`x.trash_id::text = $${all.length}`);
+    }
+    const res = await client.query<{ row: Record<string, unknown> }>(
+      `SELECT to_jsonb(x) AS row FROM ${quoteIdent(table)} x WHERE ${where.join(' AND ')} ORDER BY x.id FOR UPDATE`,
+      all,
+    );
+    return res.rows.map((r) => r.row);
+  }
+
+  /**
+   * The name a record claims: `name` itself, unless an earlier clash still open renamed the record
+   * from another name to this `name_N` (then the name it lost).
+   */
+  private async claimOf(
+    client: pg.PoolClient,
+    table: string,
+    spec: NameSpec,
+    key: string,
+    name: string,
+  ): Promise<string> {
+    const res = await client.query<{ name: string }>(
+      `SELECT detail ->> 'name' AS name FROM conflicts
+        WHERE kind = 'same-name' AND tbl = $1 AND status <> 'decided' AND detail ->> 'renamed' = $2
+        ORDER BY id`,
+      [table, key],
+    );
+    return res.rows.map((r) => r.name).find((n) => isNumberedFrom(name, n, spec.extension)) ?? name;
+  }
+
+  /**
+   * The records held here that contend for `contested` (besides the incoming one): those open
+   * same-name records on that name, still in the scope and still under that name or a
+   * `name_N` of it (one a person renamed, or whose rename was decided, no longer contends).
+   */
+  private async contenders(
+    client: pg.PoolClient,
+    table: string,
+    spec: NameSpec,
+    scope: NameScope,
+    contested: string,
+    incomingKey: string,
+  ): Promise<Record<string, unknown>[]> {
+    const named = await client.query<{ key: string }>(
+      `SELECT DISTINCT k AS key FROM conflicts c, LATERAL (VALUES (c.detail ->> 'kept'), (c.detail ->> 'renamed')) v(k)
+        WHERE c.kind = 'same-name' AND c.tbl = $1 AND c.status <> 'decided' AND c.detail ->> 'name' = $2`,
+      [table, contested],
+    );
+    const keys = named.rows.map((r) => r.key).filter((k) => k !== incomingKey);
+    if (keys.length === 0) return [];
+    const rows = await this.rowsInScope(client, table, spec, scope, 'x.id::text = ANY($1::text[])', [keys]);
+    return rows.filter((row) => {
+      const current = row[spec.name];
+      return (
+        typeof current === 'string' &&
+        (current === contested || isNumberedFrom(current, contested, spec.extension))
+      );
+    });
+  }
+
+  /** The name each contender ends with: the first keeps `contested`, the others the free `name_N` in order. */
+  private async assignNames(
+    client: pg.PoolClient,
+    table: string,
+    spec: NameSpec,
+    scope: NameScope,
+    contested: string,
+    group: Record<string, unknown>[],
+    reserved: string[],
+  ): Promise<Map<string, { name: string; suffix: number }>> {
+    const ids = group.map((row) => scalarText(row.id));
+    const targets = new Map([[ids[0] as string, { name: contested, suffix: 0 }]]);
+    const used = new Set([contested, ...reserved]);
+    let n = 0;
+    for (const id of ids.slice(1)) {
+      for (;;) {
+        const candidate = numberedName(contested, ++n, spec.extension);
+        if (used.has(candidate)) continue;
+        const taken = await this.rowsInScope(
+          client,
+          table,
+          spec,
+          scope,
+          `x.${quoteIdent(spec.name)} = $1 AND NOT (x.id::text = ANY($2::text[]))`,
+          [candidate, ids],
+        );
+        if (taken.length > 0) continue;
+        targets.set(id, { name: candidate, suffix: n });
+        used.add(candidate);
+        break;
+      }
+    }
+    return targets;
+  }
+
+  /**
+   * Gives every contender its name: the incoming change is applied under its name, the records held
+   * here renamed (as this site's own change when it created them). Each rename waits until its name
+   * is free; contenders swapping names go through a name of their own first.
+   */
+  private async applyNames(
+    client: pg.PoolClient,
+    origin: string,
+    change: Change,
+    spec: NameSpec,
+    group: Record<string, unknown>[],
+    targets: Map<string, string>,
+  ): Promise<void> {
+    const incoming = await client.query<{ name: string }>(
+      `SELECT ${quoteIdent(spec.name)} AS name FROM ${quoteIdent(change.t)} WHERE id = $1::bigint`,
+      [change.k],
+    );
+    const current = new Map<string, string | null>(
+      group.map((row) => {
+        const id = scalarText(row.id);
+        return [id, id === change.k ? (incoming.rows[0]?.name ?? null) : (row[spec.name] as string)];
+      }),
+    );
+    const pending = group
+      .map((row) => scalarText(row.id))
+      .filter((id) => id === change.k || current.get(id) !== targets.get(id));
+    const holds = (id: string, name: string): boolean =>
+      [...current].some(([other, held]) => other !== id && held === name);
+    // Each record moves at most twice (aside, then to its name): more is a bug, not a wait.
+    for (let steps = 0; pending.length > 0; steps++) {
+      if (steps > 2 * group.length + 2) throw new Error(`no free name for ${change.t} ${change.k}`);
+      const i = pending.findIndex((id) => !holds(id, targets.get(id) as string));
+      let name: string;
+      if (i < 0) {
+        // A cycle (each name held by another contender): one held record steps aside first.
+        const id = pending.find((other) => other !== change.k);
+        if (id === undefined) throw new Error(`no free name for ${change.t} ${change.k}`);
+        name = `${current.get(id) ?? ''}~${id}`;
+        await this.renameHeld(client, origin, change.t, spec, id, name);
+        current.set(id, name);
+        continue;
+      }
+      const id = pending.splice(i, 1)[0] as string;
+      name = targets.get(id) as string;
+      if (id === change.k) {
+        const renamed = { ...change.d, [spec.name]: name };
+        if (change.t === 'collections') renamed.path = await this.pathFor(client, change.d.parent_id, name);
+        await client.query('SELECT repl_apply_forced($1, $2)', [
+          origin,
+          JSON.stringify({ ...change, d: renamed }),
+        ]);
+      } else {
+        await this.renameHeld(client, origin, change.t, spec, id, name);
+      }
+      current.set(id, name);
+    }
+  }
+
+  /** Renames a record held here: this site's own change when it created the record, else provisional. */
+  private async renameHeld(
+    client: pg.PoolClient,
+    origin: string,
+    table: string,
+    spec: NameSpec,
+    id: string,
+    name: string,
+  ): Promise<void> {
+    const createdHere = await client.query(
+      'SELECT 1 FROM sites WHERE is_local AND $1::bigint BETWEEN id_range_start AND id_range_end',
+      [id],
+    );
+    // Set either way: the failed statement that brought us here may have rolled the setting back.
+    await client.query(`SELECT set_config('tributary.origin', $1, true)`, [
+      createdHere.rowCount ? '' : origin,
+    ]);
+    try {
+      if (table === 'collections') {
+        // Name and path in one change (a peer applying the name alone would meet the old path).
+        const row = await client.query<{ path: string; parent_id: string | null }>(
+          'SELECT path, parent_id::text FROM collections WHERE id = $1::bigint',
+          [id],
+        );
+        const oldPath = row.rows[0]?.path as string;
+        const newPath = await this.pathFor(client, row.rows[0]?.parent_id, name);
+        await client.query(
+          `UPDATE collections SET path = $2 || substr(path, length($1) + 1)
+            WHERE left(path, length($1) + 1) = $1 || '/'`,
+          [oldPath, newPath],
+        );
+        await client.query('UPDATE collections SET name = $1, path = $2 WHERE id = $3::bigint', [
+          name,
+          newPath,
+          id,
+        ]);
+      } else {
+        await client.query(
+          `UPDATE ${quoteIdent(table)} SET ${quoteIdent(spec.name)} = $1 WHERE id = $2::bigint`,
+          [name, id],
+        );
+      }
+    } finally {
+      await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
+    }
   }
 
   /**
@@ -695,33 +954,6 @@ export class ConflictRecords {
       );
     } finally {
       await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
-    }
-  }
-
-  private async freeName(
-    client: pg.PoolClient,
-    table: string,
-    loser: Record<string, unknown>,
-    name: string,
-  ): Promise<string> {
-    const spec = NAMED[table] as (typeof NAMED)[string];
-    for (let n = 1; ; n++) {
-      const candidate = numberedName(name, n, spec.extension);
-      const where = [`${quoteIdent(spec.name)} = $1`];
-      const params: unknown[] = [candidate];
-      if (spec.parent) {
-        params.push(nullableText(loser[spec.parent]));
-        where.push(`${quoteIdent(spec.parent)}::text IS NOT DISTINCT FROM $${params.length}`);
-      }
-      if (spec.trash) {
-        params.push(scalarText(loser.trash_id ?? 0));
-        where.push(`trash_id::text = $${params.length}`);
-      }
-      const taken = await client.query(
-        `SELECT 1 FROM ${quoteIdent(table)} WHERE ${where.join(' AND ')} LIMIT 1`,
-        params,
-      );
-      if (taken.rowCount === 0) return candidate;
     }
   }
 

@@ -201,6 +201,49 @@ describe('conflicts between sites', () => {
     expect(v.site).toBe('tulane');
   });
 
+  // Whatever order the sites' cycles run in (so whichever creations and renames each site sees
+  // first), every site ends with the same names and the same two records.
+  for (const order of [
+    ['lsu', 'tulane', 'uno'],
+    ['lsu', 'uno', 'tulane'],
+    ['tulane', 'lsu', 'uno'],
+    ['tulane', 'uno', 'lsu'],
+    ['uno', 'lsu', 'tulane'],
+    ['uno', 'tulane', 'lsu'],
+  ]) {
+    it(`same name created at three sites, cycles in the order ${order.join(', ')}: name, name_1, name_2 by creation`, async () => {
+      const { proj } = await base();
+      const a = await addObject('lsu', proj, 'data.csv');
+      const b = await addObject('tulane', proj, 'data.csv');
+      const c = await addObject('uno', proj, 'data.csv');
+      for (const site of order) await fed.sites[site]!.engine.runCycle();
+      await converge();
+      for (const site of SITES) {
+        const res = await db(site).query<{ id: string; name: string }>(
+          'SELECT id::text, name FROM data_objects WHERE collection_id = $1 ORDER BY name',
+          [proj],
+        );
+        expect(res.rows, site).toEqual([
+          { id: a, name: 'data.csv' },
+          { id: b, name: 'data_1.csv' },
+          { id: c, name: 'data_2.csv' },
+        ]);
+        const records = (await conflicts(site)).map((r) => [
+          r.kind,
+          r.row_key,
+          r.detail.kept,
+          r.detail.renamedTo,
+        ]);
+        expect(records.sort(), site).toEqual(
+          [
+            ['same-name', b, a, 'data_1.csv'],
+            ['same-name', c, a, 'data_2.csv'],
+          ].sort(),
+        );
+      }
+    });
+  }
+
   it('same name when name_1 is taken too: name_2; collections renamed keep their subtree paths', async () => {
     const { proj } = await base();
     await addObject('lsu', proj, 'run.tar.gz');
@@ -224,12 +267,12 @@ describe('conflicts between sites', () => {
         { id: b, path: '/proj/out_1' },
         { id: deep, path: '/proj/out_1/deep' },
       ]);
-      // The object met two names in turn (run.tar.gz, then run_1.tar.gz when it arrived): two records.
+      // One record per renamed record, naming the name it lost and the one it took (at tulane the
+      // object went to run_1.tar.gz first, then on to run_2.tar.gz when lsu's run_1.tar.gz arrived).
       const records = await conflicts(site);
-      expect(records.map((c) => [c.kind, c.tbl, c.detail.name]).sort()).toEqual([
-        ['same-name', 'collections', 'out'],
-        ['same-name', 'data_objects', 'run.tar.gz'],
-        ['same-name', 'data_objects', 'run_1.tar.gz'],
+      expect(records.map((c) => [c.kind, c.tbl, c.detail.name, c.detail.renamedTo]).sort()).toEqual([
+        ['same-name', 'collections', 'out', 'out_1'],
+        ['same-name', 'data_objects', 'run.tar.gz', 'run_2.tar.gz'],
       ]);
     }
   });

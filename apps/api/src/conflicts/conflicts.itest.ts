@@ -162,7 +162,9 @@ describe('conflict negotiation between real sites', () => {
     const gone = await lsu.client.remove(`${dir}/gone.txt`);
     const early = await lsu.http.delete<ErrorBody>(`/api/v1/trash/${gone.id}`);
     const err = expectError(early, 409, 'PURGE_NOT_YET');
-    expect(err.message).toContain('not every site has applied the delete');
+    // The site that deleted it names the peers it is waiting for.
+    expect(err.message).toContain('tulane has not applied the delete yet');
+    expect(err.details).toEqual({ waitingFor: ['tulane'] });
     await exchange();
     for (const site of [lsu, tulane]) {
       expect((await site.client.stat(`${dir}/g.txt`)).name, site.id).toBe('g.txt');

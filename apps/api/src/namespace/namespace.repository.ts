@@ -482,6 +482,26 @@ export class NamespaceRepository {
   }
 
   /**
+   * Of `peers`, those that have not yet applied this site's delete behind a trash entry: the last
+   * logged change of the entry against each peer's acknowledged applied seq. A delete not yet
+   * extracted into the log is waiting for every peer.
+   */
+  async peersYetToApplyDelete(trashId: bigint, peers: string[], tx: Tx): Promise<string[]> {
+    if (peers.length === 0) return [];
+    const rows = await tx.$queryRaw<{ peer_id: string }[]>`
+      WITH logged AS (
+        SELECT max(l.seq) AS seq FROM repl_log l, jsonb_array_elements(l.changes) x
+         WHERE x ->> 't' = 'trash_entries' AND x ->> 'k' = ${trashId.toString()}),
+      unlogged AS (
+        SELECT EXISTS (SELECT 1 FROM repl_changes WHERE tbl = 'trash_entries' AND row_key = ${trashId.toString()}) AS yes)
+      SELECT p.peer_id FROM unnest(${peers}::text[]) AS p(peer_id)
+        LEFT JOIN repl_peers r USING (peer_id), logged, unlogged
+       WHERE unlogged.yes OR logged.seq IS NULL OR COALESCE(r.peer_applied_seq, 0) < logged.seq
+       ORDER BY p.peer_id`;
+    return rows.map((r) => r.peer_id);
+  }
+
+  /**
    * Locks an entry about to be moved and tells whether it is still where the caller found it
    * (a concurrent move or delete would make a path rewrite from the old place wrong).
    */

@@ -297,11 +297,24 @@ export class NamespaceService {
       const trash = await this.loadTrash(principal, trashId, tx);
       if (!trash.settledAt) {
         // An update made at another site before the delete reached it must still be able to rescue it.
+        const deletedHere = trash.deletedAtSite === this.site.siteId;
+        const waitingFor = deletedHere
+          ? await this.repo.peersYetToApplyDelete(
+              trash.id,
+              this.config.replication.peers.map((p) => p.id),
+              tx,
+            )
+          : [];
+        const who = deletedHere
+          ? waitingFor.length > 0
+            ? `${waitingFor.join(', ')} ${waitingFor.length === 1 ? 'has' : 'have'} not applied the delete yet`
+            : 'every site has applied the delete, which is being marked settled'
+          : `${trash.deletedAtSite}, where it was deleted, has not yet confirmed that every site applied the delete`;
         throw new DomainError(
           ErrorCode.PurgeNotYet,
-          `${trash.originalPath} was deleted at ${trash.deletedAtSite} and not every site has applied the delete yet; ` +
+          `${trash.originalPath} was deleted at ${trash.deletedAtSite}: ${who}; ` +
             `purging becomes possible after the next replication exchange (within about ${this.cycleSeconds * 2} s)`,
-          undefined,
+          waitingFor.length > 0 ? { waitingFor } : undefined,
           { 'retry-after': String(this.cycleSeconds) },
         );
       }

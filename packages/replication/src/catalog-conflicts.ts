@@ -790,6 +790,42 @@ export class ConflictRecords {
   }
 
   /**
+   * Versions that changes from `origin` (its transactions after `after`, through `through`)
+   * superseded besides their base (`h`: heads at the origin): no longer heads here either, and
+   * remembered, so that one arriving later is not taken for a concurrent update.
+   */
+  async absorb(client: pg.PoolClient, origin: string, after: number, through: number): Promise<void> {
+    await client.query(
+      `WITH h AS (
+         SELECT c ->> 't' AS tbl, c ->> 'k' AS row_key, (x ->> 0)::bigint AS stamp, x ->> 1 AS site
+           FROM repl_archive a, jsonb_array_elements(a.changes) c, jsonb_array_elements(c -> 'h') x
+          WHERE a.origin = $1 AND a.seq > $2 AND a.seq <= $3 AND a.changes @? '$[*].h' AND c ? 'h'),
+       gone AS (
+         DELETE FROM repl_heads r USING h
+          WHERE r.tbl = h.tbl AND r.row_key = h.row_key AND r.stamp = h.stamp AND r.site = h.site)
+       INSERT INTO repl_absorbed (tbl, row_key, stamp, site) SELECT tbl, row_key, stamp, site FROM h
+       ON CONFLICT DO NOTHING`,
+      [origin, after, through],
+    );
+  }
+
+  /** Whether a version of a record was superseded by a change that had it in view (see absorb). */
+  async isAbsorbed(
+    client: pg.PoolClient,
+    table: string,
+    key: string,
+    stamp: number,
+    site: string,
+  ): Promise<boolean> {
+    if (!TRASHABLE.has(table)) return false;
+    const res = await client.query(
+      'SELECT 1 FROM repl_absorbed WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4',
+      [table, key, stamp, site],
+    );
+    return (res.rowCount ?? 0) > 0;
+  }
+
+  /**
    * Moves to the trash from `origin` (its transactions after `after`, through `through`) that this
    * site applied in order, on top of the version it held, while a live version that lost a conflict
    * on the same record is still a head. Sites that met that version and the move directly let the

@@ -299,6 +299,41 @@ describe('conflicts between sites', () => {
     }
   });
 
+  it('a move to the trash made with a losing version in view is not undone by that version', async () => {
+    const { proj } = await base();
+    const f = await addObject('lsu', proj, 'f.txt');
+    await converge();
+    const touch = (site: string, value: string) =>
+      db(site).query('UPDATE data_objects SET content_type = $1, updated_at = now() WHERE id = $2', [
+        value,
+        f,
+      ]);
+    // uno's update reaches tulane; lsu updates concurrently and wins (later), so uno's version
+    // lost at lsu, where it is still a head when lsu's user, seeing lsu's version, moves it to the trash.
+    await touch('uno', 'text/uno');
+    await fed.sites.uno!.engine.runCycle();
+    await fed.sites.tulane!.engine.runCycle();
+    await touch('lsu', 'text/lsu-1');
+    await fed.sites.lsu!.engine.runCycle();
+    await touch('lsu', 'text/lsu-2');
+    await fed.sites.lsu!.engine.runCycle();
+    await trash('lsu', 'object', f, '/proj/f.txt');
+    await converge();
+    for (const site of SITES) {
+      const row = await one<{ trash_id: string; content_type: string }>(
+        site,
+        'SELECT trash_id::text, content_type FROM data_objects WHERE id = $1',
+        [f],
+      );
+      expect(row.trash_id, site).not.toBe('0');
+      expect(row.content_type, site).toBe('text/lsu-2');
+      // uno's version is kept in the record of its conflict with lsu's first update.
+      const [c, ...more] = await conflicts(site);
+      expect(more, site).toEqual([]);
+      expect(c!.versions.map((v) => v.data?.content_type).sort(), site).toEqual(['text/lsu-1', 'text/uno']);
+    }
+  });
+
   it('an update inside a collection moved to the trash brings the whole collection back', async () => {
     const { proj } = await base();
     const dir = await addCollection('lsu', proj, 'dir', '/proj/dir');

@@ -41,7 +41,9 @@ export class Extractor {
        grouped AS (
          SELECT max(id) AS last_id, min(captured_at) AS captured_at, count(*)::int AS n,
                 jsonb_agg(jsonb_build_object('t', tbl, 'o', op, 'k', row_key, 'd', data, 's', stamp,
-                                             'b', base_stamp, 'bs', base_site) ORDER BY id) AS changes
+                                             'b', base_stamp, 'bs', base_site)
+                          || CASE WHEN absorbed IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('h', absorbed) END
+                          ORDER BY id) AS changes
            FROM moved GROUP BY tx_id),
        logged AS (
          INSERT INTO repl_log (seq, changes, change_count, captured_at)

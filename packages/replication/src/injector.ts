@@ -104,6 +104,7 @@ export class Injector {
         txs += row.txs;
         changes += row.changes;
         if (row.txs > 0) {
+          await this.records.absorb(client, origin, after, Number(row.applied_seq));
           conflicts += await this.records.reconsiderTrashed(client, origin, after, Number(row.applied_seq));
         }
         if (row.stopped_at === null) {
@@ -116,6 +117,7 @@ export class Injector {
         try {
           const slow = await this.applySlowly(client, origin, seq);
           await client.query('SELECT repl_finish_txs($1, $2, $3)', [origin, seq - 1, seq]);
+          await this.records.absorb(client, origin, seq - 1, seq);
           slow.conflicts += await this.records.reconsiderTrashed(client, origin, seq - 1, seq);
           await client.query('COMMIT');
           txs += 1;
@@ -263,6 +265,9 @@ export class Injector {
       incoming: { site: origin, change },
       held,
     };
+    // A version the held one superseded (the site that made the held one had it in view) arriving
+    // late is not concurrent with it: nothing to apply, and its conflict is recorded already.
+    if (await this.records.isAbsorbed(client, change.t, change.k, change.s, origin)) return 0;
     const decision = this.resolver.resolve(conflict);
     const resolution = decision.reason;
     if (kind === 'update' || kind === 'update-deleted' || kind === 'delete-updated') {

@@ -22,6 +22,11 @@ export interface Change {
   b: number | null;
   /** site that made the replaced version */
   bs: string | null;
+  /**
+   * Other versions of the row this change supersedes: versions that lost a conflict at the origin
+   * and were still heads there ([stamp, site] pairs; absent when none).
+   */
+  h?: [number, string][];
 }
 
 /** One origin transaction: applied atomically and in `seq` order at every peer. */

@@ -809,6 +809,23 @@ export class ConflictRecords {
     );
   }
 
+  /**
+   * Whether the version a change was based on was held here and lost a conflict (it is a head, was
+   * absorbed, or is kept in a conflict record about the record).
+   */
+  async lostHere(client: pg.PoolClient, change: Change): Promise<boolean> {
+    if (change.b === null || change.bs === null) return false;
+    const res = await client.query<{ lost: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM repl_heads WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4)
+           OR EXISTS (SELECT 1 FROM repl_absorbed WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4)
+           OR EXISTS (SELECT 1 FROM conflicts WHERE tbl = $1 AND row_key = $2
+                         AND versions @> jsonb_build_array(jsonb_build_object('stamp', $3::bigint, 'site', $4::text)))
+           AS lost`,
+      [change.t, change.k, change.b, change.bs],
+    );
+    return res.rows[0]?.lost ?? false;
+  }
+
   /** Whether a version of a record was superseded by a change that had it in view (see absorb). */
   async isAbsorbed(
     client: pg.PoolClient,

@@ -334,6 +334,49 @@ describe('conflicts between sites', () => {
     }
   });
 
+  it('a change based on a move to the trash that lost elsewhere applies as concurrent, not waited for', async () => {
+    const { proj } = await base();
+    const f = await addObject('lsu', proj, 'f.txt');
+    await converge();
+    const touch = (site: string, value: string) =>
+      db(site).query('UPDATE data_objects SET content_type = $1, updated_at = now() WHERE id = $2', [
+        value,
+        f,
+      ]);
+    // lsu updates while tulane moves to the trash; uno gets the move first and changes the trashed
+    // object. Where lsu's (older) update rescued it, uno's change is based on a version newer than
+    // the held one that lost here: concurrent, not still on its way.
+    await touch('lsu', 'text/lsu');
+    await trash('tulane', 'object', f, '/proj/f.txt');
+    fed.transport.down.add('lsu');
+    await fed.sites.tulane!.engine.runCycle();
+    await fed.sites.uno!.engine.runCycle();
+    await touch('uno', 'text/uno');
+    await fed.sites.lsu!.engine.runCycle();
+    fed.transport.down.clear();
+    await converge();
+    for (const site of SITES) {
+      const waiting = await db(site).query(
+        'SELECT peer_id, waiting_on FROM repl_peers WHERE waiting_on IS NOT NULL',
+      );
+      expect(waiting.rows, site).toEqual([]);
+      const row = await one<{ trash_id: string; content_type: string }>(
+        site,
+        'SELECT trash_id::text, content_type FROM data_objects WHERE id = $1',
+        [f],
+      );
+      expect(row, site).toEqual({ trash_id: '0', content_type: 'text/lsu' });
+      const [c, ...more] = await conflicts(site);
+      expect(more, site).toEqual([]);
+      expect(c!.kind).toBe('delete');
+      expect(c!.versions.map((v) => `${v.site}:${String(v.data?.content_type)}`).sort(), site).toEqual([
+        'lsu:text/lsu',
+        'tulane:application/octet-stream',
+        'uno:text/uno',
+      ]);
+    }
+  });
+
   it('an update inside a collection moved to the trash brings the whole collection back', async () => {
     const { proj } = await base();
     const dir = await addCollection('lsu', proj, 'dir', '/proj/dir');

@@ -195,7 +195,13 @@ export class Injector {
         continue;
       }
       const change = await this.changeAt(client, origin, seq, stop.idx);
-      if (stop.reason === 'missing' || (stop.reason === 'behind' && change.t !== 'conflicts')) {
+      // Based on a version newer than the held one: on its way, unless that version was here and lost
+      // (a move to the trash loses to an older live update): then the change is concurrent.
+      const onItsWay =
+        stop.reason === 'behind' &&
+        change.t !== 'conflicts' &&
+        !(await this.records.lostHere(client, change));
+      if (stop.reason === 'missing' || onItsWay) {
         throw new Defer(
           stop.reason === 'missing'
             ? `${change.t} ${change.k}, changed at ${change.bs ?? 'another site'}, has not arrived yet`

@@ -987,6 +987,66 @@ export class ConflictRecords {
     const next = current ? mergeConflictRows(normalise(current), row) : row;
     if (current && canonical(normalise(current)) === canonical(normalise(next))) return;
     await this.upsert(client, origin, next);
+    if (next.kind !== 'same-name') await this.consolidate(client, origin, next.tbl, next.row_key);
+  }
+
+  /**
+   * Folds the records about one row that share a version into one: a site that met a chain of
+   * versions out of order may have filed a version under a second record (each id comes from the
+   * version the concurrent changes started from, as far as that site could tell). The records of a
+   * group merge into the one with the smallest id; the others are deleted. Both are changes of this
+   * site, and every site holding the records folds them alike.
+   */
+  async consolidate(client: pg.PoolClient, origin: string, table: string, key: string): Promise<void> {
+    const res = await client.query<{ row: ConflictRow }>(
+      `SELECT to_jsonb(c) AS row FROM conflicts c
+        WHERE tbl = $1 AND row_key = $2 AND kind <> 'same-name' ORDER BY id FOR UPDATE`,
+      [table, key],
+    );
+    if (res.rows.length < 2) return;
+    // Groups of records connected by a shared version (in id order, so each group's first is its smallest).
+    const groups: ConflictRow[][] = [];
+    for (const { row } of res.rows) {
+      const ids = new Set(row.versions.map(versionId));
+      const joined = groups.filter((g) => g.some((r) => r.versions.some((v) => ids.has(versionId(v)))));
+      const merged = [...joined.flat(), normalise(row)].sort((a, b) =>
+        a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
+      );
+      for (const g of joined) groups.splice(groups.indexOf(g), 1);
+      groups.push(merged);
+    }
+    for (const group of groups) {
+      if (group.length < 2) continue;
+      const [first, ...rest] = group as [ConflictRow, ...ConflictRow[]];
+      const folded = rest.reduce((acc, r) => mergeConflictRows(acc, { ...r, id: acc.id }), first);
+      if (canonical(folded) !== canonical(first)) await this.upsert(client, origin, folded);
+      await client.query(`SELECT set_config('tributary.origin', '', true)`);
+      try {
+        await client.query('DELETE FROM conflicts WHERE id = ANY($1::text[])', [rest.map((r) => r.id)]);
+      } finally {
+        await client.query(`SELECT set_config('tributary.origin', $1, true)`, [origin]);
+      }
+    }
+  }
+
+  /**
+   * Folds the records about each row that conflict records from `origin` (its transactions after
+   * `after`, through `through`) touched: copies applied here in order are not merged on the way.
+   */
+  async consolidateFrom(
+    client: pg.PoolClient,
+    origin: string,
+    after: number,
+    through: number,
+  ): Promise<void> {
+    const rows = await client.query<{ tbl: string; row_key: string }>(
+      `SELECT DISTINCT c -> 'd' ->> 'tbl' AS tbl, c -> 'd' ->> 'row_key' AS row_key
+         FROM repl_archive a, jsonb_array_elements(a.changes) c
+        WHERE a.origin = $1 AND a.seq > $2 AND a.seq <= $3 AND a.changes @? '$[*] ? (@.t == "conflicts")'
+          AND c ->> 't' = 'conflicts' AND c ->> 'o' <> 'D' AND c -> 'd' ->> 'kind' <> 'same-name'`,
+      [origin, after, through],
+    );
+    for (const r of rows.rows) await this.consolidate(client, origin, r.tbl, r.row_key);
   }
 
   /** Writes a conflict record as a change of this site (captured, so it replicates). */

@@ -105,6 +105,7 @@ export class Injector {
         changes += row.changes;
         if (row.txs > 0) {
           await this.records.absorb(client, origin, after, Number(row.applied_seq));
+          await this.records.consolidateFrom(client, origin, after, Number(row.applied_seq));
           conflicts += await this.records.reconsiderTrashed(client, origin, after, Number(row.applied_seq));
         }
         if (row.stopped_at === null) {
@@ -118,6 +119,7 @@ export class Injector {
           const slow = await this.applySlowly(client, origin, seq);
           await client.query('SELECT repl_finish_txs($1, $2, $3)', [origin, seq - 1, seq]);
           await this.records.absorb(client, origin, seq - 1, seq);
+          await this.records.consolidateFrom(client, origin, seq - 1, seq);
           slow.conflicts += await this.records.reconsiderTrashed(client, origin, seq - 1, seq);
           await client.query('COMMIT');
           txs += 1;

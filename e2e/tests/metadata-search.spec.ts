@@ -110,6 +110,8 @@ test('tags one file and a selection, then searches with completion, inline error
   await expect(page.getByTestId('search-result')).toHaveCount(1);
   await page.getByLabel('Save this search as').fill('fits in the project');
   await page.getByRole('button', { name: 'Save', exact: true }).click();
+  // Saved by the API: listed once the request has answered, then still there on a fresh page.
+  await expect(page.getByRole('button', { name: 'fits in the project', exact: true })).toBeVisible();
   await page.goto('/search');
   await page.getByRole('button', { name: 'fits in the project', exact: true }).click();
   await expect(page.getByTestId('search-result')).toHaveCount(1);

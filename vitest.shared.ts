@@ -11,6 +11,8 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
   plugins: [
     swc.vite({
       tsconfigFile: false,
+      // The portal's React components (.tsx) get their own transform in vitest.unit.config.ts.
+      exclude: [/node_modules/, /\.tsx$/],
       jsc: {
         target: 'es2022',
         keepClassNames: true,

@@ -1,13 +1,13 @@
-import { expect, test } from '@playwright/test';
-import { screenshot, signIn, unique } from './helpers';
+import { expect, test } from './fixtures';
+import { screenshot, unique } from './helpers';
 
 test('tags one file and a selection, then searches with completion, inline errors, facets and a saved search', async ({
   page,
+  signedIn,
 }) => {
   test.setTimeout(120_000);
   const project = unique('coast');
-  await page.goto('/');
-  await signIn(page);
+  await signedIn('/');
 
   await page.getByRole('button', { name: 'New folder' }).click();
   await page.getByLabel('Folder name').fill(project);

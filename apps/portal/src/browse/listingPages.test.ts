@@ -14,12 +14,24 @@ describe('pagesFor', () => {
   });
 
   it('jumping to the end of 100,000 rows asks for the last page (and page 0), not the 199 in between', () => {
-    const win = rowWindow({ scrollTop: 100_000 * 36 - 600, viewHeight: 600, rowHeight: 36, count: 100_000, loaded: 500 });
+    const win = rowWindow({
+      scrollTop: 100_000 * 36 - 600,
+      viewHeight: 600,
+      rowHeight: 36,
+      count: 100_000,
+      loaded: 500,
+    });
     expect(pagesFor(win.start, win.end, 100_000)).toEqual([0, 199]);
   });
 
   it('a scrollbar drag to 70% asks for the page(s) there', () => {
-    const win = rowWindow({ scrollTop: 0.7 * 100_000 * 36, viewHeight: 720, rowHeight: 36, count: 100_000, loaded: 500 });
+    const win = rowWindow({
+      scrollTop: 0.7 * 100_000 * 36,
+      viewHeight: 720,
+      rowHeight: 36,
+      count: 100_000,
+      loaded: 500,
+    });
     expect(win.start).toBeGreaterThan(69_000);
     expect(pagesFor(win.start, win.end, 100_000)).toEqual([0, 139, 140]);
   });

@@ -12,7 +12,13 @@ export const PAGE_SIZE = 500;
  * arrives before it scrolls into view), within a listing of `count` rows. Page 0 is always included:
  * it carries the total and anchors the cursor chain.
  */
-export function pagesFor(start: number, end: number, count: number, pageSize = PAGE_SIZE, margin = 100): number[] {
+export function pagesFor(
+  start: number,
+  end: number,
+  count: number,
+  pageSize = PAGE_SIZE,
+  margin = 100,
+): number[] {
   const pages = new Set<number>([0]);
   if (count > 0) {
     const from = Math.max(0, Math.min(start, count) - margin);
@@ -34,7 +40,11 @@ export function pageRequest(
 }
 
 /** Row `index` if its page is loaded. */
-export function rowAt<T>(pages: ReadonlyMap<number, readonly T[]>, index: number, pageSize = PAGE_SIZE): T | undefined {
+export function rowAt<T>(
+  pages: ReadonlyMap<number, readonly T[]>,
+  index: number,
+  pageSize = PAGE_SIZE,
+): T | undefined {
   return pages.get(Math.floor(index / pageSize))?.[index % pageSize];
 }
 

@@ -20,14 +20,20 @@ export function useListing(path: string, sort: Sort, order: 'asc' | 'desc') {
     pages: [0],
   });
   const pageList = wanted.key === listingKey ? wanted.pages : [0];
-  const keyOf = useCallback((page: number) => ['children', path, sort, order, page] as const, [path, sort, order]);
+  const keyOf = useCallback(
+    (page: number) => ['children', path, sort, order, page] as const,
+    [path, sort, order],
+  );
 
   const results = useQueries({
     queries: pageList.map((page) => ({
       queryKey: keyOf(page),
       queryFn: ({ signal }: { signal: AbortSignal }) => {
         const previous = page > 0 ? queryClient.getQueryData<Page<EntryDto>>(keyOf(page - 1)) : undefined;
-        return api.listChildren({ path, sort, order, limit: PAGE_SIZE, ...pageRequest(page, previous) }, signal);
+        return api.listChildren(
+          { path, sort, order, limit: PAGE_SIZE, ...pageRequest(page, previous) },
+          signal,
+        );
       },
     })),
   });

@@ -93,11 +93,12 @@ describe('ConflictDetailPage (the conflict diff)', () => {
 
     // The fields that agree on demand.
     await userEvent.setup().click(screen.getByRole('button', { name: 'Show the 2 fields that agree' }));
-    expect(within(table).getAllByRole('row').slice(1).map((r) => within(r).getByRole('rowheader').textContent)).toEqual([
-      'name (differs)',
-      'owner',
-      'size',
-    ]);
+    expect(
+      within(table)
+        .getAllByRole('row')
+        .slice(1)
+        .map((r) => within(r).getByRole('rowheader').textContent),
+    ).toEqual(['name (differs)', 'owner', 'size']);
   });
 
   it('the decide buttons call the client: keep the winner, or choose the other version', async () => {
@@ -105,7 +106,14 @@ describe('ConflictDetailPage (the conflict diff)', () => {
     const decidedConflict = conflict({
       status: 'decided',
       canDecide: false,
-      decision: { action: 'choose', by: 'admin', policy: null, at: '2026-11-21T10:05:00Z', site: 'lsu', value: null },
+      decision: {
+        action: 'choose',
+        by: 'admin',
+        policy: null,
+        at: '2026-11-21T10:05:00Z',
+        site: 'lsu',
+        value: null,
+      },
     });
     // Like the server: once decided, reading the conflict shows the decision.
     const decide = vi.spyOn(api, 'decideConflict').mockImplementation(() => {

@@ -21,7 +21,9 @@ function renderForm(q = '') {
 describe('QueryForm (the query box)', () => {
   beforeEach(() => {
     localStorage.clear();
-    vi.spyOn(api, 'metadataAttributes').mockResolvedValue({ attributes: ['filetype', 'project', 'instrument'] });
+    vi.spyOn(api, 'metadataAttributes').mockResolvedValue({
+      attributes: ['filetype', 'project', 'instrument'],
+    });
   });
   afterEach(() => {
     cleanup();
@@ -34,7 +36,9 @@ describe('QueryForm (the query box)', () => {
     await user.type(box, 'fi');
     const list = await screen.findByRole('listbox', { name: 'Suggestions' });
     expect(box.getAttribute('aria-expanded')).toBe('true');
-    const options = within(list).getAllByRole('option').map((o) => o.textContent);
+    const options = within(list)
+      .getAllByRole('option')
+      .map((o) => o.textContent);
     expect(options).toContain('filetype');
     expect(options).not.toContain('project');
     expect(list.querySelector('[aria-selected="true"]')?.textContent).toBe('filetype');

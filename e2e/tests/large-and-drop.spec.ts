@@ -59,6 +59,14 @@ test('a collection of 5,000 entries opens at once and scrolls to its end, render
   ).toBe(true);
   expect(listed.length, listed.join('\n')).toBeLessThanOrEqual(2);
   await screenshot(page, '15-browse-5000-entries-scrolled');
+
+  // Keyboard: sorted afresh by size, End on the first row moves focus to the last entry once its page arrives.
+  await page.getByRole('button', { name: /^Size/ }).click();
+  await expect(page).toHaveURL(/sort=size/);
+  const first = page.getByRole('row', { name: /obj-00000\.dat/ });
+  await first.focus();
+  await page.keyboard.press('End');
+  await expect(page.getByRole('row', { name: /obj-04999\.dat/ })).toBeFocused();
 });
 
 test('files dropped on the table upload with per-file progress; a slow upload can be cancelled and retried', async ({

@@ -395,6 +395,7 @@ function EntryTable(props: {
     onShowRows(win.start, win.end);
   }, [win.start, win.end, onShowRows]);
 
+  const pendingFocus = useRef<number | null>(null);
   function focusRow(index: number) {
     const el = scroller.current;
     if (el === null || index < 0 || index >= total) return;
@@ -402,8 +403,22 @@ function EntryTable(props: {
     const top = index * ROW;
     if (top < el.scrollTop + ROW) el.scrollTop = Math.max(0, top - ROW);
     else if (top + ROW > el.scrollTop + el.clientHeight) el.scrollTop = top + 2 * ROW - el.clientHeight;
-    requestAnimationFrame(() => el.querySelector<HTMLElement>(`tr[data-index="${index}"]`)?.focus());
+    // The row may be on a page still on its way (End in a large collection): focused once it is rendered.
+    pendingFocus.current = index;
+    requestAnimationFrame(focusPending);
   }
+
+  function focusPending() {
+    const index = pendingFocus.current;
+    const row =
+      index === null ? null : scroller.current?.querySelector<HTMLElement>(`tr[data-index="${index}"]`);
+    if (row) {
+      pendingFocus.current = null;
+      row.focus();
+    }
+  }
+  // After every render: a row waited for may have arrived.
+  useEffect(focusPending);
 
   function onRowKey(e: KeyboardEvent<HTMLTableRowElement>, entry: EntryDto, index: number) {
     if (e.target !== e.currentTarget) return;

@@ -11,11 +11,24 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
   plugins: [
     swc.vite({
       tsconfigFile: false,
+      // The portal's React components (.tsx) get the transform below.
+      exclude: ['**/node_modules/**', '**/*.tsx'],
       jsc: {
         target: 'es2022',
         keepClassNames: true,
         parser: { syntax: 'typescript', decorators: true },
         transform: { legacyDecorator: true, decoratorMetadata: true },
+      },
+    }),
+    // React components in the portal's component tests: TSX with the automatic JSX runtime.
+    swc.vite({
+      tsconfigFile: false,
+      include: ['**/*.tsx'],
+      exclude: ['**/node_modules/**'],
+      jsc: {
+        target: 'es2022',
+        parser: { syntax: 'typescript', tsx: true },
+        transform: { react: { runtime: 'automatic' } },
       },
     }),
   ],

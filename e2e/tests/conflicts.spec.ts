@@ -1,5 +1,6 @@
-import { expect, test, type Page } from '@playwright/test';
-import { exchange, screenshot, signIn, siteApi, siteUrls, unique, type SiteApi } from './helpers';
+import type { Page } from '@playwright/test';
+import { expect, test } from './fixtures';
+import { exchange, screenshot, unique, type SiteApi } from './helpers';
 
 /**
  * The same file renamed at two sites within one replication cycle (the cycle is an hour long; the
@@ -8,83 +9,74 @@ import { exchange, screenshot, signIn, siteApi, siteUrls, unique, type SiteApi }
  */
 test('a rename conflict between two sites, decided in the browser at one, visible at the other', async ({
   page,
-  browser,
+  sites,
+  signedIn,
+  pageAt,
 }) => {
   test.setTimeout(180_000);
-  const [lsuUrl, tulaneUrl, unoUrl] = siteUrls() as [string, string, string];
-  const sites: SiteApi[] = await Promise.all([lsuUrl, tulaneUrl, unoUrl].map(siteApi));
   const [lsu, tulane] = sites as [SiteApi, SiteApi, SiteApi];
   const dir = `/projects/${unique('rename')}`;
-  try {
-    expect(
-      (
-        await lsu.http.post('/api/v1/namespace/collections', { data: { path: dir }, headers: lsu.csrf })
-      ).status(),
-    ).toBe(201);
-    const put = await lsu.http.put(`/api/v1/data?path=${encodeURIComponent(`${dir}/a.txt`)}`, {
-      data: Buffer.from('first version\n'),
-      headers: { ...lsu.csrf, 'content-type': 'application/octet-stream' },
-    });
-    expect(put.status()).toBe(201);
-    await exchange(sites);
-    expect(
-      (await tulane.http.get(`/api/v1/namespace/stat?path=${encodeURIComponent(`${dir}/a.txt`)}`)).status(),
-    ).toBe(200);
+  expect(
+    (
+      await lsu.http.post('/api/v1/namespace/collections', { data: { path: dir }, headers: lsu.csrf })
+    ).status(),
+  ).toBe(201);
+  const put = await lsu.http.put(`/api/v1/data?path=${encodeURIComponent(`${dir}/a.txt`)}`, {
+    data: Buffer.from('first version\n'),
+    headers: { ...lsu.csrf, 'content-type': 'application/octet-stream' },
+  });
+  expect(put.status()).toBe(201);
+  await exchange(sites);
+  expect(
+    (await tulane.http.get(`/api/v1/namespace/stat?path=${encodeURIComponent(`${dir}/a.txt`)}`)).status(),
+  ).toBe(200);
 
-    // Both renames happen before any exchange: one at lsu, one at tulane, each in its own browser.
-    await page.goto(`/browse${dir}`);
-    await signIn(page);
-    await renameInBrowser(page, 'a.txt', 'from-lsu.txt');
-    const tulaneContext = await browser.newContext({ baseURL: tulaneUrl });
-    const tulanePage = await tulaneContext.newPage();
-    await tulanePage.goto(`/browse${dir}`);
-    await signIn(tulanePage);
-    await renameInBrowser(tulanePage, 'a.txt', 'from-tulane.txt');
+  // Both renames happen before any exchange: one at lsu, one at tulane, each in its own browser.
+  await signedIn(`/browse${dir}`);
+  await renameInBrowser(page, 'a.txt', 'from-lsu.txt');
+  const tulanePage = await pageAt(1, `/browse${dir}`);
+  await renameInBrowser(tulanePage, 'a.txt', 'from-tulane.txt');
 
-    await exchange(sites);
+  await exchange(sites);
 
-    // At lsu: the badge counts it, the list shows it, the detail shows both versions side by side.
-    await page.reload();
-    await expect(page.getByTestId('conflicts-badge')).toHaveText(/^[1-9]\d*$/);
-    await page.getByRole('link', { name: /^Conflicts/ }).click();
-    await expect(page.getByRole('list', { name: 'Open conflicts by kind' })).toContainText('update: 1');
-    const row = page.getByTestId('conflict-row').filter({ hasText: dir });
-    await expect(row).toHaveCount(1);
-    await expect(row).toContainText('lsu vs tulane');
-    await screenshot(page, '10-conflicts');
-    await row.getByRole('link').click();
-    await expect(page).toHaveURL(/\/conflicts\/[0-9a-f]{32}$/);
-    const conflictUrl = new URL(page.url()).pathname;
-    await expect(page.getByRole('heading', { level: 1 })).toContainText('update conflict');
-    const diff = page.getByRole('table', { name: 'Versions side by side' });
-    await expect(diff.getByRole('columnheader', { name: /Version from lsu/ })).toBeVisible();
-    await expect(
-      diff.getByRole('columnheader', { name: /Version from tulane.*provisional winner/ }),
-    ).toBeVisible();
-    const nameRow = diff.getByRole('row', { name: /name/ }).first();
-    await expect(nameRow).toContainText('from-lsu.txt');
-    await expect(nameRow).toContainText('from-tulane.txt');
-    await expect(page.getByText(/h \d+ min left/)).toBeVisible();
-    await screenshot(page, '11-conflict-detail');
+  // At lsu: the badge counts it, the list shows it, the detail shows both versions side by side.
+  await page.reload();
+  await expect(page.getByTestId('conflicts-badge')).toHaveText(/^[1-9]\d*$/);
+  await page.getByRole('link', { name: /^Conflicts/ }).click();
+  await expect(page.getByRole('list', { name: 'Open conflicts by kind' })).toContainText('update: 1');
+  const row = page.getByTestId('conflict-row').filter({ hasText: dir });
+  await expect(row).toHaveCount(1);
+  await expect(row).toContainText('lsu vs tulane');
+  await screenshot(page, '10-conflicts');
+  await row.getByRole('link').click();
+  await expect(page).toHaveURL(/\/conflicts\/[0-9a-f]{32}$/);
+  const conflictUrl = new URL(page.url()).pathname;
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('update conflict');
+  const diff = page.getByRole('table', { name: 'Versions side by side' });
+  await expect(diff.getByRole('columnheader', { name: /Version from lsu/ })).toBeVisible();
+  await expect(
+    diff.getByRole('columnheader', { name: /Version from tulane.*provisional winner/ }),
+  ).toBeVisible();
+  const nameRow = diff.getByRole('row', { name: /name/ }).first();
+  await expect(nameRow).toContainText('from-lsu.txt');
+  await expect(nameRow).toContainText('from-tulane.txt');
+  await expect(page.getByText(/h \d+ min left/)).toBeVisible();
+  await screenshot(page, '11-conflict-detail');
 
-    await page.getByRole('button', { name: 'Choose the version from lsu' }).click();
-    await expect(page.getByTestId('conflict-decision')).toContainText('Decided: choose by admin at lsu');
-    await expect(page.getByTestId('conflict-status')).toHaveText('decided');
+  await page.getByRole('button', { name: 'Choose the version from lsu' }).click();
+  await expect(page.getByTestId('conflict-decision')).toContainText('Decided: choose by admin at lsu');
+  await expect(page.getByTestId('conflict-status')).toHaveText('decided');
 
-    await exchange(sites);
+  await exchange(sites);
 
-    // At tulane: the same conflict is decided, and the file carries the chosen name.
-    await tulanePage.goto(conflictUrl);
-    await expect(tulanePage.getByTestId('conflict-status')).toHaveText('decided');
-    await expect(tulanePage.getByTestId('conflict-decision')).toContainText('by admin at lsu');
-    await screenshot(tulanePage, '12-conflict-decided-at-other-site');
-    await tulanePage.goto(`/browse${dir}`);
-    await expect(tulanePage.getByRole('row', { name: /from-lsu\.txt/ })).toBeVisible();
-    await expect(tulanePage.getByRole('row', { name: /from-tulane\.txt/ })).toHaveCount(0);
-    await tulaneContext.close();
-  } finally {
-    await Promise.all(sites.map((s) => s.close()));
-  }
+  // At tulane: the same conflict is decided, and the file carries the chosen name.
+  await tulanePage.goto(conflictUrl);
+  await expect(tulanePage.getByTestId('conflict-status')).toHaveText('decided');
+  await expect(tulanePage.getByTestId('conflict-decision')).toContainText('by admin at lsu');
+  await screenshot(tulanePage, '12-conflict-decided-at-other-site');
+  await tulanePage.goto(`/browse${dir}`);
+  await expect(tulanePage.getByRole('row', { name: /from-lsu\.txt/ })).toBeVisible();
+  await expect(tulanePage.getByRole('row', { name: /from-tulane\.txt/ })).toHaveCount(0);
 });
 
 async function renameInBrowser(page: Page, from: string, to: string): Promise<void> {
@@ -101,67 +93,58 @@ async function renameInBrowser(page: Page, from: string, to: string): Promise<vo
  */
 test('same-name uploads at two sites: one renamed by decision, one kept in bulk, the same at both', async ({
   page,
-  browser,
+  sites,
+  signedIn,
+  pageAt,
 }) => {
   test.setTimeout(180_000);
-  const [lsuUrl, tulaneUrl, unoUrl] = siteUrls() as [string, string, string];
-  const sites: SiteApi[] = await Promise.all([lsuUrl, tulaneUrl, unoUrl].map(siteApi));
   const [lsu, tulane] = sites as [SiteApi, SiteApi, SiteApi];
   const dir = `/projects/${unique('same')}`;
-  try {
-    expect(
-      (
-        await lsu.http.post('/api/v1/namespace/collections', { data: { path: dir }, headers: lsu.csrf })
-      ).status(),
-    ).toBe(201);
-    await exchange(sites);
-    for (const [site, text] of [
-      [lsu, 'from lsu'],
-      [tulane, 'from tulane'],
-    ] as const) {
-      for (const name of ['x.csv', 'y.csv']) {
-        const put = await site.http.put(`/api/v1/data?path=${encodeURIComponent(`${dir}/${name}`)}`, {
-          data: Buffer.from(`${text}\n`),
-          headers: { ...site.csrf, 'content-type': 'application/octet-stream' },
-        });
-        expect(put.status(), await put.text()).toBe(201);
-      }
+  expect(
+    (
+      await lsu.http.post('/api/v1/namespace/collections', { data: { path: dir }, headers: lsu.csrf })
+    ).status(),
+  ).toBe(201);
+  await exchange(sites);
+  for (const [site, text] of [
+    [lsu, 'from lsu'],
+    [tulane, 'from tulane'],
+  ] as const) {
+    for (const name of ['x.csv', 'y.csv']) {
+      const put = await site.http.put(`/api/v1/data?path=${encodeURIComponent(`${dir}/${name}`)}`, {
+        data: Buffer.from(`${text}\n`),
+        headers: { ...site.csrf, 'content-type': 'application/octet-stream' },
+      });
+      expect(put.status(), await put.text()).toBe(201);
     }
-    await exchange(sites);
-
-    await page.goto(`/conflicts?kind=same-name&path=${encodeURIComponent(dir)}`);
-    await signIn(page);
-    const rows = page.getByTestId('conflict-row');
-    await expect(rows).toHaveCount(2);
-    await rows
-      .filter({ hasText: `${dir}/x` })
-      .getByRole('link')
-      .click();
-    await expect(page.getByRole('heading', { level: 1 })).toContainText('same-name conflict');
-    await page.getByLabel('Rename the renamed one to').fill('x-tulane.csv');
-    await page.getByRole('button', { name: 'Rename', exact: true }).click();
-    await expect(page.getByTestId('conflict-status')).toHaveText('decided');
-
-    await page.goto(`/conflicts?kind=same-name&path=${encodeURIComponent(dir)}`);
-    await expect(rows).toHaveCount(1);
-    await rows.first().getByRole('checkbox').check();
-    await page.getByRole('button', { name: 'Keep provisional winners' }).click();
-    await expect(page.getByText('Decided 1.')).toBeVisible();
-    await expect(page.getByText('No conflicts here.')).toBeVisible();
-
-    await exchange(sites);
-    const tulaneContext = await browser.newContext({ baseURL: tulaneUrl });
-    const tulanePage = await tulaneContext.newPage();
-    await tulanePage.goto(`/browse${dir}`);
-    await signIn(tulanePage);
-    for (const name of ['x.csv', 'x-tulane.csv', 'y.csv', 'y_1.csv']) {
-      await expect(tulanePage.getByRole('button', { name, exact: true })).toBeVisible();
-    }
-    await expect(tulanePage.getByText('4 entries')).toBeVisible();
-    await tulanePage.goto(`/conflicts?status=closed&kind=same-name&path=${encodeURIComponent(dir)}`);
-    await expect(tulanePage.getByTestId('conflict-row')).toHaveCount(2);
-    await tulaneContext.close();
-  } finally {
-    await Promise.all(sites.map((s) => s.close()));
   }
+  await exchange(sites);
+
+  await signedIn(`/conflicts?kind=same-name&path=${encodeURIComponent(dir)}`);
+  const rows = page.getByTestId('conflict-row');
+  await expect(rows).toHaveCount(2);
+  await rows
+    .filter({ hasText: `${dir}/x` })
+    .getByRole('link')
+    .click();
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('same-name conflict');
+  await page.getByLabel('Rename the renamed one to').fill('x-tulane.csv');
+  await page.getByRole('button', { name: 'Rename', exact: true }).click();
+  await expect(page.getByTestId('conflict-status')).toHaveText('decided');
+
+  await page.goto(`/conflicts?kind=same-name&path=${encodeURIComponent(dir)}`);
+  await expect(rows).toHaveCount(1);
+  await rows.first().getByRole('checkbox').check();
+  await page.getByRole('button', { name: 'Keep provisional winners' }).click();
+  await expect(page.getByText('Decided 1.')).toBeVisible();
+  await expect(page.getByText('No conflicts here.')).toBeVisible();
+
+  await exchange(sites);
+  const tulanePage = await pageAt(1, `/browse${dir}`);
+  for (const name of ['x.csv', 'x-tulane.csv', 'y.csv', 'y_1.csv']) {
+    await expect(tulanePage.getByRole('button', { name, exact: true })).toBeVisible();
+  }
+  await expect(tulanePage.getByText('4 entries')).toBeVisible();
+  await tulanePage.goto(`/conflicts?status=closed&kind=same-name&path=${encodeURIComponent(dir)}`);
+  await expect(tulanePage.getByTestId('conflict-row')).toHaveCount(2);
 });

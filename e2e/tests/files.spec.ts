@@ -1,13 +1,13 @@
-import { expect, test } from '@playwright/test';
-import { exchange, screenshot, signIn, siteApi, siteUrls, unique } from './helpers';
+import { expect, test } from './fixtures';
+import { exchange, screenshot, unique } from './helpers';
 
 test('creates folders, uploads with progress, renames, moves by drag and drop, deletes and restores', async ({
   page,
+  signedIn,
 }) => {
   test.setTimeout(120_000);
   const project = unique('survey');
-  await page.goto('/');
-  await signIn(page);
+  await signedIn('/');
   await expect(page).toHaveURL(/\/browse\/home\/admin$/);
 
   // Create a folder, then one inside it.
@@ -95,34 +95,28 @@ test('creates folders, uploads with progress, renames, moves by drag and drop, d
   expect(download.suggestedFilename()).toBe('transect-01.csv');
 });
 
-test('purge is offered once every site has applied the delete', async ({ page }) => {
+test('purge is offered once every site has applied the delete', async ({ page, sites, signedIn }) => {
   test.setTimeout(120_000);
-  const sites = await Promise.all(siteUrls().map(siteApi));
   const [lsu] = sites;
   const name = `${unique('old')}.dat`;
-  try {
-    const put = await lsu!.http.put(`/api/v1/data?path=${encodeURIComponent(`/home/admin/${name}`)}`, {
-      data: Buffer.from('obsolete'),
-      headers: { ...lsu!.csrf, 'content-type': 'application/octet-stream' },
-    });
-    expect(put.status()).toBe(201);
-    await page.goto('/browse/home/admin');
-    await signIn(page);
-    page.once('dialog', (d) => void d.accept());
-    await page.getByRole('row', { name: new RegExp(name.replace('.', '\\.')) }).focus();
-    await page.keyboard.press('Delete');
-    await page.getByRole('link', { name: 'Trash' }).click();
-    const row = page.getByTestId('trash-row').filter({ hasText: name });
-    await expect(row.getByRole('button', { name: /Purge/ })).toBeDisabled();
-    await expect(row).toContainText('purge after every site has it');
+  const put = await lsu!.http.put(`/api/v1/data?path=${encodeURIComponent(`/home/admin/${name}`)}`, {
+    data: Buffer.from('obsolete'),
+    headers: { ...lsu!.csrf, 'content-type': 'application/octet-stream' },
+  });
+  expect(put.status()).toBe(201);
+  await signedIn('/browse/home/admin');
+  page.once('dialog', (d) => void d.accept());
+  await page.getByRole('row', { name: new RegExp(name.replace('.', '\\.')) }).focus();
+  await page.keyboard.press('Delete');
+  await page.getByRole('link', { name: 'Trash' }).click();
+  const row = page.getByTestId('trash-row').filter({ hasText: name });
+  await expect(row.getByRole('button', { name: /Purge/ })).toBeDisabled();
+  await expect(row).toContainText('purge after every site has it');
 
-    await exchange(sites);
-    await page.reload();
-    await expect(row.getByRole('button', { name: /Purge/ })).toBeEnabled();
-    page.once('dialog', (d) => void d.accept());
-    await row.getByRole('button', { name: /Purge/ }).click();
-    await expect(row).toHaveCount(0);
-  } finally {
-    await Promise.all(sites.map((s) => s.close()));
-  }
+  await exchange(sites);
+  await page.reload();
+  await expect(row.getByRole('button', { name: /Purge/ })).toBeEnabled();
+  page.once('dialog', (d) => void d.accept());
+  await row.getByRole('button', { name: /Purge/ }).click();
+  await expect(row).toHaveCount(0);
 });

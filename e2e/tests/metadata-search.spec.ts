@@ -1,13 +1,13 @@
-import { expect, test } from '@playwright/test';
-import { screenshot, signIn, unique } from './helpers';
+import { expect, test } from './fixtures';
+import { exchange, screenshot, unique } from './helpers';
 
 test('tags one file and a selection, then searches with completion, inline errors, facets and a saved search', async ({
   page,
+  signedIn,
 }) => {
   test.setTimeout(120_000);
   const project = unique('coast');
-  await page.goto('/');
-  await signIn(page);
+  await signedIn('/');
 
   await page.getByRole('button', { name: 'New folder' }).click();
   await page.getByLabel('Folder name').fill(project);
@@ -110,6 +110,8 @@ test('tags one file and a selection, then searches with completion, inline error
   await expect(page.getByTestId('search-result')).toHaveCount(1);
   await page.getByLabel('Save this search as').fill('fits in the project');
   await page.getByRole('button', { name: 'Save', exact: true }).click();
+  // Saved by the API: listed once the request has answered, then still there on a fresh page.
+  await expect(page.getByRole('button', { name: 'fits in the project', exact: true })).toBeVisible();
   await page.goto('/search');
   await page.getByRole('button', { name: 'fits in the project', exact: true }).click();
   await expect(page.getByTestId('search-result')).toHaveCount(1);
@@ -117,4 +119,37 @@ test('tags one file and a selection, then searches with completion, inline error
   // A result opens its folder with the file's details.
   await page.getByRole('link', { name: 'b.fits' }).click();
   await expect(page.getByRole('complementary', { name: 'Details of b.fits' })).toBeVisible();
+});
+
+test('a saved search follows its owner to another site, and a rename there comes back', async ({
+  sites,
+  pageAt,
+}) => {
+  test.setTimeout(120_000);
+  const [lsu] = sites;
+  const name = unique('fits-anywhere');
+  const query = 'filetype = fits and size > 1000';
+  const created = await lsu!.http.post('/api/v1/saved-searches', {
+    data: { name, query, scope: '/projects' },
+    headers: lsu!.csrf,
+  });
+  expect(created.status(), await created.text()).toBe(201);
+  await exchange(sites);
+
+  // At tulane, in the browser: listed, and it runs with its query and scope.
+  const page = await pageAt(1, '/search');
+  await page.getByRole('button', { name, exact: true }).click();
+  await expect(page.getByRole('combobox', { name: 'Query' })).toHaveValue(query);
+  await expect(page).toHaveURL(/scope=%2Fprojects/);
+  await page.getByRole('button', { name: `Rename saved search ${name}` }).click();
+  await page.getByLabel(`New name for ${name}`).fill(`${name}-renamed`);
+  await page.getByLabel(`New name for ${name}`).press('Enter');
+  await expect(page.getByRole('button', { name: `${name}-renamed`, exact: true })).toBeVisible();
+  await screenshot(page, '18-saved-search-at-another-site');
+
+  await exchange(sites);
+  const atLsu = await lsu!.http.get('/api/v1/saved-searches');
+  const names = ((await atLsu.json()) as { items: Array<{ name: string }> }).items.map((s) => s.name);
+  expect(names).toContain(`${name}-renamed`);
+  expect(names).not.toContain(name);
 });

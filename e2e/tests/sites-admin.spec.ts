@@ -1,10 +1,12 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures';
 import { screenshot, signIn, unique } from './helpers';
 
-test('shows replication per peer with a lag chart, and administers users and groups', async ({ page }) => {
+test('shows replication per peer with a lag chart, and administers users and groups', async ({
+  page,
+  signedIn,
+}) => {
   test.setTimeout(90_000);
-  await page.goto('/sites');
-  await signIn(page);
+  await signedIn('/sites');
   await expect(page.getByTestId('this-site')).toHaveText('lsu');
   const peers = page.getByTestId('peer-row');
   await expect(peers).toHaveCount(2);

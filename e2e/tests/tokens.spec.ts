@@ -1,12 +1,12 @@
-import { expect, test } from '@playwright/test';
-import { screenshot, signIn, unique } from './helpers';
+import { expect, test } from './fixtures';
+import { screenshot, unique } from './helpers';
 
 test('creates a token, shows the secret once with a curl example, uses it over plain HTTP, revokes it', async ({
   page,
+  signedIn,
 }) => {
   const name = unique('script');
-  await page.goto('/tokens');
-  await signIn(page);
+  await signedIn('/tokens');
   await expect(page.getByRole('heading', { name: 'API tokens' })).toBeVisible();
 
   const form = page.getByRole('group', { name: 'New token' });

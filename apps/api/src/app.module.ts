@@ -17,6 +17,7 @@ import { MetadataModule } from './metadata/metadata.module';
 import { NamespaceModule } from './namespace/namespace.module';
 import { ReplicationModule } from './replication/replication.module';
 import { SitesModule } from './sites/sites.module';
+import { SavedSearchesModule } from './saved-searches/saved-searches.module';
 import { TokensModule } from './tokens/tokens.module';
 import { UploadsModule } from './uploads/uploads.module';
 import { UsersModule } from './users/users.module';
@@ -40,6 +41,7 @@ export class AppModule {
         AuthModule,
         UsersModule,
         TokensModule,
+        SavedSearchesModule,
         NamespaceModule,
         DataModule,
         ReplicationModule,

@@ -260,6 +260,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/saved-searches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["SavedSearchesController_list"];
+        put?: never;
+        post: operations["SavedSearchesController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/saved-searches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["SavedSearchesController_remove"];
+        options?: never;
+        head?: never;
+        patch: operations["SavedSearchesController_update"];
+        trace?: never;
+    };
     "/api/v1/namespace/stat": {
         parameters: {
             query?: never;
@@ -892,6 +924,23 @@ export interface components {
             /** Format: date-time */
             expiresAt?: string;
         };
+        CreateSavedSearchDto: {
+            name: string;
+            query: string;
+            scope?: string;
+            /**
+             * @default object
+             * @enum {string}
+             */
+            kind: "object" | "collection";
+        };
+        UpdateSavedSearchDto: {
+            name?: string;
+            query?: string;
+            scope?: string;
+            /** @enum {string} */
+            kind?: "object" | "collection";
+        };
         CreateCollectionDto: {
             path: string;
             /** @default false */
@@ -1469,6 +1518,89 @@ export interface operations {
             };
         };
     };
+    SavedSearchesController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    SavedSearchesController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSavedSearchDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    SavedSearchesController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    SavedSearchesController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSavedSearchDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     NamespaceController_stat: {
         parameters: {
             query: {
@@ -1496,6 +1628,7 @@ export interface operations {
                 path: string;
                 sort?: "name" | "size" | "modified";
                 order?: "asc" | "desc";
+                offset?: number;
             };
             header?: never;
             path?: never;

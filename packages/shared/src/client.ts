@@ -2,6 +2,11 @@ import createClient, { type Client } from 'openapi-fetch';
 import type { paths } from './api-types';
 import type { CreatedTokenDto, CreateTokenRequest, TokenDto } from './dto/tokens';
 import type {
+  CreateSavedSearchRequest,
+  SavedSearchDto,
+  UpdateSavedSearchRequest,
+} from './dto/saved-searches';
+import type {
   CreateGroupRequest,
   CreateUserRequest,
   GroupDto,
@@ -144,6 +149,22 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<CreatedTokenDto>(http.POST('/api/v1/tokens', { body, ...unsafe() })),
     revokeToken: (id: string) =>
       unwrap<void>(http.DELETE('/api/v1/tokens/{id}', { params: { path: { id } }, ...unsafe() })),
+
+    /** The caller's saved searches, by name (a page; `nextCursor` for more). */
+    listSavedSearches: (limit?: number, cursor?: string, signal?: AbortSignal) =>
+      unwrap<Page<SavedSearchDto>>(
+        http.GET('/api/v1/saved-searches', { params: { query: { limit, cursor } }, ...safe, signal }),
+      ),
+    createSavedSearch: (body: CreateSavedSearchRequest) =>
+      unwrap<SavedSearchDto>(
+        http.POST('/api/v1/saved-searches', { body: { kind: 'object', ...body }, ...unsafe() }),
+      ),
+    updateSavedSearch: (id: string, body: UpdateSavedSearchRequest) =>
+      unwrap<SavedSearchDto>(
+        http.PATCH('/api/v1/saved-searches/{id}', { params: { path: { id } }, body, ...unsafe() }),
+      ),
+    deleteSavedSearch: (id: string) =>
+      unwrap<void>(http.DELETE('/api/v1/saved-searches/{id}', { params: { path: { id } }, ...unsafe() })),
 
     stat: (path: string) =>
       unwrap<EntryDetailDto>(http.GET('/api/v1/namespace/stat', { params: { query: { path } }, ...safe })),

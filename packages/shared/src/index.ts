@@ -3,6 +3,7 @@ export * from './paths';
 export * from './dto/common';
 export * from './dto/accounts';
 export * from './dto/tokens';
+export * from './dto/saved-searches';
 export * from './dto/namespace';
 export * from './dto/replication';
 export * from './dto/uploads';

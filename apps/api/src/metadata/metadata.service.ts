@@ -1,12 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import {
-  checkCondition,
-  ConditionError,
   ErrorCode,
   isWithin,
   MAX_BULK_ROWS,
-  parseQueryText,
-  QuerySyntaxError,
   typedValue,
   type BulkMetadataResult,
   type CheckedTriple,
@@ -20,6 +16,7 @@ import {
 import { AccessService, levelAtLeast, type Visibility } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
+import { parseCondition } from './query-condition';
 import { MetadataQueryRepository, type QuerySort, type QuerySpec } from './metadata-query.repository';
 import {
   MetadataRepository,
@@ -346,24 +343,7 @@ export class MetadataService {
 
   /** The request's condition, from either form; errors name the field and, for text, the position. */
   condition(input: { where?: unknown; q?: string }): Condition | null {
-    try {
-      if (input.q !== undefined) return checkCondition(parseQueryText(input.q), 'q');
-      if (input.where !== undefined && input.where !== null) return checkCondition(input.where, 'where');
-      return null;
-    } catch (err) {
-      if (err instanceof QuerySyntaxError) {
-        throw new DomainError(ErrorCode.InvalidQuery, `invalid query: ${err.message}`, {
-          q: [`${err.reason} at position ${err.position + 1}`],
-          position: [String(err.position)],
-        });
-      }
-      if (err instanceof ConditionError) {
-        throw new DomainError(ErrorCode.InvalidQuery, `invalid query: ${err.at}: ${err.message}`, {
-          [err.at]: [err.message],
-        });
-      }
-      throw err;
-    }
+    return parseCondition(input);
   }
 
   /** Maps a write that lost its target to a purge meanwhile to 404 rather than 500. */

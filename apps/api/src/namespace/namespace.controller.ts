@@ -38,10 +38,13 @@ export class NamespaceController {
     return this.namespace.stat(p, q.path);
   }
 
-  /** A page of a collection's children: collections first, then objects, in the chosen order. */
+  /**
+   * A page of a collection's children: collections first, then objects, in the chosen order. Pages
+   * follow `nextCursor`; `offset` opens any position directly (e.g. the end of a large collection).
+   */
   @Get('namespace/children')
   children(@CurrentPrincipal() p: Principal, @Query() q: ListChildrenQueryDto): Promise<Page<EntryDto>> {
-    return this.namespace.list(p, q.path, q.sort, q.order, q.limit, q.cursor);
+    return this.namespace.list(p, q.path, q.sort, q.order, q.limit, q.cursor, q.offset);
   }
 
   @Post('namespace/collections')

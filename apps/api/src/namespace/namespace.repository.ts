@@ -256,12 +256,12 @@ export class NamespaceRepository {
     await tx.collection.create({ data: { ...data, createdBy: data.ownerId } });
   }
 
-  async counts(collectionId: bigint): Promise<number> {
-    const [c, o] = await Promise.all([
+  async counts(collectionId: bigint): Promise<{ collections: number; objects: number }> {
+    const [collections, objects] = await Promise.all([
       this.prisma.collection.count({ where: { parentId: collectionId, trashId: 0 } }),
       this.prisma.dataObject.count({ where: { collectionId, trashId: 0 } }),
     ]);
-    return c + o;
+    return { collections, objects };
   }
 
   /**
@@ -287,6 +287,53 @@ export class NamespaceRepository {
     return out;
   }
 
+  /**
+   * The children at positions offset .. offset+limit-1 of the same order as listChildren, given the
+   * counts of live child collections and objects. Each table's part is read from whichever end of
+   * that table's listing is nearer (the reversed order with the mirrored offset, rows then turned
+   * back), so the end of a collection of 100,000 costs no more than its start: an index walk over at
+   * most half the entries, never a page per 500 entries in between.
+   */
+  async listChildrenAt(
+    parent: { id: bigint; path: string },
+    sort: SortKey,
+    order: 'asc' | 'desc',
+    limit: number,
+    offset: number,
+    counts: { collections: number; objects: number },
+  ): Promise<EntryRecord[]> {
+    const out: EntryRecord[] = [];
+    if (offset < counts.collections) {
+      const n = Math.min(limit, counts.collections - offset);
+      out.push(...(await this.sliceOf('collections', parent, sort, order, offset, n, counts.collections)));
+    }
+    const objectOffset = Math.max(0, offset - counts.collections);
+    const rest = Math.min(limit - out.length, counts.objects - objectOffset);
+    if (rest > 0) {
+      out.push(
+        ...(await this.sliceOf('data_objects', parent, sort, order, objectOffset, rest, counts.objects)),
+      );
+    }
+    return out;
+  }
+
+  private async sliceOf(
+    table: 'collections' | 'data_objects',
+    parent: { id: bigint; path: string },
+    sort: SortKey,
+    order: 'asc' | 'desc',
+    offset: number,
+    limit: number,
+    size: number,
+  ): Promise<EntryRecord[]> {
+    const fromEnd = size - offset - limit;
+    if (fromEnd < offset) {
+      const reversed = order === 'asc' ? 'desc' : 'asc';
+      return (await this.pageOf(table, parent, sort, reversed, limit, null, fromEnd)).reverse();
+    }
+    return this.pageOf(table, parent, sort, order, limit, null, offset);
+  }
+
   private async pageOf(
     table: 'collections' | 'data_objects',
     parent: { id: bigint; path: string },
@@ -294,6 +341,7 @@ export class NamespaceRepository {
     order: 'asc' | 'desc',
     limit: number,
     cursor: ListCursor | null,
+    offset = 0,
   ): Promise<EntryRecord[]> {
     const isObjects = table === 'data_objects';
     const parentColumn = Prisma.raw(isObjects ? 'e.collection_id' : 'e.parent_id');
@@ -349,7 +397,7 @@ export class NamespaceRepository {
         LEFT JOIN project_groups g ON g.id = e.group_id
        WHERE ${parentColumn} = ${parent.id} AND e.trash_id = 0 ${after}
        ORDER BY ${keyExpr} ${dir}, e.name ${dir}, e.id ${dir}
-       LIMIT ${limit}`);
+       LIMIT ${limit} OFFSET ${offset}`);
     const childPath = (name: string): string => (parent.path === '/' ? `/${name}` : `${parent.path}/${name}`);
     return rows.map((r): EntryRecord =>
       isObjects

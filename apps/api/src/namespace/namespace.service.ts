@@ -90,15 +90,27 @@ export class NamespaceService {
     order: 'asc' | 'desc',
     limit: number,
     cursorText: string | undefined,
+    offset?: number,
   ): Promise<Page<EntryDto>> {
     this.access.assertWithinToken(principal, path);
     const collection = await this.requireCollection(path);
     await this.access.require(principal, target(collection), 'read');
     const cursor = cursorText ? decodeCursor(cursorText, sort) : null;
-    const [items, total] = await Promise.all([
-      this.repo.listChildren(collection, sort, order, limit + 1, cursor),
-      this.repo.counts(collection.id),
-    ]);
+    let items: EntryRecord[];
+    let total: number;
+    if (offset !== undefined) {
+      // The counts say which table the position falls in and from which end it is nearer.
+      const counts = await this.repo.counts(collection.id);
+      total = counts.collections + counts.objects;
+      items = await this.repo.listChildrenAt(collection, sort, order, limit + 1, offset, counts);
+    } else {
+      const [rows, counts] = await Promise.all([
+        this.repo.listChildren(collection, sort, order, limit + 1, cursor),
+        this.repo.counts(collection.id),
+      ]);
+      items = rows;
+      total = counts.collections + counts.objects;
+    }
     const page = items.slice(0, limit);
     const last = page.at(-1);
     const levels = await this.childLevels(principal, collection, page);

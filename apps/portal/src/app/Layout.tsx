@@ -1,4 +1,4 @@
-import { useEffect, useId, useState } from 'react';
+import { Suspense, useEffect, useId, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Navigate, NavLink, Outlet, useNavigate, useRouteError } from 'react-router';
 import { ApiError, api, logout } from '../api';
@@ -45,7 +45,10 @@ export function Layout() {
         <UserMenu />
       </header>
       <main id="main">
-        <Outlet />
+        {/* Each screen is its own chunk (app/routes.tsx), loaded the first time it is opened. */}
+        <Suspense fallback={<p role="status">Loading…</p>}>
+          <Outlet />
+        </Suspense>
       </main>
     </>
   );

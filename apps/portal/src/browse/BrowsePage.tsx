@@ -1,5 +1,5 @@
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import type { EntryDto } from '@tributary/shared';
 import { api, downloadHref } from '../api';
@@ -19,9 +19,9 @@ import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
 import { FolderTree } from './FolderTree';
 import { filesFromDrop, filesFromInput, UploadPanel, useUploads, type Uploads } from './useUploads';
 import { rowWindow } from './virtualRows';
+import { useListing } from './useListing';
 import { DRAG_TYPE, dropTarget } from './dnd';
 
-const PAGE = 500;
 const ROW = 36;
 type Sort = 'name' | 'size' | 'modified';
 
@@ -50,16 +50,9 @@ export function BrowsePage() {
     setActionError(null);
   }, [path]);
 
-  const listing = useInfiniteQuery({
-    queryKey: ['children', path, sort, order],
-    queryFn: ({ pageParam, signal }) =>
-      api.listChildren({ path, sort, order, limit: PAGE, cursor: pageParam }, signal),
-    initialPageParam: undefined as string | undefined,
-    getNextPageParam: (last) => last.nextCursor,
-  });
-  const items = listing.data?.pages.flatMap((p) => p.items) ?? [];
-  const total = listing.data?.pages.at(-1)?.total ?? 0;
-  const loadedActive = items.find((e) => e.name === activeName);
+  const listing = useListing(path, sort, order);
+  const { total } = listing;
+  const loadedActive = listing.loaded.find((e) => e.name === activeName);
   // An entry named in the URL but not on a loaded page (a link from search into a large folder).
   const activeStat = useQuery({
     queryKey: ['stat', activeName === null ? '' : joinPath(path, activeName)],
@@ -160,16 +153,15 @@ export function BrowsePage() {
             </p>
             <EntryTable
               path={path}
-              items={items}
-              total={listing.hasNextPage ? Math.max(total, items.length) : items.length}
+              rowAt={listing.rowAt}
+              loaded={listing.loaded}
+              total={total}
               sort={sort}
               order={order}
               selected={selected}
               activeName={activeName}
-              loadingMore={listing.isFetchingNextPage}
-              onNeedMore={() => {
-                if (listing.hasNextPage && !listing.isFetchingNextPage) void listing.fetchNextPage();
-              }}
+              loadingMore={listing.isFetching}
+              onShowRows={listing.showRows}
               onSort={(s) =>
                 setParam({
                   sort: s,
@@ -184,7 +176,7 @@ export function BrowsePage() {
                   return next;
                 })
               }
-              onToggleAll={(all) => setSelected(all ? new Set(items.map((e) => e.path)) : new Set())}
+              onToggleAll={(all) => setSelected(all ? new Set(listing.loaded.map((e) => e.path)) : new Set())}
               onOpen={open}
               onDelete={(e) => confirmDelete(selected.has(e.path) ? [...selected] : [e.path])}
               onDropPaths={moveInto}
@@ -353,14 +345,18 @@ function Toolbar({
 
 function EntryTable(props: {
   path: string;
-  items: EntryDto[];
+  /** The entry at a position, when its page is loaded. */
+  rowAt: (index: number) => EntryDto | undefined;
+  /** Every loaded entry (for "select all loaded"). */
+  loaded: EntryDto[];
   total: number;
   sort: Sort;
   order: 'asc' | 'desc';
   selected: Set<string>;
   activeName: string | null;
   loadingMore: boolean;
-  onNeedMore: () => void;
+  /** The rows in view changed: load their pages. */
+  onShowRows: (start: number, end: number) => void;
   onSort: (s: Sort) => void;
   onToggle: (path: string) => void;
   onToggleAll: (all: boolean) => void;
@@ -370,7 +366,7 @@ function EntryTable(props: {
   onDropFiles: (files: Awaited<ReturnType<typeof filesFromDrop>>) => void;
   onRenamed: () => void;
 }) {
-  const { items, total, selected, onNeedMore } = props;
+  const { rowAt, loaded, total, selected, onShowRows } = props;
   const scroller = useRef<HTMLDivElement>(null);
   const [view, setView] = useState({ top: 0, height: 600 });
   const [renaming, setRenaming] = useState<string | null>(null);
@@ -382,7 +378,7 @@ function EntryTable(props: {
     viewHeight: view.height,
     rowHeight: ROW,
     count: total,
-    loaded: items.length,
+    loaded: total,
   });
 
   useEffect(() => {
@@ -396,18 +392,33 @@ function EntryTable(props: {
   }, []);
 
   useEffect(() => {
-    if (win.needMore) onNeedMore();
-  }, [win.needMore, onNeedMore, items.length]);
+    onShowRows(win.start, win.end);
+  }, [win.start, win.end, onShowRows]);
 
+  const pendingFocus = useRef<number | null>(null);
   function focusRow(index: number) {
     const el = scroller.current;
-    if (el === null || index < 0 || index >= items.length) return;
+    if (el === null || index < 0 || index >= total) return;
     setCurrent(index);
     const top = index * ROW;
     if (top < el.scrollTop + ROW) el.scrollTop = Math.max(0, top - ROW);
     else if (top + ROW > el.scrollTop + el.clientHeight) el.scrollTop = top + 2 * ROW - el.clientHeight;
-    requestAnimationFrame(() => el.querySelector<HTMLElement>(`tr[data-index="${index}"]`)?.focus());
+    // The row may be on a page still on its way (End in a large collection): focused once it is rendered.
+    pendingFocus.current = index;
+    requestAnimationFrame(focusPending);
   }
+
+  function focusPending() {
+    const index = pendingFocus.current;
+    const row =
+      index === null ? null : scroller.current?.querySelector<HTMLElement>(`tr[data-index="${index}"]`);
+    if (row) {
+      pendingFocus.current = null;
+      row.focus();
+    }
+  }
+  // After every render: a row waited for may have arrived.
+  useEffect(focusPending);
 
   function onRowKey(e: KeyboardEvent<HTMLTableRowElement>, entry: EntryDto, index: number) {
     if (e.target !== e.currentTarget) return;
@@ -442,12 +453,12 @@ function EntryTable(props: {
         break;
       case 'End':
         e.preventDefault();
-        focusRow(items.length - 1);
+        focusRow(total - 1);
         break;
     }
   }
 
-  const allSelected = items.length > 0 && items.every((e) => selected.has(e.path));
+  const allSelected = loaded.length > 0 && loaded.every((e) => selected.has(e.path));
   const sortHeader = (key: Sort, label: string) => (
     <th
       scope="col"
@@ -506,7 +517,7 @@ function EntryTable(props: {
           {win.before > 0 && <tr aria-hidden="true" style={{ height: win.before }} />}
           {Array.from({ length: win.end - win.start }, (_, k) => {
             const index = win.start + k;
-            const entry = items[index];
+            const entry = rowAt(index);
             if (entry === undefined) {
               return (
                 <tr key={`loading-${index}`} className="row" aria-rowindex={index + 2}>
@@ -525,7 +536,7 @@ function EntryTable(props: {
                 active={props.activeName === entry.name}
                 renaming={renaming === entry.path}
                 dragPaths={selected.has(entry.path) ? [...selected] : [entry.path]}
-                tabStop={index === Math.min(current, items.length - 1)}
+                tabStop={index === Math.min(current, total - 1)}
                 onFocus={() => setCurrent(index)}
                 onKeyDown={(e) => onRowKey(e, entry, index)}
                 onToggle={() => props.onToggle(entry.path)}
@@ -542,7 +553,7 @@ function EntryTable(props: {
           {win.after > 0 && <tr aria-hidden="true" style={{ height: win.after }} />}
         </tbody>
       </table>
-      {items.length === 0 && <p className="empty">This collection is empty. Drop files here to upload.</p>}
+      {total === 0 && <p className="empty">This collection is empty. Drop files here to upload.</p>}
       {props.loadingMore && (
         <p role="status" className="visually-hidden">
           Loading more…

@@ -1,4 +1,4 @@
-import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { useMemo } from 'react';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import type { MetadataHitDto } from '@tributary/shared';
 import { Link, useSearchParams } from 'react-router';
@@ -6,9 +6,10 @@ import { ApiError, api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
 import { browseHref, formatBytes, formatDateTime, parentPath } from '../format';
-import { rememberAttributes, useAttributeNames } from './attributes';
-import { applyCompletion, complete, narrow, validateQuery, type Completion } from './queryAssist';
-import { useSavedSearches } from './savedSearches';
+import { rememberAttributes } from './attributes';
+import { narrow, validateQuery } from './queryAssist';
+import { QueryForm } from './QueryForm';
+import { SavedSearches } from './SavedSearches';
 
 const MAX_FACETS = 8;
 
@@ -178,205 +179,6 @@ function ServerQueryError({ error }: { error: unknown }) {
     );
   }
   return <ErrorNote error={error} />;
-}
-
-function QueryForm({
-  q,
-  scope,
-  kind,
-  onRun,
-}: {
-  q: string;
-  scope: string;
-  kind: string;
-  onRun: (next: { q: string; scope: string; kind: string }) => void;
-}) {
-  const id = useId();
-  const input = useRef<HTMLInputElement>(null);
-  const [text, setText] = useState(q);
-  const [caret, setCaret] = useState(q.length);
-  const [scopeText, setScopeText] = useState(scope);
-  const [kindValue, setKindValue] = useState(kind);
-  const [open, setOpen] = useState(false);
-  const [highlight, setHighlight] = useState(0);
-  const attributes = useAttributeNames(false);
-  const problem = validateQuery(text);
-  const completion: Completion = complete(text, caret, attributes);
-  const showList = open && completion.options.length > 0;
-  const [showProblem, setShowProblem] = useState(false);
-
-  useEffect(() => setHighlight(0), [completion.from, completion.options.length]);
-
-  function accept(option: string) {
-    const next = applyCompletion(text, completion, option);
-    setText(next.text);
-    setCaret(next.caret);
-    requestAnimationFrame(() => input.current?.setSelectionRange(next.caret, next.caret));
-  }
-
-  function onKey(e: KeyboardEvent<HTMLInputElement>) {
-    if (!showList) {
-      if (e.key === 'ArrowDown' || (e.key === ' ' && e.ctrlKey)) {
-        e.preventDefault();
-        setOpen(true);
-      }
-      return;
-    }
-    if (e.key === 'ArrowDown') {
-      e.preventDefault();
-      setHighlight((h) => (h + 1) % completion.options.length);
-    } else if (e.key === 'ArrowUp') {
-      e.preventDefault();
-      setHighlight((h) => (h - 1 + completion.options.length) % completion.options.length);
-    } else if (e.key === 'Tab' || (e.key === 'Enter' && open)) {
-      e.preventDefault();
-      accept(completion.options[highlight]!);
-    } else if (e.key === 'Escape') {
-      setOpen(false);
-    }
-  }
-
-  function submit(e: FormEvent) {
-    e.preventDefault();
-    setShowProblem(true);
-    if (problem !== null) return;
-    setOpen(false);
-    onRun({ q: text.trim(), scope: scopeText.trim() || '/', kind: kindValue });
-  }
-
-  return (
-    <form onSubmit={submit} className="query-form" role="search">
-      <label htmlFor={`${id}-q`}>Query</label>
-      <div className="combo">
-        <input
-          ref={input}
-          id={`${id}-q`}
-          className="query-input"
-          role="combobox"
-          aria-expanded={showList}
-          aria-controls={`${id}-list`}
-          aria-autocomplete="list"
-          aria-activedescendant={showList ? `${id}-opt-${highlight}` : undefined}
-          aria-invalid={showProblem && problem !== null}
-          aria-describedby={`${id}-help ${id}-err`}
-          autoComplete="off"
-          spellCheck={false}
-          placeholder="filetype = fits and size > 1e6"
-          value={text}
-          onChange={(e) => {
-            setText(e.target.value);
-            setCaret(e.target.selectionStart ?? e.target.value.length);
-            setOpen(true);
-            setShowProblem(false);
-          }}
-          onSelect={(e) => setCaret(e.currentTarget.selectionStart ?? text.length)}
-          onKeyDown={onKey}
-          onBlur={() => {
-            setOpen(false);
-            if (text.trim() !== '') setShowProblem(true);
-          }}
-        />
-        {showList && (
-          <ul id={`${id}-list`} role="listbox" className="suggestions" aria-label="Suggestions">
-            {completion.options.map((o, i) => (
-              <li
-                key={o}
-                id={`${id}-opt-${i}`}
-                role="option"
-                aria-selected={i === highlight}
-                onMouseDown={(e) => {
-                  e.preventDefault();
-                  accept(o);
-                }}
-              >
-                {o}
-              </li>
-            ))}
-          </ul>
-        )}
-      </div>
-      <button type="submit">Search</button>
-      <p id={`${id}-help`} className="muted help">
-        Conditions like <code>project = coast</code>, <code>size &gt; 1e6</code>,{' '}
-        <code>name like &apos;run%&apos;</code>, joined with <code>and</code> / <code>or</code>. Tab completes
-        attributes and operators.
-      </p>
-      <div id={`${id}-err`}>
-        {showProblem && problem !== null && (
-          <div role="alert" className="error-note query-problem">
-            <span>
-              {problem.message} (at character {problem.position + 1})
-            </span>
-            <pre aria-hidden="true">
-              {text}
-              {'\n'}
-              {' '.repeat(problem.position)}^
-            </pre>
-          </div>
-        )}
-      </div>
-      <div className="query-options">
-        <label htmlFor={`${id}-scope`}>Within</label>
-        <input id={`${id}-scope`} value={scopeText} onChange={(e) => setScopeText(e.target.value)} />
-        <label htmlFor={`${id}-kind`}>Find</label>
-        <select id={`${id}-kind`} value={kindValue} onChange={(e) => setKindValue(e.target.value)}>
-          <option value="object">files</option>
-          <option value="collection">folders</option>
-        </select>
-      </div>
-    </form>
-  );
-}
-
-function SavedSearches({
-  q,
-  scope,
-  kind,
-  canSave,
-  onRun,
-}: {
-  q: string;
-  scope: string;
-  kind: string;
-  canSave: boolean;
-  onRun: (next: { q: string; scope: string; kind: string }) => void;
-}) {
-  const id = useId();
-  const { saved, save, remove } = useSavedSearches();
-  const [name, setName] = useState('');
-  return (
-    <section aria-labelledby={`${id}-title`} className="saved">
-      <h2 id={`${id}-title`}>Saved searches</h2>
-      {saved.length === 0 && <p className="muted">None yet.</p>}
-      <ul>
-        {saved.map((s) => (
-          <li key={s.name}>
-            <button type="button" className="link" onClick={() => onRun(s)}>
-              {s.name}
-            </button>{' '}
-            <button type="button" onClick={() => remove(s.name)} aria-label={`Forget saved search ${s.name}`}>
-              ×
-            </button>
-          </li>
-        ))}
-      </ul>
-      {canSave && (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (name.trim() === '') return;
-            save({ name: name.trim(), q, scope, kind });
-            setName('');
-          }}
-        >
-          <label htmlFor={`${id}-name`}>Save this search as</label>
-          <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} required />
-          <button type="submit">Save</button>
-        </form>
-      )}
-      <p className="muted small">Kept in this browser only.</p>
-    </section>
-  );
 }
 
 /** Attribute names in these hits, the most frequent first. */

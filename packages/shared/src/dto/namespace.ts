@@ -4,15 +4,27 @@ import { IdSchema, NameSchema, PageQuerySchema, PathSchema, text } from './commo
 export const PathQuerySchema = z.object({ path: PathSchema });
 
 export const LIST_SORTS = ['name', 'size', 'modified'] as const;
+/**
+ * Largest `offset` a listing accepts. The API serves an offset from whichever end of the listing is
+ * nearer, so opening position N costs an index walk over at most min(N, total - N) entries.
+ */
+export const MAX_LIST_OFFSET = 10_000_000;
 export const ListChildrenQuerySchema = PageQuerySchema.extend({
   path: PathSchema,
   sort: z.enum(LIST_SORTS).default('name'),
   order: z.enum(['asc', 'desc']).default('asc'),
+  /** Start at this position of the listing instead of at a cursor (to open any place at once). */
+  offset: z.coerce.number().int().min(0).max(MAX_LIST_OFFSET).optional(),
+}).refine((v) => v.cursor === undefined || v.offset === undefined, {
+  message: 'give "cursor" or "offset", not both',
+  path: ['offset'],
 });
 export interface ListChildrenQuery {
   path: string;
   limit?: number;
   cursor?: string;
+  /** Position to start at (0-based); not together with `cursor`. */
+  offset?: number;
   sort?: (typeof LIST_SORTS)[number];
   order?: 'asc' | 'desc';
 }

@@ -62,6 +62,14 @@ async function addObject(site: string, collectionId: string, name: string): Prom
   ).id;
 }
 
+/** Changes an object's catalog row (its content type): a new version of the record. */
+async function touch(site: string, objectId: string, contentType: string): Promise<void> {
+  await db(site).query('UPDATE data_objects SET content_type = $1, updated_at = now() WHERE id = $2', [
+    contentType,
+    objectId,
+  ]);
+}
+
 /** Moves an object or a collection subtree to the trash as the API does; returns the trash entry id. */
 async function trash(site: string, kind: 'object' | 'collection', id: string, path: string): Promise<string> {
   const client = await db(site).connect();
@@ -303,19 +311,14 @@ describe('conflicts between sites', () => {
     const { proj } = await base();
     const f = await addObject('lsu', proj, 'f.txt');
     await converge();
-    const touch = (site: string, value: string) =>
-      db(site).query('UPDATE data_objects SET content_type = $1, updated_at = now() WHERE id = $2', [
-        value,
-        f,
-      ]);
     // uno's update reaches tulane; lsu updates concurrently and wins (later), so uno's version
     // lost at lsu, where it is still a head when lsu's user, seeing lsu's version, moves it to the trash.
-    await touch('uno', 'text/uno');
+    await touch('uno', f, 'text/uno');
     await fed.sites.uno!.engine.runCycle();
     await fed.sites.tulane!.engine.runCycle();
-    await touch('lsu', 'text/lsu-1');
+    await touch('lsu', f, 'text/lsu-1');
     await fed.sites.lsu!.engine.runCycle();
-    await touch('lsu', 'text/lsu-2');
+    await touch('lsu', f, 'text/lsu-2');
     await fed.sites.lsu!.engine.runCycle();
     await trash('lsu', 'object', f, '/proj/f.txt');
     await converge();
@@ -338,20 +341,15 @@ describe('conflicts between sites', () => {
     const { proj } = await base();
     const f = await addObject('lsu', proj, 'f.txt');
     await converge();
-    const touch = (site: string, value: string) =>
-      db(site).query('UPDATE data_objects SET content_type = $1, updated_at = now() WHERE id = $2', [
-        value,
-        f,
-      ]);
     // lsu updates while tulane moves to the trash; uno gets the move first and changes the trashed
     // object. Where lsu's (older) update rescued it, uno's change is based on a version newer than
     // the held one that lost here: concurrent, not still on its way.
-    await touch('lsu', 'text/lsu');
+    await touch('lsu', f, 'text/lsu');
     await trash('tulane', 'object', f, '/proj/f.txt');
     fed.transport.down.add('lsu');
     await fed.sites.tulane!.engine.runCycle();
     await fed.sites.uno!.engine.runCycle();
-    await touch('uno', 'text/uno');
+    await touch('uno', f, 'text/uno');
     await fed.sites.lsu!.engine.runCycle();
     fed.transport.down.clear();
     await converge();

@@ -119,29 +119,24 @@ async function terminating<T>(
     }
   })();
   const started = Date.now();
-  let ended = '';
+  let outcome: { ok: true; result: T } | { ok: false; error: unknown };
   try {
-    const result = await action().then(
-      (r) => {
-        ended = `the action ended after ${Date.now() - started} ms with ${JSON.stringify(r)}`;
-        return r;
-      },
-      (err: unknown) => {
-        ended = `the action failed after ${Date.now() - started} ms: ${String(err)}`;
-        throw err;
-      },
-    );
-    return {
-      result,
-      killed,
-      missed: killed > 0 ? '' : `${ended}; backends then: ${await backends(database)}`,
-    };
-  } finally {
-    finished = true;
-    await killer;
-    clearTimeout(releaseAfter);
-    await release();
+    outcome = { ok: true, result: await action() };
+  } catch (error) {
+    outcome = { ok: false, error };
   }
+  const ended = outcome.ok
+    ? `the action ended after ${Date.now() - started} ms with ${JSON.stringify(outcome.result)}`
+    : `the action failed after ${Date.now() - started} ms: ${String(outcome.error)}`;
+  // The killer's count is read only once it has stopped: the terminated statement's error can reach
+  // this process before the answer to the killer's own query does.
+  finished = true;
+  await killer;
+  clearTimeout(releaseAfter);
+  await release();
+  if (!outcome.ok) throw outcome.error;
+  const missed = killed > 0 ? '' : `${ended}; backends then: ${await backends(database)}`;
+  return { result: outcome.result, killed, missed };
 }
 
 /** What each backend of `database` is doing, one line each (for failure messages). */

@@ -43,7 +43,7 @@ per-pair ratios, with the smallest and largest. Without TRIBUTARY_URL it starts 
   --adaptive-mib N    the adaptive buffer's largest window and part (default 32, the library's)
   --pairs N           alternating baseline/measured pairs for the headline ratios (default 5)
   --pair-mib N        bytes per sequential run in each pair (default: --size-mib)
-  --random-reads N    random 4 KiB reads per mode in each pair (default 100)
+  --random-reads N    random 4 KiB reads per mode in each pair, alternating read by read (default 100)
 
 Environment: TRIBUTARY_URL and TRIBUTARY_TOKEN (a write-scope token) to measure an existing site.`;
 
@@ -301,6 +301,11 @@ async function main(): Promise<void> {
     // from two runs seconds apart, so a change in the machine's load between pairs moves both.
     // The order alternates too (baseline first in even pairs), so a steady drift favours neither.
     const pairBytes = options.pairMiB * MiB;
+    const logPair = (label: string, i: number, pair: Pair): void =>
+      log(
+        `${label} pair ${i + 1}/${options.pairs}: baseline ${fmt(pair.baseline)}   measured ` +
+          `${fmt(pair.measured)}   ratio ${pair.ratio}`,
+      );
     const paired = async (
       label: string,
       baseline: (i: number) => Promise<Measure>,
@@ -320,10 +325,7 @@ async function main(): Promise<void> {
         }
         const pair = { baseline: rates(b), measured: rates(m), ratio: round(ratioOf(b, m), 3) };
         pairs.push(pair);
-        log(
-          `${label} pair ${i + 1}/${options.pairs}: baseline ${fmt(pair.baseline)}   measured ` +
-            `${fmt(pair.measured)}   ratio ${pair.ratio}`,
-        );
+        logPair(label, i, pair);
       }
       return pairs;
     };
@@ -342,27 +344,48 @@ async function main(): Promise<void> {
     );
 
     // Random 4 KiB reads over the whole file: the adaptive buffer must not cost more than unbuffered.
-    // Each pair reads the same offsets in both modes; pairs read different offsets.
+    // A random read is one short request, so the two modes can alternate read by read: each pair
+    // opens the object in both modes and reads its offsets once in each, the first mode alternating,
+    // so both see the same moments of the machine's load. Pairs read different offsets.
     let seed = 12345;
-    const nextOffsets = (): number[] =>
-      Array.from({ length: options.randomReads }, () => {
-        seed = (seed * 1103515245 + 12345) % 2 ** 31;
-        return Math.floor((seed / 2 ** 31) * (size - 4 * KiB));
-      });
-    const randomRun = async (mode: BufferMode, part: number[]): Promise<Measure> =>
-      measure((part.length * 4 * KiB) / MiB, async () => {
-        const file = wrap(await ApiRemoteFile.openForRead(api, readPath), mode);
-        for (const offset of part) await file.read(offset, 4 * KiB);
-        await file.close();
-      });
-    const randomOffsets = Array.from({ length: options.pairs }, nextOffsets);
-    const randomPairs = await paired(
-      `random 4k adaptive vs unbuffered (${options.randomReads} reads)`,
-      (i) => randomRun('unbuffered', randomOffsets[i]!),
-      (i) => randomRun('adaptive', randomOffsets[i]!),
-      // The slowdown: how much longer the adaptive run took than the unbuffered one.
-      (b, m) => m.seconds / b.seconds - 1,
-    );
+    const nextOffset = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return Math.floor((seed / 2 ** 31) * (size - 4 * KiB));
+    };
+    const randomPairs: Pair[] = [];
+    for (let i = 0; i < options.pairs; i++) {
+      const files = {
+        unbuffered: wrap(await ApiRemoteFile.openForRead(api, readPath), 'unbuffered'),
+        adaptive: wrap(await ApiRemoteFile.openForRead(api, readPath), 'adaptive'),
+      };
+      const spent = {
+        unbuffered: { mib: 0, seconds: 0, requests: 0 },
+        adaptive: { mib: 0, seconds: 0, requests: 0 },
+      };
+      for (let n = 0; n < options.randomReads; n++) {
+        const offset = nextOffset();
+        const order =
+          n % 2 === 0 ? (['unbuffered', 'adaptive'] as const) : (['adaptive', 'unbuffered'] as const);
+        for (const mode of order) {
+          const before = requests;
+          const started = performance.now();
+          await files[mode].read(offset, 4 * KiB);
+          spent[mode].seconds += (performance.now() - started) / 1000;
+          spent[mode].requests += requests - before;
+          spent[mode].mib += (4 * KiB) / MiB;
+        }
+      }
+      await files.unbuffered.close();
+      await files.adaptive.close();
+      const pair: Pair = {
+        baseline: rates(spent.unbuffered),
+        measured: rates(spent.adaptive),
+        // The slowdown: how much longer the adaptive reads took than the unbuffered ones.
+        ratio: round(spent.adaptive.seconds / spent.unbuffered.seconds - 1, 3),
+      };
+      randomPairs.push(pair);
+      logPair(`random 4k adaptive vs unbuffered (${options.randomReads} reads, alternating)`, i, pair);
+    }
     const sum = (ms: Rates[]): Rates =>
       rates({
         mib: ms.reduce((a, m) => a + m.mib, 0),

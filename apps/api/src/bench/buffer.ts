@@ -65,6 +65,12 @@ interface Measure {
   requests: number;
   /** Writes: the part of `seconds` spent in close (the last parts, then the commit at the site). */
   closeSeconds?: number;
+  /**
+   * CPU time of this process meanwhile (user and system, all its threads: the client, and for a
+   * site of its own the API's worker thread and the proxy's; not PostgreSQL). Less sensitive to
+   * the machine's load than the elapsed time.
+   */
+  cpuSeconds?: number;
 }
 
 interface Rates {
@@ -73,6 +79,7 @@ interface Rates {
   requests_per_mib: number;
   mib_per_s: number;
   close_seconds?: number;
+  cpu_ms_per_mib?: number;
 }
 
 /** One pair of the headline figures: the baseline run, the measured run and their ratio. */
@@ -80,6 +87,8 @@ interface Pair {
   baseline: Rates;
   measured: Rates;
   ratio: number;
+  /** Sequential pairs: CPU time per MiB of the measured run over the baseline's. */
+  cpu_ratio?: number;
 }
 
 const rates = (m: Measure): Rates => ({
@@ -88,6 +97,7 @@ const rates = (m: Measure): Rates => ({
   requests_per_mib: round(m.requests / m.mib, 2),
   mib_per_s: round(m.mib / m.seconds, 1),
   ...(m.closeSeconds !== undefined ? { close_seconds: round(m.closeSeconds, 3) } : {}),
+  ...(m.cpuSeconds !== undefined ? { cpu_ms_per_mib: round((m.cpuSeconds * 1000) / m.mib, 2) } : {}),
 });
 const round = (n: number, digits: number): number => Number(n.toFixed(digits));
 
@@ -195,9 +205,12 @@ async function main(): Promise<void> {
 
     const measure = async (mib: number, run: () => Promise<void>): Promise<Measure> => {
       requests = 0;
+      const cpu = process.cpuUsage();
       const started = performance.now();
       await run();
-      return { mib, seconds: (performance.now() - started) / 1000, requests };
+      const seconds = (performance.now() - started) / 1000;
+      const used = process.cpuUsage(cpu);
+      return { mib, seconds, requests, cpuSeconds: (used.user + used.system) / 1e6 };
     };
     const wrap = (remote: RemoteFile, mode: BufferMode): Pick<RemoteFile, 'read' | 'write' | 'close'> =>
       mode === 'unbuffered'
@@ -304,7 +317,8 @@ async function main(): Promise<void> {
     const logPair = (label: string, i: number, pair: Pair): void =>
       log(
         `${label} pair ${i + 1}/${options.pairs}: baseline ${fmt(pair.baseline)}   measured ` +
-          `${fmt(pair.measured)}   ratio ${pair.ratio}`,
+          `${fmt(pair.measured)}   ratio ${pair.ratio}` +
+          (pair.cpu_ratio !== undefined ? `   cpu ratio ${pair.cpu_ratio}` : ''),
       );
     const paired = async (
       label: string,
@@ -323,7 +337,9 @@ async function main(): Promise<void> {
           m = await measured(i);
           b = await baseline(i);
         }
-        const pair = { baseline: rates(b), measured: rates(m), ratio: round(ratioOf(b, m), 3) };
+        const pair: Pair = { baseline: rates(b), measured: rates(m), ratio: round(ratioOf(b, m), 3) };
+        if (b.cpuSeconds && m.cpuSeconds)
+          pair.cpu_ratio = round(m.cpuSeconds / m.mib / (b.cpuSeconds / b.mib), 3);
         pairs.push(pair);
         logPair(label, i, pair);
       }
@@ -399,8 +415,16 @@ async function main(): Promise<void> {
 
     const direct = { read: rates(directRead), write: rates(directWrite) };
     const ratio = (a: Rates, b: Rates): number => round(a.mib_per_s / b.mib_per_s, 3);
-    const spread = (key: string, pairs: Pair[]): Record<string, number> => {
-      const sorted = pairs.map((p) => p.ratio).sort((a, b) => a - b);
+    const spread = (
+      key: string,
+      pairs: Pair[],
+      value: (p: Pair) => number | undefined = (p) => p.ratio,
+    ): Record<string, number> => {
+      const sorted = pairs
+        .map(value)
+        .filter((v): v is number => v !== undefined)
+        .sort((a, b) => a - b);
+      if (sorted.length === 0) return {};
       const mid = sorted.length / 2;
       const median =
         sorted.length % 2 === 1 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
@@ -414,6 +438,9 @@ async function main(): Promise<void> {
       ...spread('read_4k_adaptive_vs_direct', readPairs),
       ...spread('write_4k_adaptive_vs_direct', writePairs),
       ...spread('random_4k_adaptive_slowdown_vs_unbuffered', randomPairs),
+      // CPU time per MiB, measured run over direct transfer (same pairs).
+      ...spread('read_4k_adaptive_cpu_vs_direct', readPairs, (p) => p.cpu_ratio),
+      ...spread('write_4k_adaptive_cpu_vs_direct', writePairs, (p) => p.cpu_ratio),
       // From the table's single runs (not paired).
       read_4k_fixed_vs_direct: ratio(read['4k']!.fixed, direct.read),
       write_4k_fixed_vs_direct: ratio(write['4k']!.fixed, direct.write),
@@ -427,6 +454,11 @@ async function main(): Promise<void> {
         `(goal >= 0.7); random adaptive slowdown ${(slowdown * 100).toFixed(1)}% ` +
         `(${range('random_4k_adaptive_slowdown_vs_unbuffered')}; goal <= 5%)`,
     );
+    if (summary.write_4k_adaptive_cpu_vs_direct !== undefined)
+      log(
+        `CPU time per MiB of this process, 4k adaptive over direct (median, min to max): read ` +
+          `${range('read_4k_adaptive_cpu_vs_direct')}, write ${range('write_4k_adaptive_cpu_vs_direct')}`,
+      );
     log(
       `single runs of the table: 4k fixed vs direct: read ${summary.read_4k_fixed_vs_direct}, ` +
         `write ${summary.write_4k_fixed_vs_direct}`,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ApiError, ErrorCode } from '@tributary/shared';
 import { describe, expect, it } from 'vitest';
 import { ApiRemoteFile } from './api-remote-file';
@@ -128,5 +129,45 @@ describe('ApiRemoteFile.readStream', () => {
     await expect(failure).rejects.toBeInstanceOf(ApiError);
     await expect(failure).rejects.toMatchObject({ code: ErrorCode.PermissionDenied });
     expect(served).toHaveLength(1);
+  });
+});
+
+describe('ApiRemoteFile writing', () => {
+  it('sends each chunk written in order with the SHA-256 of every byte through it, one running hash', async () => {
+    const puts: { offset: number; prefix: string | null; chunk: string | null }[] = [];
+    const fetchImpl = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = new URL(input instanceof Request ? input.url : input);
+      const headers = new Headers(init?.headers);
+      if (init?.method === 'POST' && url.pathname === '/api/v1/uploads')
+        return Promise.resolve(Response.json({ id: 'session-1', received: 0 }, { status: 201 }));
+      if (init?.method === 'PUT') {
+        puts.push({
+          offset: Number(url.searchParams.get('offset')),
+          prefix: headers.get('x-prefix-sha256'),
+          chunk: headers.get('x-chunk-sha256'),
+        });
+        return Promise.resolve(Response.json({ id: 'session-1' }));
+      }
+      return Promise.resolve(Response.json({ path: '/f', version: 1 }, { status: 201 }));
+    };
+    const api = new ApiConnection({ baseUrl: 'http://api.test', token: 't', fetch: fetchImpl });
+    const file = ApiRemoteFile.openForWrite(api, '/home/a/f', { retry: quick });
+    const data = patternBytes(300 * KiB);
+    const sha = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+    // Two parts sent concurrently, as the write-behind does, then a third.
+    await Promise.all([
+      file.write(0, data.subarray(0, 100 * KiB)),
+      file.write(100 * KiB, data.subarray(100 * KiB, 200 * KiB)),
+    ]);
+    await file.write(200 * KiB, data.subarray(200 * KiB));
+    // Not in order: the chunk's own SHA-256 instead.
+    await file.write(50 * KiB, data.subarray(50 * KiB, 60 * KiB));
+    await file.close();
+    expect(puts).toEqual([
+      { offset: 0, prefix: sha(data.subarray(0, 100 * KiB)), chunk: null },
+      { offset: 100 * KiB, prefix: sha(data.subarray(0, 200 * KiB)), chunk: null },
+      { offset: 200 * KiB, prefix: sha(data), chunk: null },
+      { offset: 50 * KiB, prefix: null, chunk: sha(data.subarray(50 * KiB, 60 * KiB)) },
+    ]);
   });
 });

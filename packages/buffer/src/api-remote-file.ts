@@ -1,8 +1,9 @@
+import { createHash, type Hash } from 'node:crypto';
 import { ApiError, ErrorCode } from '@tributary/shared';
 import { ApiConnection, dataUrl } from './http';
 import type { RemoteFile } from './remote-file';
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry';
-import { UploadSessionClient } from './upload-session';
+import { UploadSessionClient, type ChunkChecksum } from './upload-session';
 
 export interface ApiRemoteFileOptions {
   retry?: RetryPolicy;
@@ -23,6 +24,13 @@ export class ApiRemoteFile implements RemoteFile {
   private sessionId: string | undefined;
   private sessionReady: Promise<string> | undefined;
   private readonly retry: RetryPolicy;
+  /**
+   * SHA-256 of the bytes written so far, in order from offset 0: each chunk is sent with the hash
+   * through its end (X-Prefix-Sha256), which the site checks against the whole-object hash it keeps
+   * anyway, so neither side hashes the chunk on its own as well.
+   */
+  private written: Hash = createHash('sha256');
+  private writtenBytes = 0;
 
   private constructor(
     private readonly api: ApiConnection,
@@ -144,6 +152,13 @@ export class ApiRemoteFile implements RemoteFile {
 
   async write(offset: number, data: Uint8Array): Promise<void> {
     if (this.mode !== 'write') throw new Error(`${this.path} is open for reading`);
+    // Hashed before the first await, so parts sent concurrently are hashed in the order written.
+    let checksum: ChunkChecksum | undefined;
+    if (offset === this.writtenBytes) {
+      this.written.update(data);
+      this.writtenBytes += data.length;
+      checksum = { prefixSha256: this.written.copy().digest('hex') };
+    }
     // Parts may be sent concurrently: the first one opens the session, the others wait for it.
     this.sessionReady ??= withRetry(
       () =>
@@ -155,7 +170,8 @@ export class ApiRemoteFile implements RemoteFile {
       this.retry,
     ).then((session) => (this.sessionId = session.id));
     const id = await this.sessionReady;
-    await this.sessions.putChunkRetrying(id, offset, data, this.retry);
+    // Out of order (not what the buffer sends): the chunk's own SHA-256.
+    await this.sessions.putChunkRetrying(id, offset, data, this.retry, checksum);
   }
 
   /** Acknowledged chunks are already held by the site; nothing more to wait for. */
@@ -175,6 +191,7 @@ export class ApiRemoteFile implements RemoteFile {
     const id = this.sessionId;
     this.sessionId = undefined;
     this.sessionReady = undefined;
+    this.restartHash();
     await this.sessions.complete(id);
   }
 
@@ -183,6 +200,13 @@ export class ApiRemoteFile implements RemoteFile {
     this.sessionReady = undefined;
     const id = this.sessionId;
     this.sessionId = undefined;
+    this.restartHash();
     if (id !== undefined) await this.sessions.abort(id);
+  }
+
+  /** A next write starts a new session from offset 0. */
+  private restartHash(): void {
+    this.written = createHash('sha256');
+    this.writtenBytes = 0;
   }
 }

@@ -229,6 +229,35 @@ describe('adaptive buffer', () => {
     expect(remote.durable.equals(data)).toBe(true);
   });
 
+  it('refills an acknowledged full-size part while others are in flight, within its memory bound', async () => {
+    const data = patternBytes(8 * MiB);
+    const buffers: ArrayBufferLike[] = [];
+    const remote = new FakeRemoteFile(Buffer.alloc(0), 3);
+    const send = remote.write.bind(remote);
+    remote.write = (offset, bytes) => {
+      if (bytes.length === 512 * KiB) buffers.push(bytes.buffer);
+      return send(offset, bytes);
+    };
+    const memory = new MemoryBudget(64 * MiB);
+    const options = { ...adaptive, bufferBytes: 512 * KiB, minBufferBytes: 512 * KiB, writesInFlight: 2 };
+    const file = new BufferedFile(remote, options, memory);
+    let peak = 0;
+    for (let offset = 0; offset < data.length; offset += 4 * KiB) {
+      await file.write(offset, data.subarray(offset, offset + 4 * KiB));
+      peak = Math.max(peak, file.state.heldBytes);
+    }
+    await file.fsync();
+    expect(remote.durable.equals(data)).toBe(true);
+    expect(buffers).toHaveLength(16);
+    // 16 parts in at most writesInFlight + 2 buffers: the part being filled, those in flight, one spare.
+    expect(new Set(buffers).size).toBeLessThanOrEqual(4);
+    expect(peak).toBeLessThanOrEqual(3 * 512 * KiB);
+    // Nothing in flight: the spare is let go.
+    expect(file.state.heldBytes).toBe(0);
+    expect(memory.used).toBe(0);
+    await file.close();
+  });
+
   it('never returns stale bytes: a write drops read-ahead in flight, a read waits for write-behind', async () => {
     const content = patternBytes(4 * MiB);
     const remote = new FakeRemoteFile(content, 3);

@@ -150,6 +150,13 @@ export class BufferedFile {
 
   // Writing.
   private part: Part | null = null;
+  /**
+   * An acknowledged full-size part kept (with its memory) for the next one while parts are still
+   * in flight: a fresh 32 MiB buffer costs its page faults on first touch, about as much CPU as
+   * copying the writes into it (measured: 8 parts of 32 MiB filled 4 KiB at a time took 330 to
+   * 530 ms fresh against 145 ms reused). Released as soon as nothing is in flight.
+   */
+  private spare: Part | null = null;
   private partBytes: number;
   private readonly queue: Part[] = [];
   private writesInFlight = 0;
@@ -721,6 +728,13 @@ export class BufferedFile {
     const size = this.partBytes;
     for (;;) {
       if (this.failure) throw this.failure;
+      const spare = this.spare;
+      if (spare && spare.buf.length === size) {
+        // Its memory is still reserved (and counted in `held`).
+        this.spare = null;
+        this.part = { start, buf: spare.buf, length: 0, reserved: spare.reserved };
+        return true;
+      }
       if (this.held + size <= this.opts.maxWriteBehindBytes && this.memory.tryAcquire(size)) {
         this.held += size;
         this.part = { start, buf: Buffer.allocUnsafe(size), length: 0, reserved: size };
@@ -746,8 +760,14 @@ export class BufferedFile {
   private releasePart(): void {
     if (this.part) this.releaseBytes(this.part);
     this.part = null;
+    this.releaseSpare();
     this.releaseBytes(this.fixedBuffer);
     this.fixedBuffer = null;
+  }
+
+  private releaseSpare(): void {
+    this.releaseBytes(this.spare);
+    this.spare = null;
   }
 
   private releaseBytes(part: Part | null): void {
@@ -765,17 +785,29 @@ export class BufferedFile {
     while (this.writesInFlight < this.opts.writesInFlight && this.queue.length > 0 && !this.failure) {
       const part = this.queue.shift()!;
       this.writesInFlight++;
+      let sent = false;
       this.remote
         .write(part.start, part.buf.subarray(0, part.length))
+        .then(() => (sent = true))
         .catch((err: unknown) => {
           this.failure ??= err instanceof Error ? err : new Error(String(err));
         })
         .finally(() => {
           this.writesInFlight--;
-          this.releaseBytes(part);
+          // A sent buffer may be reused (RemoteFile.write keeps no reference once it settles);
+          // only one, only of the largest size, and only while more parts are on their way.
+          if (
+            sent &&
+            !this.spare &&
+            part.buf.length === this.opts.bufferBytes &&
+            (this.writesInFlight > 0 || this.queue.length > 0)
+          )
+            this.spare = part;
+          else this.releaseBytes(part);
           // After a failure the rest would land out of order; drop it (the failure is reported).
           if (this.failure) for (const rest of this.queue.splice(0)) this.releaseBytes(rest);
           this.pump();
+          if (this.writesInFlight === 0 || this.failure) this.releaseSpare();
           this.wakeProgress();
         })
         .catch(() => undefined);

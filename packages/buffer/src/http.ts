@@ -42,6 +42,10 @@ export class ApiConnection {
         headers: { authorization: `Bearer ${this.options.token}`, ...request.headers },
         body: request.body as RequestInit['body'],
         signal: request.signal,
+        // The API never redirects. With a body, following a redirect makes fetch (undici) clone
+        // the request first, which copies every byte of the body once more (a tee of its stream):
+        // no window and no redirects let it send the request as it is.
+        ...(request.body !== undefined ? { redirect: 'error' as const, window: null } : {}),
       });
     } catch (err) {
       throw wrapTransport(err, request.signal);

@@ -22,7 +22,11 @@ export interface RemoteFile {
     onData: (piece: Uint8Array) => void,
     signal?: AbortSignal,
   ): Promise<number>;
-  /** Writes `data` at `offset`; resolved once the server has acknowledged the bytes. */
+  /**
+   * Writes `data` at `offset`; resolved once the server has acknowledged the bytes. Once the
+   * promise settles the caller may reuse `data` (the advance buffer refills its parts): an
+   * implementation that keeps bytes for later must copy them.
+   */
   write(offset: number, data: Uint8Array): Promise<void>;
   /** Makes everything acknowledged so far durable on the server (fsync). */
   sync(): Promise<void>;

@@ -3,12 +3,20 @@ import {
   ApiError,
   CHUNK_SHA256_HEADER,
   ErrorCode,
+  PREFIX_SHA256_HEADER,
   type CreateUploadRequest,
   type EntryDto,
   type UploadSessionDto,
 } from '@tributary/shared';
 import type { ApiConnection } from './http';
 import { withRetry, type RetryPolicy } from './retry';
+
+/**
+ * How a chunk is checksummed: the chunk's own SHA-256 (a string, sent as X-Chunk-Sha256), or the
+ * SHA-256 of the session's bytes from offset 0 through the chunk (X-Prefix-Sha256: cheaper for the
+ * site, which computes that hash anyway, and for a client that writes in order).
+ */
+export type ChunkChecksum = string | { prefixSha256: string };
 
 /** The API's resumable upload sessions (`/api/v1/uploads`), one call per method. */
 export class UploadSessionClient {
@@ -28,18 +36,25 @@ export class UploadSessionClient {
     return this.api.json<UploadSessionDto>({ method: 'GET', url: `/api/v1/uploads/${id}`, signal });
   }
 
-  /** Sends one chunk with its SHA-256, so the API refuses it if it arrives corrupted. */
+  /**
+   * Sends one chunk with a checksum (by default its SHA-256), so the API refuses it if it arrives
+   * corrupted.
+   */
   putChunk(
     id: string,
     offset: number,
     chunk: Uint8Array,
     signal?: AbortSignal,
-    sha256 = createHash('sha256').update(chunk).digest('hex'),
+    checksum: ChunkChecksum = createHash('sha256').update(chunk).digest('hex'),
   ): Promise<UploadSessionDto> {
+    const header: Record<string, string> =
+      typeof checksum === 'string'
+        ? { [CHUNK_SHA256_HEADER]: checksum }
+        : { [PREFIX_SHA256_HEADER]: checksum.prefixSha256 };
     return this.api.json<UploadSessionDto>({
       method: 'PUT',
       url: `/api/v1/uploads/${id}?offset=${offset}`,
-      headers: { 'content-type': 'application/octet-stream', [CHUNK_SHA256_HEADER]: sha256 },
+      headers: { 'content-type': 'application/octet-stream', ...header },
       body: chunk,
       signal,
     });
@@ -54,11 +69,13 @@ export class UploadSessionClient {
     offset: number,
     chunk: Uint8Array,
     retry: RetryPolicy,
-    sha256?: string,
+    checksum?: ChunkChecksum,
   ): Promise<void> {
+    // Hashed once, not once per attempt.
+    const sent = checksum ?? createHash('sha256').update(chunk).digest('hex');
     await withRetry(async () => {
       try {
-        await this.putChunk(id, offset, chunk, undefined, sha256);
+        await this.putChunk(id, offset, chunk, undefined, sent);
       } catch (err) {
         if (err instanceof ApiError && err.code === ErrorCode.UploadOffsetMismatch) {
           const session = await this.get(id);

@@ -42,7 +42,8 @@ export class MountWriteFile implements RemoteFile {
 
   async write(offset: number, data: Uint8Array): Promise<void> {
     if (!this.sessionUsed && this.held === undefined && offset === 0 && data.length <= SMALL_FILE_BYTES) {
-      this.held = data;
+      // A copy: the caller may reuse `data` once this returns (RemoteFile.write).
+      this.held = new Uint8Array(data);
       return;
     }
     await this.sendHeld();

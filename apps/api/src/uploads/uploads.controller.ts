@@ -3,6 +3,7 @@ import { ApiConsumes, ApiTags } from '@nestjs/swagger';
 import {
   CHUNK_SHA256_HEADER,
   CompleteUploadSchema,
+  PREFIX_SHA256_HEADER,
   CreateUploadSchema,
   ErrorCode,
   type EntryDto,
@@ -31,6 +32,18 @@ class ChunkQueryDto extends createZodDto(
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
+/** A checksum header's lower-case hex value, if sent. */
+function sha256Header(req: Request, name: string, display: string): string | undefined {
+  const value = req.headers[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !SHA256_HEX.test(value.toLowerCase())) {
+    throw new DomainError(ErrorCode.ValidationFailed, `${display} must be 64 hex digits`, {
+      [name]: ['must be 64 hex digits'],
+    });
+  }
+  return value.toLowerCase();
+}
+
 @ApiTags('uploads')
 @Controller('api/v1/uploads')
 export class UploadsController {
@@ -53,8 +66,9 @@ export class UploadsController {
 
   /**
    * Appends one chunk (the raw body) at `offset`, which must equal the session's `received`
-   * (else 409 UPLOAD_OFFSET_MISMATCH with `details.received`). Header `X-Chunk-Sha256: <hex>`
-   * refuses a corrupted chunk (422 CHECKSUM_MISMATCH); the session then stays where it was.
+   * (else 409 UPLOAD_OFFSET_MISMATCH with `details.received`). Header `X-Chunk-Sha256: <hex>` (the
+   * chunk's SHA-256) or `X-Prefix-Sha256: <hex>` (the SHA-256 of every byte from offset 0 through
+   * this chunk) refuses a corrupted chunk (422 CHECKSUM_MISMATCH); the session then stays where it was.
    */
   @Put(':id')
   @ApiConsumes('application/octet-stream')
@@ -64,20 +78,12 @@ export class UploadsController {
     @Query() q: ChunkQueryDto,
     @Req() req: Request,
   ): Promise<UploadSessionDto> {
-    const checksum = req.headers[CHUNK_SHA256_HEADER];
-    if (
-      checksum !== undefined &&
-      (typeof checksum !== 'string' || !SHA256_HEX.test(checksum.toLowerCase()))
-    ) {
-      throw new DomainError(ErrorCode.ValidationFailed, 'X-Chunk-Sha256 must be 64 hex digits', {
-        [CHUNK_SHA256_HEADER]: ['must be 64 hex digits'],
-      });
-    }
     const lengthHeader = req.headers['content-length'];
     return this.uploads.appendChunk(p, params.id, req, {
       offset: q.offset,
       contentLength: lengthHeader !== undefined ? Number(lengthHeader) : undefined,
-      sha256: typeof checksum === 'string' ? checksum.toLowerCase() : undefined,
+      sha256: sha256Header(req, CHUNK_SHA256_HEADER, 'X-Chunk-Sha256'),
+      prefixSha256: sha256Header(req, PREFIX_SHA256_HEADER, 'X-Prefix-Sha256'),
     });
   }
 

@@ -137,6 +137,56 @@ describe('resumable upload sessions', () => {
       expect(done.body.checksum).toBe(`sha256:${sha256(bytes.subarray(0, 2000))}`);
     });
 
+    it('X-Prefix-Sha256 checks a chunk by the hash of every byte through it, also after a restart', async () => {
+      const bytes = testBytes(3000, 6);
+      const { body: session } = await create(alice.client, { path: `${dir}/${uniqueName('prefix')}` });
+      const put = (offset: number, chunk: Buffer, prefix: string) =>
+        alice.client.request<UploadSessionDto>('PUT', `/api/v1/uploads/${session.id}`, {
+          query: { offset },
+          headers: { 'content-type': 'application/octet-stream', 'x-prefix-sha256': prefix },
+          body: chunk,
+        });
+      expectStatus(await put(0, bytes.subarray(0, 1000), sha256(bytes.subarray(0, 1000))), 200);
+      const damaged = Buffer.from(bytes.subarray(1000, 2000));
+      damaged.writeUInt8(damaged.readUInt8(5) ^ 0xff, 5);
+      const refused = expectError(
+        await put(1000, damaged, sha256(bytes.subarray(0, 2000))),
+        422,
+        ErrorCode.ChecksumMismatch,
+      );
+      expect(refused.details).toEqual({ received: ['1000'] });
+      expect((await alice.client.get<UploadSessionDto>(`/api/v1/uploads/${session.id}`)).body.received).toBe(
+        1000,
+      );
+      // The hash of a chunk alone is not the hash through it.
+      expectError(
+        await put(1000, bytes.subarray(1000, 2000), sha256(bytes.subarray(1000, 2000))),
+        422,
+        ErrorCode.ChecksumMismatch,
+      );
+      expectStatus(await put(1000, bytes.subarray(1000, 2000), sha256(bytes.subarray(0, 2000))), 200);
+      // A restart loses the running hash: the site hashes the bytes it holds, then checks as before.
+      const uploads = site.siteApp.app.get<UploadsService, { hashes: Map<string, unknown> }>(UploadsService);
+      uploads.hashes.clear();
+      expectError(
+        await put(2000, bytes.subarray(2000), sha256(bytes.subarray(2000))),
+        422,
+        ErrorCode.ChecksumMismatch,
+      );
+      expectStatus(await put(2000, bytes.subarray(2000), sha256(bytes)), 200);
+      expectError(
+        await alice.client.request('PUT', `/api/v1/uploads/${session.id}`, {
+          query: { offset: 3000 },
+          headers: { 'content-type': 'application/octet-stream', 'x-prefix-sha256': 'zz' },
+          body: Buffer.from('x'),
+        }),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+      const done = expectStatus(await complete(alice.client, session.id, { sha256: sha256(bytes) }), 201);
+      expect(done.body.checksum).toBe(`sha256:${sha256(bytes)}`);
+    });
+
     it('a chunk that arrives before its predecessor waits for it (pipelined chunks)', async () => {
       const bytes = testBytes(2 * MiB, 6);
       const { body: session } = await create(alice.client, { path: `${dir}/${uniqueName('pipelined')}` });

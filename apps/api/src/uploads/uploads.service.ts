@@ -32,6 +32,8 @@ export interface ChunkOptions {
   contentLength?: number;
   /** Lower-case hex SHA-256 of the chunk, from `X-Chunk-Sha256`. */
   sha256?: string;
+  /** Lower-case hex SHA-256 of the session's bytes through this chunk, from `X-Prefix-Sha256`. */
+  prefixSha256?: string;
 }
 
 class ChunkTooLarge extends Error {}
@@ -137,15 +139,19 @@ export class UploadsService implements OnModuleInit {
     return this.exclusive(id, session, async () => {
       const file = this.file(id);
       await this.cutBack(id, received);
-      const hash = createHash('sha256');
-      // The whole object's hash goes on from the bytes before this chunk (a copy: the chunk may be refused).
+      // The chunk's own hash only when it is asked for: each pass over the bytes costs CPU.
+      const hash = options.sha256 !== undefined ? createHash('sha256') : undefined;
+      // The whole object's hash goes on from the bytes before this chunk (a copy: the chunk may be
+      // refused). Unknown after a restart: then a prefix checksum needs the bytes held hashed again.
       const running = this.hashes.get(id);
       const whole =
         running?.received === session.received
           ? running.hash.copy()
           : received === 0
             ? createHash('sha256')
-            : undefined;
+            : options.prefixSha256 !== undefined
+              ? await this.hashOfFile(id, session.received)
+              : undefined;
       let bytes = 0;
       const meter = new Transform({
         transform(chunk: Buffer, _enc, done) {
@@ -154,7 +160,7 @@ export class UploadsService implements OnModuleInit {
             done(new ChunkTooLarge());
             return;
           }
-          hash.update(chunk);
+          hash?.update(chunk);
           whole?.update(chunk);
           done(null, chunk);
         },
@@ -175,13 +181,19 @@ export class UploadsService implements OnModuleInit {
               ErrorCode.UploadIncomplete,
               `received ${bytes} bytes, but Content-Length said ${options.contentLength}`,
             )
-          : options.sha256 !== undefined && hash.digest('hex') !== options.sha256
+          : hash && hash.digest('hex') !== options.sha256
             ? new DomainError(
                 ErrorCode.ChecksumMismatch,
                 `the chunk at offset ${received} does not hash to the X-Chunk-Sha256 sent; send it again`,
                 { received: [String(received)] },
               )
-            : undefined;
+            : options.prefixSha256 !== undefined && whole?.copy().digest('hex') !== options.prefixSha256
+              ? new DomainError(
+                  ErrorCode.ChecksumMismatch,
+                  `the bytes through the chunk at offset ${received} do not hash to the X-Prefix-Sha256 sent; send it again`,
+                  { received: [String(received)] },
+                )
+              : undefined;
       if (failure) {
         await fs.truncate(file, received);
         throw failure;
@@ -268,6 +280,11 @@ export class UploadsService implements OnModuleInit {
     const running = this.hashes.get(id);
     // A copy: the hash must survive a commit that fails and is tried again.
     if (running?.received === received) return running.hash.copy().digest('hex');
+    return (await this.hashOfFile(id, received)).digest('hex');
+  }
+
+  /** A running SHA-256 of the first `received` bytes of the session's file, read back from disk. */
+  private async hashOfFile(id: string, received: bigint): Promise<Hash> {
     const hash = createHash('sha256');
     if (received > 0n) {
       for await (const chunk of createReadStream(this.file(id), {
@@ -276,7 +293,7 @@ export class UploadsService implements OnModuleInit {
       }))
         hash.update(chunk as Buffer);
     }
-    return hash.digest('hex');
+    return hash;
   }
 
   async abort(principal: Principal, id: string): Promise<void> {

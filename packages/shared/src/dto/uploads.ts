@@ -43,3 +43,10 @@ export interface UploadSessionDto {
 
 /** Header with the hex SHA-256 of one chunk; a mismatch refuses the chunk. */
 export const CHUNK_SHA256_HEADER = 'x-chunk-sha256';
+/**
+ * Header with the hex SHA-256 of the session's bytes from offset 0 through the end of this chunk
+ * (the whole object's running hash); a mismatch refuses the chunk. It checks the chunk as
+ * X-Chunk-Sha256 does, but the site reads the hash off the whole-object SHA-256 it computes anyway
+ * instead of hashing the chunk a second time, and a client writing in order keeps one running hash.
+ */
+export const PREFIX_SHA256_HEADER = 'x-prefix-sha256';

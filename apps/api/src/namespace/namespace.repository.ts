@@ -98,6 +98,38 @@ const toReplicaRecord = (r: ReplicaRow): ReplicaRecord => ({
   status: r.status,
 });
 
+type ObjectRow = Prisma.DataObjectGetPayload<{
+  include: { replicas: { include: { resource: { select: { name: true } } } } };
+}>;
+
+/** An object of the collection at `collectionPath`, with its owner's and group's names looked up. */
+function toObjectRecord(
+  row: ObjectRow,
+  collectionPath: string,
+  owner: string,
+  group: string | null,
+): ObjectRecord {
+  return {
+    kind: 'object',
+    id: row.id,
+    collectionId: row.collectionId,
+    name: row.name,
+    path: collectionPath === '/' ? `/${row.name}` : `${collectionPath}/${row.name}`,
+    ownerId: row.ownerId,
+    owner,
+    group,
+    size: row.size,
+    checksum: row.checksum,
+    contentType: row.contentType,
+    version: row.version,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    replicaCount: row.replicas.length,
+    site: row.replicas.find((r) => r.status === 'good')?.siteId ?? null,
+    replicas: row.replicas.map(toReplicaRecord),
+  };
+}
+
 @Injectable()
 export class NamespaceRepository {
   constructor(private readonly prisma: PrismaService) {}
@@ -157,25 +189,7 @@ export class NamespaceRepository {
       tx.user.findUnique({ where: { id: row.ownerId }, select: { username: true } }),
       row.groupId ? tx.projectGroup.findUnique({ where: { id: row.groupId }, select: { name: true } }) : null,
     ]);
-    return {
-      kind: 'object',
-      id: row.id,
-      collectionId: row.collectionId,
-      name: row.name,
-      path: collection.path === '/' ? `/${row.name}` : `${collection.path}/${row.name}`,
-      ownerId: row.ownerId,
-      owner: owner?.username ?? '?',
-      group: group?.name ?? null,
-      size: row.size,
-      checksum: row.checksum,
-      contentType: row.contentType,
-      version: row.version,
-      createdAt: row.createdAt,
-      updatedAt: row.updatedAt,
-      replicaCount: row.replicas.length,
-      site: row.replicas.find((r) => r.status === 'good')?.siteId ?? null,
-      replicas: row.replicas.map(toReplicaRecord),
-    };
+    return toObjectRecord(row, collection.path, owner?.username ?? '?', group?.name ?? null);
   }
 
   /** Many objects of one collection by name, in one round of queries (batch reads); missing names are absent. */
@@ -204,25 +218,15 @@ export class NamespaceRepository {
     const groupName = new Map(groups.map((g) => [g.id, g.name]));
     const result = new Map<string, ObjectRecord>();
     for (const row of rows) {
-      result.set(row.name, {
-        kind: 'object',
-        id: row.id,
-        collectionId: row.collectionId,
-        name: row.name,
-        path: collection.path === '/' ? `/${row.name}` : `${collection.path}/${row.name}`,
-        ownerId: row.ownerId,
-        owner: userName.get(row.ownerId) ?? '?',
-        group: row.groupId ? (groupName.get(row.groupId) ?? null) : null,
-        size: row.size,
-        checksum: row.checksum,
-        contentType: row.contentType,
-        version: row.version,
-        createdAt: row.createdAt,
-        updatedAt: row.updatedAt,
-        replicaCount: row.replicas.length,
-        site: row.replicas.find((r) => r.status === 'good')?.siteId ?? null,
-        replicas: row.replicas.map(toReplicaRecord),
-      });
+      result.set(
+        row.name,
+        toObjectRecord(
+          row,
+          collection.path,
+          userName.get(row.ownerId) ?? '?',
+          row.groupId ? (groupName.get(row.groupId) ?? null) : null,
+        ),
+      );
     }
     return result;
   }

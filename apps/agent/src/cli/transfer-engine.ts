@@ -237,15 +237,7 @@ export async function uploadFiles(
   });
 
   if (clashes.length > 0) {
-    clashes.sort();
-    const shown =
-      clashes.slice(0, 5).join(', ') + (clashes.length > 5 ? ` and ${clashes.length - 5} more` : '');
-    throw new CliError(
-      `${clashes.length} remote object(s) exist with different content: ${shown}`,
-      ExitCode.Conflict,
-      'pass --force to replace them (nothing was uploaded)',
-      ErrorCode.NameTaken,
-    );
+    throw clashError(clashes, 'remote object(s)', 'nothing was uploaded', ErrorCode.NameTaken);
   }
 
   const readSmall = async (f: Small) => {
@@ -431,15 +423,7 @@ export async function downloadObjects(
     else todo.push(item);
   });
   if (clashes.length > 0) {
-    clashes.sort();
-    const shown =
-      clashes.slice(0, 5).join(', ') + (clashes.length > 5 ? ` and ${clashes.length - 5} more` : '');
-    throw new CliError(
-      `${clashes.length} local file(s) exist with different content: ${shown}`,
-      ExitCode.Conflict,
-      'pass --force to replace them (nothing was downloaded)',
-      'FILE_EXISTS',
-    );
+    throw clashError(clashes, 'local file(s)', 'nothing was downloaded', 'FILE_EXISTS');
   }
   const place = async (local: string, write: (part: string) => Promise<void>): Promise<void> => {
     const part = path.join(path.dirname(local), `.${path.basename(local)}.trib-part`);
@@ -653,4 +637,16 @@ export async function copyObject(
     contentLength: entry.size,
     signal,
   });
+}
+
+/** Refuses a transfer that would replace files with different content (the first five named). */
+function clashError(clashes: string[], what: string, nothingDone: string, code: string): CliError {
+  const sorted = [...clashes].sort();
+  const shown = sorted.slice(0, 5).join(', ') + (sorted.length > 5 ? ` and ${sorted.length - 5} more` : '');
+  return new CliError(
+    `${sorted.length} ${what} exist with different content: ${shown}`,
+    ExitCode.Conflict,
+    `pass --force to replace them (${nothingDone})`,
+    code,
+  );
 }

@@ -101,6 +101,15 @@ async function trash(site: string, kind: 'object' | 'collection', id: string, pa
   }
 }
 
+/** The objects of a collection at a site, by name. */
+async function objectsIn(site: string, collectionId: string): Promise<{ id: string; name: string }[]> {
+  const res = await db(site).query<{ id: string; name: string }>(
+    'SELECT id::text, name FROM data_objects WHERE collection_id = $1 ORDER BY name',
+    [collectionId],
+  );
+  return res.rows;
+}
+
 async function conflicts(site: string): Promise<ConflictRow[]> {
   const res = await db(site).query<{ row: ConflictRow }>(
     'SELECT to_jsonb(c) AS row FROM conflicts c ORDER BY id',
@@ -183,11 +192,8 @@ describe('conflicts between sites', () => {
     const late = await addObject('tulane', proj, 'data.csv');
     await converge();
     for (const site of SITES) {
-      const res = await db(site).query<{ id: string; name: string }>(
-        'SELECT id::text, name FROM data_objects WHERE collection_id = $1 ORDER BY name',
-        [proj],
-      );
-      expect(res.rows, site).toEqual([
+      const objects = await objectsIn(site, proj);
+      expect(objects, site).toEqual([
         { id: early, name: 'data.csv' },
         { id: late, name: 'data_1.csv' },
       ]);
@@ -227,11 +233,8 @@ describe('conflicts between sites', () => {
       for (const site of order) await fed.sites[site]!.engine.runCycle();
       await converge();
       for (const site of SITES) {
-        const res = await db(site).query<{ id: string; name: string }>(
-          'SELECT id::text, name FROM data_objects WHERE collection_id = $1 ORDER BY name',
-          [proj],
-        );
-        expect(res.rows, site).toEqual([
+        const objects = await objectsIn(site, proj);
+        expect(objects, site).toEqual([
           { id: a, name: 'data.csv' },
           { id: b, name: 'data_1.csv' },
           { id: c, name: 'data_2.csv' },
@@ -262,11 +265,8 @@ describe('conflicts between sites', () => {
     const deep = await addCollection('uno', b, 'deep', '/proj/out/deep');
     await converge();
     for (const site of SITES) {
-      const names = await db(site).query<{ name: string }>(
-        'SELECT name FROM data_objects WHERE collection_id = $1 ORDER BY name',
-        [proj],
-      );
-      expect(names.rows.map((r) => r.name)).toEqual(['run.tar.gz', 'run_1.tar.gz', 'run_2.tar.gz']);
+      const names = (await objectsIn(site, proj)).map((r) => r.name);
+      expect(names).toEqual(['run.tar.gz', 'run_1.tar.gz', 'run_2.tar.gz']);
       const cols = await db(site).query<{ id: string; path: string }>(
         `SELECT id::text, path FROM collections WHERE path LIKE '/proj/%' ORDER BY path`,
       );

@@ -1,6 +1,6 @@
 import type { Page } from '@playwright/test';
 import { expect, test } from './fixtures';
-import { exchange, screenshot, unique, type SiteApi } from './helpers';
+import { createCollection, exchange, screenshot, unique, type SiteApi } from './helpers';
 
 /**
  * The same file renamed at two sites within one replication cycle (the cycle is an hour long; the
@@ -16,11 +16,7 @@ test('a rename conflict between two sites, decided in the browser at one, visibl
   test.setTimeout(180_000);
   const [lsu, tulane] = sites as [SiteApi, SiteApi, SiteApi];
   const dir = `/projects/${unique('rename')}`;
-  expect(
-    (
-      await lsu.http.post('/api/v1/namespace/collections', { data: { path: dir }, headers: lsu.csrf })
-    ).status(),
-  ).toBe(201);
+  await createCollection(lsu, dir);
   const put = await lsu.http.put(`/api/v1/data?path=${encodeURIComponent(`${dir}/a.txt`)}`, {
     data: Buffer.from('first version\n'),
     headers: { ...lsu.csrf, 'content-type': 'application/octet-stream' },
@@ -100,11 +96,7 @@ test('same-name uploads at two sites: one renamed by decision, one kept in bulk,
   test.setTimeout(180_000);
   const [lsu, tulane] = sites as [SiteApi, SiteApi, SiteApi];
   const dir = `/projects/${unique('same')}`;
-  expect(
-    (
-      await lsu.http.post('/api/v1/namespace/collections', { data: { path: dir }, headers: lsu.csrf })
-    ).status(),
-  ).toBe(201);
+  await createCollection(lsu, dir);
   await exchange(sites);
   for (const [site, text] of [
     [lsu, 'from lsu'],

@@ -32,6 +32,12 @@ export async function siteApi(url: string): Promise<SiteApi> {
   return { url, http, csrf: { 'x-csrf-token': csrfToken }, close: () => http.dispose() };
 }
 
+/** Creates a collection at a site over HTTP (its parent must exist). */
+export async function createCollection(site: SiteApi, path: string): Promise<void> {
+  const res = await site.http.post('/api/v1/namespace/collections', { data: { path }, headers: site.csrf });
+  expect(res.status(), await res.text()).toBe(201);
+}
+
 /**
  * Runs replication cycles at every site until their catalogs agree (equal digests,
  * `GET /api/v1/replication/digest`), at least `rounds` rounds; fails with each site's replication

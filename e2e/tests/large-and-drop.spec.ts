@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect, test } from './fixtures';
-import { screenshot, unique } from './helpers';
+import { createCollection, screenshot, unique } from './helpers';
 
 test('a collection of 5,000 entries opens at once and scrolls to its end, rendering only a window of rows', async ({
   page,
@@ -12,11 +12,7 @@ test('a collection of 5,000 entries opens at once and scrolls to its end, render
   test.setTimeout(120_000);
   const api = sites[0]!;
   const dir = `/home/admin/${unique('many')}`;
-  expect(
-    (
-      await api.http.post('/api/v1/namespace/collections', { data: { path: dir }, headers: api.csrf })
-    ).status(),
-  ).toBe(201);
+  await createCollection(api, dir);
   const count = 5000;
   const batch = await api.http.post(`/api/v1/data/batch?path=${encodeURIComponent(dir)}`, {
     headers: api.csrf,

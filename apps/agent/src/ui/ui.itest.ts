@@ -6,7 +6,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSite, type TestSite, type TestUser } from '../../../api/src/test/test-site';
 import { loadConfig } from '../config/config';
-import { recordUpdateConflict } from '../testing/conflict-record';
+import { recordUpdateConflict } from '../../../api/src/test/conflict-record';
 import { tribInProcess } from '../testing/cli-harness';
 import { startUiServer, type UiServer } from './server';
 

@@ -1,5 +1,6 @@
 import type { ConflictDto, EntryDto, Page } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordUpdateConflict } from '../test/conflict-record';
 import { testBytes, uniqueName } from '../test/factories';
 import { expectError, expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
 import { ConflictClock } from './conflicts.service';
@@ -27,35 +28,7 @@ describe('conflict deadline', () => {
       headers: { 'content-type': 'application/octet-stream' },
     });
     const entry = expectStatus(put, 201).body;
-    const row = (
-      await site.query<{ row: Record<string, unknown> }>(
-        'SELECT to_jsonb(o) AS row FROM data_objects o WHERE id = $1',
-        [entry.id],
-      )
-    ).rows[0]!.row;
-    const opened = Date.now() * 1000;
-    id = 'a'.repeat(32);
-    await site.query(
-      `INSERT INTO conflicts (id, kind, tbl, row_key, versions, winner_site, winner_stamp, collection_id, opened_at, deadline)
-       VALUES ($1, 'update', 'data_objects', $2, $3, 'lsu', $4, $5, to_timestamp($6 / 1e6), to_timestamp($6 / 1e6) + interval '24 hours')`,
-      [
-        id,
-        entry.id,
-        JSON.stringify([
-          { site: 'lsu', stamp: opened, deleted: false, by: null, data: row },
-          {
-            site: 'tulane',
-            stamp: opened - 5,
-            deleted: false,
-            by: null,
-            data: { ...row, content_type: 'text/plain' },
-          },
-        ]),
-        opened,
-        row.collection_id,
-        opened,
-      ],
-    );
+    id = await recordUpdateConflict(site, entry.id, 'a'.repeat(32));
   }, 60_000);
 
   afterAll(async () => {

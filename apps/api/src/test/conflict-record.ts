@@ -1,12 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import type { TestSite } from '../../../api/src/test/test-site';
+import type { TestSite } from './test-site';
 
 /**
  * Writes an open update conflict about one data object, the way the replication engine records
  * one (apps/api conflicts.itest.ts covers detection between real sites): the local version and a
  * version from `tulane` that differs in content_type. Returns the conflict id.
  */
-export async function recordUpdateConflict(site: TestSite, objectId: string): Promise<string> {
+export async function recordUpdateConflict(
+  site: TestSite,
+  objectId: string,
+  id = randomBytes(16).toString('hex'),
+): Promise<string> {
   const row = (
     await site.query<{ row: Record<string, unknown> }>(
       'SELECT to_jsonb(o) AS row FROM data_objects o WHERE id = $1',
@@ -14,7 +18,6 @@ export async function recordUpdateConflict(site: TestSite, objectId: string): Pr
     )
   ).rows[0]!.row;
   const opened = Date.now() * 1000;
-  const id = randomBytes(16).toString('hex');
   await site.query(
     `INSERT INTO conflicts (id, kind, tbl, row_key, versions, winner_site, winner_stamp, collection_id, opened_at, deadline)
      VALUES ($1, 'update', 'data_objects', $2, $3, 'lsu', $4, $5, to_timestamp($6 / 1e6), to_timestamp($6 / 1e6) + interval '24 hours')`,

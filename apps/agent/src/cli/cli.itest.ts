@@ -13,10 +13,11 @@ import type {
   UserDto,
   UploadSessionDto,
 } from '@tributary/shared';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { startDelayProxy } from '../../../api/src/bench/delay-proxy';
 import { startTestSite, type TestSite, type TestUser } from '../../../api/src/test/test-site';
 import { listTransfers } from '../transfers/registry';
-import { recordUpdateConflict } from '../testing/conflict-record';
+import { recordUpdateConflict } from '../../../api/src/test/conflict-record';
 import {
   CLI_MAIN,
   sha256Hex,
@@ -462,11 +463,17 @@ describe('trib against a real site', () => {
     it('stops cleanly on Ctrl-C (exit 130, transfer recorded as interrupted), and the next put resumes', async () => {
       const data = randomBytes(24 * 1024 * 1024);
       await fs.writeFile(path.join(work, 'interrupted.bin'), data);
+      // Through 100 ms of added round trip, the 24 one-MiB chunks take seconds, so the transfer is
+      // still running when it is interrupted however fast the machine is.
+      const { hostname, port } = new URL(site.url);
+      const slow = await startDelayProxy({ host: hostname, port: Number(port) }, 100);
+      onTestFinished(() => slow.close());
+      const viaSlow = { TRIBUTARY_SITE: slow.url, TRIBUTARY_TOKEN: token };
       const child = spawn(
         process.execPath,
         [CLI_MAIN, 'put', '--chunk-mib', '1', 'interrupted.bin', remoteHome + '/'],
         {
-          env: { PATH: process.env.PATH, ...env },
+          env: { PATH: process.env.PATH, ...env, ...viaSlow },
           cwd: work,
           stdio: ['ignore', 'pipe', 'pipe'],
         },
@@ -491,12 +498,16 @@ describe('trib against a real site', () => {
       expect(record?.state).toBe('interrupted');
       const resumeFile = uploadResumeFile(
         env,
-        site.url,
+        slow.url,
         path.join(work, 'interrupted.bin'),
         `${remoteHome}/interrupted.bin`,
       );
       const saved = JSON.parse(await fs.readFile(resumeFile, 'utf8')) as { sessionId: string };
-      await ok('put', 'interrupted.bin', remoteHome + '/');
+      const resumed = await tribInProcess(['put', 'interrupted.bin', remoteHome + '/'], {
+        env: { ...env, ...viaSlow },
+        cwd: work,
+      });
+      expect(resumed.code, resumed.stderr).toBe(0);
       expect((await site.asToken(token).get(`/api/v1/uploads/${saved.sessionId}`)).status).toBe(404);
       const entry = (await ok('stat', '--json', 'interrupted.bin')).json<EntryDetailDto>();
       expect(entry.checksum).toBe(`sha256:${sha256Hex(data)}`);

@@ -790,26 +790,6 @@ export class ConflictRecords {
   }
 
   /**
-   * Versions that changes from `origin` (its transactions after `after`, through `through`)
-   * superseded besides their base (`h`: heads at the origin): no longer heads here either, and
-   * remembered, so that one arriving later is not taken for a concurrent update.
-   */
-  async absorb(client: pg.PoolClient, origin: string, after: number, through: number): Promise<void> {
-    await client.query(
-      `WITH h AS (
-         SELECT c ->> 't' AS tbl, c ->> 'k' AS row_key, (x ->> 0)::bigint AS stamp, x ->> 1 AS site
-           FROM repl_archive a, jsonb_array_elements(a.changes) c, jsonb_array_elements(c -> 'h') x
-          WHERE a.origin = $1 AND a.seq > $2 AND a.seq <= $3 AND a.changes @? '$[*].h' AND c ? 'h'),
-       gone AS (
-         DELETE FROM repl_heads r USING h
-          WHERE r.tbl = h.tbl AND r.row_key = h.row_key AND r.stamp = h.stamp AND r.site = h.site)
-       INSERT INTO repl_absorbed (tbl, row_key, stamp, site) SELECT tbl, row_key, stamp, site FROM h
-       ON CONFLICT DO NOTHING`,
-      [origin, after, through],
-    );
-  }
-
-  /**
    * Whether the version a change was based on was held here and lost a conflict (it is a head, was
    * absorbed, or is kept in a conflict record about the record).
    */
@@ -1030,23 +1010,34 @@ export class ConflictRecords {
   }
 
   /**
-   * Folds the records about each row that conflict records from `origin` (its transactions after
-   * `after`, through `through`) touched: copies applied here in order are not merged on the way.
+   * After changes from `origin` (its transactions after `after`, through `through`) were applied, in
+   * one pass over them:
+   * - the versions they superseded besides their base (`h`: heads at the origin) are no longer heads
+   *   here either, and are remembered, so that one arriving later is not taken for a concurrent update;
+   * - the records about each row that conflict records among them touched are folded (copies applied
+   *   here in order are not merged on the way).
    */
-  async consolidateFrom(
-    client: pg.PoolClient,
-    origin: string,
-    after: number,
-    through: number,
-  ): Promise<void> {
-    const rows = await client.query<{ tbl: string; row_key: string }>(
-      `SELECT DISTINCT c -> 'd' ->> 'tbl' AS tbl, c -> 'd' ->> 'row_key' AS row_key
-         FROM repl_archive a, jsonb_array_elements(a.changes) c
-        WHERE a.origin = $1 AND a.seq > $2 AND a.seq <= $3 AND a.changes @? '$[*] ? (@.t == "conflicts")'
-          AND c ->> 't' = 'conflicts' AND c ->> 'o' <> 'D' AND c -> 'd' ->> 'kind' <> 'same-name'`,
+  async afterBatch(client: pg.PoolClient, origin: string, after: number, through: number): Promise<void> {
+    const touched = await client.query<{ tbl: string; row_key: string }>(
+      `WITH batch AS (
+         SELECT c FROM repl_archive a, jsonb_array_elements(a.changes) c
+          WHERE a.origin = $1 AND a.seq > $2 AND a.seq <= $3
+            AND a.changes @? '$[*] ? (exists(@.h) || @.t == "conflicts")'
+            AND (c ? 'h' OR c ->> 't' = 'conflicts')),
+       h AS (
+         SELECT c ->> 't' AS tbl, c ->> 'k' AS row_key, (x ->> 0)::bigint AS stamp, x ->> 1 AS site
+           FROM batch, jsonb_array_elements(c -> 'h') x WHERE c ? 'h'),
+       gone AS (
+         DELETE FROM repl_heads r USING h
+          WHERE r.tbl = h.tbl AND r.row_key = h.row_key AND r.stamp = h.stamp AND r.site = h.site),
+       absorbed AS (
+         INSERT INTO repl_absorbed (tbl, row_key, stamp, site) SELECT tbl, row_key, stamp, site FROM h
+         ON CONFLICT DO NOTHING)
+       SELECT DISTINCT c -> 'd' ->> 'tbl' AS tbl, c -> 'd' ->> 'row_key' AS row_key FROM batch
+        WHERE c ->> 't' = 'conflicts' AND c ->> 'o' <> 'D' AND c -> 'd' ->> 'kind' <> 'same-name'`,
       [origin, after, through],
     );
-    for (const r of rows.rows) await this.consolidate(client, origin, r.tbl, r.row_key);
+    for (const r of touched.rows) await this.consolidate(client, origin, r.tbl, r.row_key);
   }
 
   /** Writes a conflict record as a change of this site (captured, so it replicates). */

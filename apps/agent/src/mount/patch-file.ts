@@ -134,7 +134,7 @@ export class PatchFile {
           path: this.options.path,
           size: this.size,
           overwrite: true,
-          base: { version: this.base.version, sha256: this.base.sha256 },
+          base: { version: this.base.version, sha256: this.base.sha256.replace(/^sha256:/, '') },
         }),
       this.options.retry,
     );

@@ -98,8 +98,7 @@ describe('ByteRangeSet', () => {
         // Disjoint, sorted, non-adjacent.
         const ranges = set.ranges;
         for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBeGreaterThan(ranges[i - 1]![1]);
-        for (let i = 0; i < bits.length; i++)
-          expect(ranges.some(([s, e]) => s <= i && i < e)).toBe(bits[i]);
+        for (let i = 0; i < bits.length; i++) expect(ranges.some(([s, e]) => s <= i && i < e)).toBe(bits[i]);
         expect(set.bytes).toBe(bits.filter(Boolean).length);
         const segments = set.segments(qs, qs + ql);
         let at = qs;

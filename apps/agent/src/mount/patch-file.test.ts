@@ -29,6 +29,7 @@ function fakeSite(initial: Uint8Array, options: { loseFirstAnswer?: boolean } = 
   let ranges = new ByteRangeSet();
   let lost = false;
   const entry = () => ({ path: '/f', size: object.length, version, checksum: `sha256:${sha(object)}` });
+  // eslint-disable-next-line @typescript-eslint/require-await -- throws inside become rejections, as fetch's do
   const fetchImpl = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(input instanceof Request ? input.url : input);
     const headers = new Headers(init?.headers);
@@ -38,7 +39,7 @@ function fakeSite(initial: Uint8Array, options: { loseFirstAnswer?: boolean } = 
       return new Response(object.slice(Number(a), Number(b) + 1), { status: 206 });
     }
     if (method === 'POST' && url.pathname === '/api/v1/uploads') {
-      const body = JSON.parse(String(init?.body)) as (typeof sessions)[number];
+      const body = JSON.parse(init?.body as string) as (typeof sessions)[number];
       sessions.push(body);
       written = new Map();
       ranges = new ByteRangeSet();
@@ -74,10 +75,13 @@ function fakeSite(initial: Uint8Array, options: { loseFirstAnswer?: boolean } = 
       version++;
       return Response.json(entry());
     }
-    return Response.json({ error: { code: 'NOT_FOUND', message: `${method} ${url.pathname}` } }, { status: 404 });
+    return Response.json(
+      { error: { code: 'NOT_FOUND', message: `${method} ${url.pathname}` } },
+      { status: 404 },
+    );
   };
   return {
-    api: new ApiConnection({ baseUrl: 'http://site.test', token: 't', fetch: fetchImpl as typeof fetch }),
+    api: new ApiConnection({ baseUrl: 'http://site.test', token: 't', fetch: fetchImpl }),
     parts,
     sessions,
     object: () => object,

@@ -174,7 +174,11 @@ export class PatchFile {
   /** After a commit: the new version is the base, nothing is dirty. */
   private async rebase(entry: EntryDto): Promise<void> {
     this.entry = entry;
-    this.base = { version: entry.version ?? this.base.version + 1, sha256: entry.checksum ?? '', size: entry.size };
+    this.base = {
+      version: entry.version ?? this.base.version + 1,
+      sha256: entry.checksum ?? '',
+      size: entry.size,
+    };
     this.size = entry.size;
     this.visibleBase = entry.size;
     this.dirty.clear();
@@ -191,7 +195,7 @@ export class PatchFile {
    * this handle is the session's only writer and sends each range once.
    */
   private async sendPart(id: string, offset: number, bytes: Uint8Array): Promise<void> {
-    const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
+    const digest = await crypto.subtle.digest('SHA-256', bytes);
     const sha256 = Buffer.from(digest).toString('hex');
     await withRetry(async (attempt) => {
       try {
@@ -209,7 +213,9 @@ export class PatchFile {
 
   private reader(): BufferedFile {
     this.baseReader ??= this.options.pool.open(
-      ApiRemoteFile.forRead(this.options.api, this.options.path, this.base.size, { retry: this.options.retry }),
+      ApiRemoteFile.forRead(this.options.api, this.options.path, this.base.size, {
+        retry: this.options.retry,
+      }),
     );
     return this.baseReader;
   }

@@ -61,11 +61,7 @@ export class UploadsRepository {
    * has ('overlap'). Under the row's lock, so two writers of one session cannot both record the same
    * bytes. Null when the session is gone.
    */
-  async recordRange(
-    id: string,
-    start: number,
-    end: number,
-  ): Promise<UploadSessionRecord | 'overlap' | null> {
+  async recordRange(id: string, start: number, end: number): Promise<UploadSessionRecord | 'overlap' | null> {
     return this.prisma.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT 1 FROM upload_sessions WHERE id = ${id} FOR UPDATE`;
       const row = await tx.uploadSession.findUnique({ where: { id }, select });

@@ -33,6 +33,7 @@ describe('ByteRangeSet', () => {
     expect(set.overlaps(20, 30)).toBe(false);
     expect(set.overlaps(19, 30)).toBe(true);
     expect(set.overlaps(0, 11)).toBe(true);
+    expect(set.overlaps(15, 15)).toBe(false);
     expect(set.hasExactly(10, 20)).toBe(true);
     expect(set.hasExactly(10, 19)).toBe(false);
   });

@@ -62,9 +62,10 @@ export class ByteRangeSet {
     this.items = kept;
   }
 
-  /** True when some byte of `[start, end)` is in the set. */
+  /** True when some byte of `[start, end)` is in the set (never for an empty range). */
   overlaps(start: number, end: number): boolean {
     assertRange(start, end);
+    if (start === end) return false;
     return this.items.some(([s, e]) => s < end && start < e);
   }
 

@@ -379,6 +379,37 @@ describe('FUSE mount of the namespace', () => {
     });
   }, 120_000);
 
+  it('changes in place a file whose bytes another site holds (the partial update is forwarded there)', async () => {
+    await ok(`mkdir -p ${q(mnt + '/remote-patch')}`);
+    await fed.waitForConvergence(30_000);
+    const put = await tulane.http.request('PUT', '/api/v1/data', {
+      query: { path: '/remote-patch/held-at-tulane.txt' },
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'held at tulane: 0123456789\n',
+    });
+    expect(put.status).toBe(201);
+    await fed.waitForConvergence(30_000);
+    const file = mnt + '/remote-patch/held-at-tulane.txt';
+    await until('the file from tulane in the mount', async () =>
+      (await sh(`cat ${q(file)}`)).stdout === 'held at tulane: 0123456789\n' ? true : undefined,
+    );
+    const script = 'import sys\nf = open(sys.argv[1], "r+b")\nf.seek(5); f.write(b"AT")\nf.close()';
+    await ok(`python3 -c ${q(script)} ${q(file)} && printf 'more\\n' >> ${q(file)}`);
+    const expected = 'held AT tulane: 0123456789\nmore\n';
+    // Read back through this site once its catalog has the version made at tulane.
+    await until('the changed file in the mount', async () =>
+      (await sh(`cat ${q(file)}`)).stdout === expected ? true : undefined,
+    );
+    const atTulane = await tulane.http.request('GET', '/api/v1/data', {
+      query: { path: '/remote-patch/held-at-tulane.txt' },
+    });
+    expect(atTulane.text).toBe(expected);
+    expect((await stat(tulane, '/remote-patch/held-at-tulane.txt')).body).toMatchObject({
+      version: 3,
+      size: expected.length,
+    });
+  }, 120_000);
+
   it('handles files larger than 16 GiB (attributes and reads past 16 GiB)', async () => {
     await ok(`mkdir -p ${q(mnt + '/huge')} && echo seed > ${q(mnt + '/huge/20g.bin')}`);
     const { rows } = await lsu.query<{ physical_path: string; id: string }>(

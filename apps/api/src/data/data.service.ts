@@ -341,10 +341,10 @@ export class DataService {
     if (existing?.kind !== 'object') throw notFound(path);
     await this.access.require(principal, { path, kind: 'object', objectId: existing.id }, 'write');
     const base = options.expectedBase;
-    if (base && (existing.version !== base.version || existing.checksum !== base.sha256)) {
+    const holder = holdingSite(existing, this.site.siteId);
+    if (base && !baseAcceptable(existing, base, holder === this.site.siteId)) {
       throw baseChanged(path, existing.version);
     }
-    const holder = holdingSite(existing, this.site.siteId);
     if (holder !== this.site.siteId) return this.forwardUpdate(principal, existing, holder, source, options);
     const staged = await this.stage(source, options);
     return this.replaceHeldBytes(
@@ -585,6 +585,34 @@ export class DataService {
     return { object: entry, source: this.sourceOf(path, entry) };
   }
 
+  /**
+   * For a partial update of `path` made from version `base`: the object (read access needed) and
+   * where to read the base's bytes. The site holding the bytes decides on versions. Held here, the
+   * object must be at `base` exactly (version and SHA-256), and the bytes are this site's. Held at
+   * another site, this site's catalog may lag behind updates forwarded there (a client that just
+   * made one knows the newer version), so a newer base is accepted and the bytes are read from the
+   * holding site, which checks the version again, under the object's lock, when the update arrives:
+   * versions only grow there, so bytes read from it after the client saw `base` are that version's
+   * whenever that check passes.
+   */
+  async openBase(
+    principal: Principal,
+    path: string,
+    base: { version: number; sha256: string },
+  ): Promise<{ object: ObjectRecord; source: ByteSource }> {
+    const { object } = await this.openForRead(principal, path);
+    const holder = holdingSite(object, this.site.siteId);
+    if (!baseAcceptable(object, base, holder === this.site.siteId)) throw baseChanged(path, object.version);
+    if (holder === this.site.siteId) return { object, source: this.sourceOf(path, object) };
+    if (!this.replication.peers.peer(holder)) {
+      throw new DomainError(
+        ErrorCode.ReplicaUnavailable,
+        `the bytes of ${path} are held at ${holder}, which this site has no peer link to; update them there`,
+      );
+    }
+    return { object, source: { kind: 'remote', siteId: holder, objectId: object.id } };
+  }
+
   /** Where an object's bytes can be read from: this site's replica, else a peer holding a good one. */
   private sourceOf(path: string, entry: ObjectRecord): ByteSource {
     const good = entry.replicas.filter((r) => r.status === 'good');
@@ -689,6 +717,20 @@ export class DataService {
   }
 }
 
+/**
+ * Whether a partial update's base may still be the object's version: exactly, where the bytes are
+ * held; elsewhere this site's catalog may lag (not newer than the base, and the same SHA-256 if the
+ * same version), and the holding site decides.
+ */
+function baseAcceptable(
+  object: ObjectRecord,
+  base: { version: number; sha256: string },
+  heldHere: boolean,
+): boolean {
+  if (object.version === base.version) return object.checksum === base.sha256;
+  return !heldHere && object.version < base.version;
+}
+
 function baseChanged(path: string, version: number): DomainError {
   return new DomainError(
     ErrorCode.UploadBaseChanged,
@@ -716,6 +758,7 @@ export function holdingSite(object: ObjectRecord, localSite: string): string {
 /** Refusals of the holding site the user can act on, passed on as they are; anything else is "unavailable". */
 const RELAYED_CODES = new Set<string>([
   ErrorCode.UpdateRejected,
+  ErrorCode.UploadBaseChanged,
   ErrorCode.PermissionDenied,
   ErrorCode.NotFound,
   ErrorCode.ChecksumMismatch,

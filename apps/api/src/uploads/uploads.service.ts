@@ -10,7 +10,6 @@ import {
   ByteRangeSet,
   ErrorCode,
   splitPath,
-  type UploadBase,
   type CompleteUploadRequest,
   type CreateUploadRequest,
   type EntryDto,
@@ -20,7 +19,7 @@ import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
-import { DataService } from '../data/data.service';
+import { DataService, type ByteSource } from '../data/data.service';
 import { NamespaceService } from '../namespace/namespace.service';
 import { UploadsRepository, type UploadSessionRecord } from './uploads.repository';
 
@@ -116,7 +115,7 @@ export class UploadsService implements OnModuleInit {
       });
     }
     await this.checkCanUpload(principal, target, overwrite || base !== undefined);
-    const object = base ? await this.checkBase(target, base) : undefined;
+    const object = base ? (await this.data.openBase(principal, target, base)).object : undefined;
     await this.sweep();
     const id = randomUUID();
     await fs.writeFile(this.file(id), '');
@@ -294,27 +293,6 @@ export class UploadsService implements OnModuleInit {
   }
 
   /**
-   * The object a partial update applies to, if it still is at the version the client saw (else
-   * 409 UPLOAD_BASE_CHANGED with `details.version`, the object's version now).
-   */
-  private async checkBase(target: string, base: UploadBase): Promise<{ contentType: string; size: bigint }> {
-    const object = await this.namespace.resolve(target);
-    if (object?.kind !== 'object') {
-      throw notFound(`${target} (a partial update changes an existing object; upload it whole instead)`);
-    }
-    if (object.version !== base.version || object.checksum !== base.sha256) {
-      throw new DomainError(
-        ErrorCode.UploadBaseChanged,
-        object.version !== base.version
-          ? `${target} is at version ${object.version}, not ${base.version}; read it again and redo the changes`
-          : `version ${base.version} of ${target} does not have the sha256 sent`,
-        { version: [String(object.version)] },
-      );
-    }
-    return object;
-  }
-
-  /**
    * One part of a partial update: written into the session's file at its offset, then recorded as
    * received. Parts may come in any order but must not overlap a range already received (409
    * UPLOAD_RANGE_OVERLAP; a client whose answer was lost finds its range in the session's
@@ -419,33 +397,14 @@ export class UploadsService implements OnModuleInit {
     return this.exclusive(id, session, async () => {
       let entry: EntryDto;
       try {
-        await this.checkBase(session.path, base);
-        const { object, source } = await this.data.openForRead(principal, session.path);
-        const file = this.file(id);
+        const { source } = await this.data.openBase(principal, session.path, base);
         await this.ensureFile(id);
-        const baseSize = Number(object.size);
-        const handle = await fs.open(file, 'r+');
-        try {
-          for (const [start, end] of new ByteRangeSet(session.ranges ?? []).gaps(0, size)) {
-            const fromBase = Math.min(end, baseSize);
-            if (start < fromBase) {
-              const stream = await this.data.read(source, { start, end: fromBase - 1 });
-              await pipeline(stream, createWriteStream(file, { flags: 'r+', start }));
-            }
-            // Past the base's end: zeros, written out (a part that failed may have left bytes there).
-            for (let at = Math.max(start, baseSize); at < end; at += ZEROS.length) {
-              await handle.write(ZEROS, 0, Math.min(ZEROS.length, end - at), at);
-            }
-          }
-          await handle.truncate(size);
-        } finally {
-          await handle.close();
-        }
+        await this.compose(id, size, new ByteRangeSet(session.ranges ?? []), source);
         const sha256 = (await this.hashOfFile(id, BigInt(size))).digest('hex');
         entry = await this.data.uploadFile(
           principal,
           session.path,
-          { path: file, size, sha256 },
+          { path: this.file(id), size, sha256 },
           {
             overwrite: true,
             contentType: session.contentType,
@@ -464,6 +423,45 @@ export class UploadsService implements OnModuleInit {
       await this.end(id);
       return entry;
     });
+  }
+
+  /**
+   * Fills the ranges of the session's file no part covered with the base's bytes, read once in
+   * order (from here or from the site holding them: its size is known only once read), and zeros
+   * past the base's end (written out: a part that failed may have left bytes there); then cuts the
+   * file to `size`.
+   */
+  private async compose(id: string, size: number, received: ByteRangeSet, source: ByteSource): Promise<void> {
+    const gaps = received.gaps(0, size);
+    const handle = await fs.open(this.file(id), 'r+');
+    try {
+      let baseSize = 0;
+      if (gaps.length > 0) {
+        const stream = await this.data.read(source);
+        let next = 0;
+        for await (const piece of stream as AsyncIterable<Buffer>) {
+          const start = baseSize;
+          const end = start + piece.length;
+          baseSize = end;
+          while (next < gaps.length && gaps[next]![1] <= start) next++;
+          for (let g = next; g < gaps.length && gaps[g]![0] < end; g++) {
+            const from = Math.max(start, gaps[g]![0]);
+            const to = Math.min(end, gaps[g]![1]);
+            await handle.write(piece, from - start, to - from, from);
+          }
+          // Nothing past the new size is needed.
+          if (end >= size) break;
+        }
+      }
+      for (const [start, end] of gaps) {
+        for (let at = Math.max(start, baseSize); at < end; at += ZEROS.length) {
+          await handle.write(ZEROS, 0, Math.min(ZEROS.length, end - at), at);
+        }
+      }
+      await handle.truncate(size);
+    } finally {
+      await handle.close();
+    }
   }
 
   /** A session whose file is gone (the site stopped half way through committing it) ends: 410. */

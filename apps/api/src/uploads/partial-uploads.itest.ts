@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorCode, type EntryDto, type UploadSessionDto } from '@tributary/shared';
+import {
+  ApiError,
+  createTributaryClient,
+  ErrorCode,
+  type CreatedTokenDto,
+  type EntryDto,
+  type UploadSessionDto,
+} from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '../test/factories';
 import {
@@ -207,6 +214,15 @@ describe('partial updates through upload sessions', () => {
       ErrorCode.ValidationFailed,
     );
     expectError(
+      await create(alice.client, {
+        path: target,
+        size: 10,
+        base: { version: 2 ** 40, sha256: sha256(Buffer.from('')) },
+      }),
+      422,
+      ErrorCode.ValidationFailed,
+    );
+    expectError(
       await create(alice.client, { path: `${dir}/${uniqueName('absent')}`, size: 1, base: baseOf(v1) }),
       404,
       ErrorCode.NotFound,
@@ -280,5 +296,31 @@ describe('partial updates through upload sessions', () => {
     expect((await download(target)).toString()).toBe('PUBLIC! bytes');
     // Alice's session was made from the version bob replaced.
     expectError(await complete(alice.client, session.id), 409, ErrorCode.UploadBaseChanged);
+  });
+
+  it('the typed client in @tributary/shared drives a partial update', async () => {
+    const token = expectStatus(
+      await alice.client.post<CreatedTokenDto>('/api/v1/tokens', { name: 'partial', scope: 'write' }),
+      201,
+    ).body.secret;
+    const client = createTributaryClient({ baseUrl: site.url, token });
+    const target = `${dir}/${uniqueName('typed')}.txt`;
+    const v1 = await put(alice.client, target, Buffer.from('typed client'));
+    const session = await client.createUpload({ path: target, size: 15, base: baseOf(v1) });
+    const part = new TextEncoder().encode('!!!');
+    const after = await client.uploadPart(session.id, 12, part, sha256(part));
+    expect(after.ranges).toEqual([[12, 15]]);
+    expect((await client.getUpload(session.id)).received).toBe(3);
+    const entry = await client.completeUpload(session.id);
+    expect(entry).toMatchObject({ version: 2, size: 15 });
+    expect((await download(target)).toString()).toBe('typed client!!!');
+    const stale = await client
+      .createUpload({ path: target, size: 1, base: baseOf(v1) })
+      .catch((e: unknown) => e);
+    expect(stale).toBeInstanceOf(ApiError);
+    expect(stale).toMatchObject({ code: ErrorCode.UploadBaseChanged });
+    const aborted = await client.createUpload({ path: target, size: 1, base: baseOf(entry) });
+    await client.abortUpload(aborted.id);
+    await expect(client.getUpload(aborted.id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
   });
 });

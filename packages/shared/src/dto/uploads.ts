@@ -11,7 +11,7 @@ const Sha256Schema = z
  * `version` and SHA-256 (`checksum` of its entry, with or without the `sha256:` prefix).
  */
 export const UploadBaseSchema = z.object({
-  version: z.number().int().min(1),
+  version: z.number().int().min(1).max(2_147_483_647),
   sha256: z
     .string()
     .transform((v) => v.replace(/^sha256:/i, ''))

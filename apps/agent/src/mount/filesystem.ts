@@ -77,6 +77,8 @@ interface Handle {
   patch?: PatchFile;
   /** Write handles: the entry when opened (the version a patch starts from). */
   base?: EntryDto;
+  /** Write handles: a switch from rewrite to patch in progress (see toPatch). */
+  switching?: Promise<void>;
   /** Write handles opened with O_APPEND: every write goes to the end. */
   append: boolean;
   /** Write handles: committed by flush; later writes are refused. */
@@ -298,7 +300,7 @@ export class NamespaceFs {
     if (handle.committed)
       throw new FsError(errno.EIO, 'the file was already flushed; open it again to write');
     if (handle.append) position = handle.size;
-    if (handle.rewrite && position !== handle.size) await this.toPatch(handle);
+    if (handle.switching || (handle.rewrite && position !== handle.size)) await this.toPatch(handle);
     const patch = handle.patch;
     if (patch) {
       await this.call(() => patch.write(position, buffer.subarray(0, length)));
@@ -371,7 +373,14 @@ export class NamespaceFs {
    * an empty object), and the patch starts from that version. An existing object truncated to 0
    * on opening that has not been written starts from the old version, with none of it visible.
    */
-  private async toPatch(handle: Handle): Promise<void> {
+  private toPatch(handle: Handle): Promise<void> {
+    // A read and a write may both find the rewrite out of order: one switch for both.
+    handle.switching ??= this.switchToPatch(handle).finally(() => (handle.switching = undefined));
+    return handle.switching;
+  }
+
+  private async switchToPatch(handle: Handle): Promise<void> {
+    if (handle.patch) return;
     let base = handle.base;
     let visibleBase = 0;
     if (handle.written || !base) {
@@ -455,7 +464,7 @@ export class NamespaceFs {
     // Another size: a partial update with nothing but the new size (no bytes sent).
     const patch = this.newPatch(path, entry, entry.size, entry.size);
     try {
-      patch.resize(size);
+      await patch.resize(size);
       const committed = await this.call(() => patch.commit());
       this.cache.invalidateEntry(path);
       if (committed) this.cache.added(committed);
@@ -487,7 +496,7 @@ export class NamespaceFs {
       return;
     }
     if (!handle.patch) await this.toPatch(handle);
-    handle.patch!.resize(size);
+    await handle.patch!.resize(size);
     handle.size = size;
   }
 

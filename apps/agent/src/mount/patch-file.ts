@@ -65,6 +65,11 @@ export class PatchFile {
   changed = false;
   /** The entry of the last commit. */
   entry: EntryDto | undefined;
+  /**
+   * Writes, truncations and commits run one at a time, in order: a commit must not clear a write
+   * that arrived while its parts were being sent. Reads wait for them too (they see whole writes).
+   */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: PatchFileOptions) {
     this.base = options.base;
@@ -74,7 +79,32 @@ export class PatchFile {
     this.changed = this.size !== options.base.size;
   }
 
-  async write(position: number, data: Uint8Array): Promise<void> {
+  write(position: number, data: Uint8Array): Promise<void> {
+    return this.serial(() => this.writeNow(position, data));
+  }
+
+  read(position: number, length: number): Promise<Uint8Array> {
+    return this.serial(() => this.readNow(position, length));
+  }
+
+  resize(size: number): Promise<void> {
+    return this.serial(() => {
+      this.resizeNow(size);
+      return Promise.resolve();
+    });
+  }
+
+  commit(): Promise<EntryDto | undefined> {
+    return this.serial(() => this.commitNow());
+  }
+
+  private serial<T>(op: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(op, op);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async writeNow(position: number, data: Uint8Array): Promise<void> {
     if (data.length === 0) return;
     const file = await this.spillFile();
     let done = 0;
@@ -88,7 +118,7 @@ export class PatchFile {
   }
 
   /** Up to `length` bytes at `position` as this handle sees them (fewer only at the end). */
-  async read(position: number, length: number): Promise<Uint8Array> {
+  private async readNow(position: number, length: number): Promise<Uint8Array> {
     const end = Math.min(this.size, position + length);
     if (end <= position) return new Uint8Array(0);
     const out = new Uint8Array(end - position);
@@ -109,7 +139,7 @@ export class PatchFile {
   }
 
   /** truncate/ftruncate: bytes past `size` are gone; growing again shows zeros there. */
-  resize(size: number): void {
+  private resizeNow(size: number): void {
     if (size === this.size) return;
     this.dirty.truncate(size);
     this.visibleBase = Math.min(this.visibleBase, size);
@@ -122,7 +152,7 @@ export class PatchFile {
    * written ranges (and zeros where the file was cut below the base's end and grown again) in
    * parts of at most PATCH_PART_BYTES, each with its SHA-256. Nothing to do if nothing changed.
    */
-  async commit(): Promise<EntryDto | undefined> {
+  private async commitNow(): Promise<EntryDto | undefined> {
     if (!this.changed) return undefined;
     const parts = new ByteRangeSet(this.dirty.ranges);
     // Bytes the base still has there but the file must not: zeros, sent explicitly.
@@ -158,7 +188,11 @@ export class PatchFile {
   }
 
   /** Drops the temporary file and the base's reader. Uncommitted changes are lost. */
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    return this.serial(() => this.closeNow());
+  }
+
+  private async closeNow(): Promise<void> {
     const reader = this.baseReader;
     this.baseReader = undefined;
     await reader?.close().catch(() => undefined);

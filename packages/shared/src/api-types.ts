@@ -967,6 +967,10 @@ export interface components {
             /** @default false */
             overwrite: boolean;
             contentType?: string;
+            base?: {
+                version: number;
+                sha256: string;
+            };
         };
         CompleteUploadDto: {
             sha256?: string;

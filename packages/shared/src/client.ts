@@ -47,6 +47,7 @@ import type {
 } from './dto/conflicts';
 import type { ReplicationCycleDto, ReplicationLagDto, ReplicationStatusDto } from './dto/replication';
 import { ErrorCode, type ErrorBody } from './errors';
+import { CHUNK_SHA256_HEADER, type CreateUploadRequest, type UploadSessionDto } from './dto/uploads';
 
 /** A failed API call, carrying the stable error code the API answered with. */
 export class ApiError extends Error {
@@ -103,6 +104,23 @@ export function createTributaryClient(options: ClientOptions) {
   const unsafe = (): { headers: Record<string, string> } => ({ headers: headers(true) });
   const dataUrl = (path: string, extra = ''): string =>
     `${options.baseUrl}/api/v1/data?path=${encodeURIComponent(path)}${extra}`;
+
+  /** One request to `/api/v1/uploads`: JSON bodies as strings, chunks as bytes. */
+  const sessionCall = async <T>(
+    method: string,
+    suffix: string,
+    body?: string | Uint8Array<ArrayBuffer>,
+    extra: Record<string, string> = {},
+  ): Promise<T> => {
+    const h: Record<string, string> = { ...headers(method !== 'GET'), ...extra };
+    if (typeof body === 'string') h['content-type'] = 'application/json';
+    else if (body) h['content-type'] = 'application/octet-stream';
+    const res = await fetchImpl(`${options.baseUrl}/api/v1/uploads${suffix}`, { method, headers: h, body });
+    if (res.status === 204) return undefined as T;
+    const payload: unknown = await res.json().catch(() => undefined);
+    if (!res.ok) throw toApiError(res.status, payload);
+    return payload as T;
+  };
 
   return {
     login: (username: string, password: string) =>
@@ -304,6 +322,29 @@ export function createTributaryClient(options: ClientOptions) {
       if (!res.ok) throw toApiError(res.status, payload);
       return payload as EntryDto[];
     },
+
+    /**
+     * Opens a resumable upload session (`/api/v1/uploads`). With `base` it is a partial update of
+     * an existing object: see `uploadPart`, then `completeUpload`.
+     */
+    createUpload: (request: CreateUploadRequest) =>
+      sessionCall<UploadSessionDto>('POST', '', JSON.stringify(request)),
+    getUpload: (id: string) => sessionCall<UploadSessionDto>('GET', `/${id}`),
+    /**
+     * Sends bytes at `offset` of a session, with their SHA-256 when given (X-Chunk-Sha256). In a
+     * partial update any offset below the new size; otherwise the session's `received`.
+     */
+    uploadPart: (id: string, offset: number, body: Uint8Array, sha256?: string) =>
+      sessionCall<UploadSessionDto>(
+        'PUT',
+        `/${id}?offset=${offset}`,
+        body as Uint8Array<ArrayBuffer>,
+        sha256 ? { [CHUNK_SHA256_HEADER]: sha256 } : {},
+      ),
+    /** Commits the session as the object's new version (or the new object). */
+    completeUpload: (id: string, sha256?: string) =>
+      sessionCall<EntryDto>('POST', `/${id}/complete`, JSON.stringify(sha256 ? { sha256 } : {})),
+    abortUpload: (id: string) => sessionCall<void>('DELETE', `/${id}`),
 
     /** Fetches an object's bytes; `range` is inclusive, as in HTTP. */
     async download(path: string, range?: { start: number; end: number }): Promise<Response> {

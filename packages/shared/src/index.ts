@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './paths';
+export * from './byte-ranges';
 export * from './dto/common';
 export * from './dto/accounts';
 export * from './dto/tokens';

@@ -8,6 +8,7 @@ import {
 import { joinPath, normalizePath, splitPath, type EntryDto } from '@tributary/shared';
 import { MetadataCache } from './cache';
 import { errno, FsError, isUnreachable, RemoteNamespace, toErrno } from './remote';
+import { PatchFile } from './patch-file';
 import { MountWriteFile } from './write-file';
 import type { MountStats } from './state';
 
@@ -54,16 +55,32 @@ interface Handle {
   /** Remote path. */
   path: string;
   mode: 'read' | 'write';
-  /** Opened lazily (a write handle's upload session starts with its first bytes). */
-  file: BufferedFile;
-  /** Write handles: the size getattr reports until the commit (bytes written once rewriting). */
+  /**
+   * Read handles, and write handles replacing the object (the sequential fast path); a write
+   * handle's upload session starts with its first bytes. Undefined for a write handle changing an
+   * existing object in place (`patch`).
+   */
+  file?: BufferedFile;
+  /** Write handles: the size getattr reports until the commit. */
   size: number;
   /**
-   * Write handles: the object is being replaced (a new file, or one truncated to 0 after opening).
-   * An existing object opened for writing is not replaced until it is truncated: without that a
-   * write would have to change part of it, which upload sessions cannot do.
+   * Write handles: the object is being replaced from offset 0 in order (a new file, or one
+   * truncated to 0 after opening): the fast path, through `file`. Otherwise the handle changes
+   * the existing object in place through `patch`.
    */
   rewrite: boolean;
+  /**
+   * Write handles changing an existing object in place: writes at any offset, reads, truncation to
+   * any size, committed as a partial update. A rewrite that gets a write out of order (or a
+   * truncation to another size) commits what it wrote in order, then goes on as a patch.
+   */
+  patch?: PatchFile;
+  /** Write handles: the entry when opened (the version a patch starts from). */
+  base?: EntryDto;
+  /** Write handles: a switch from rewrite to patch in progress (see toPatch). */
+  switching?: Promise<void>;
+  /** Write handles opened with O_APPEND: every write goes to the end. */
+  append: boolean;
   /** Write handles: committed by flush; later writes are refused. */
   committed: boolean;
   /** Write handles: at least one write arrived. */
@@ -85,6 +102,8 @@ export interface NamespaceFsOptions {
   bufferBytes: number;
   /** Memory all open files share. */
   memoryLimitBytes?: number;
+  /** Where the bytes written into existing objects wait for the commit (default: the OS's temp dir). */
+  spillDir?: string;
   /** Retries of one remote call before the operation fails (short, so an outage shows as EIO quickly). */
   retry?: RetryPolicy;
   onReachability?(reachable: boolean, error?: string): void;
@@ -99,8 +118,11 @@ const MOUNT_RETRY: RetryPolicy = { retries: 2, baseDelayMs: 100, maxDelayMs: 100
  * `cacheTtlMs` and dropped as soon as the change feed reports a change (see `cache`).
  *
  * Writing: a new file (create) or one truncated to zero is written sequentially from offset 0 and
- * becomes the object's new version when it is flushed (close). Rewriting the middle of an existing
- * object or appending to it is refused with EOPNOTSUPP: upload sessions take bytes in order.
+ * becomes the object's new version when it is flushed (close): the fast path, one upload session
+ * fed in order. An existing object opened without O_TRUNC is changed in place (see PatchFile):
+ * writes at any offset, appends, truncation to any size; reads of the handle see its writes; the
+ * changes are committed by flush, fsync and close as a partial update that sends only the
+ * written ranges.
  */
 export class NamespaceFs {
   readonly cache: MetadataCache;
@@ -192,23 +214,35 @@ export class NamespaceFs {
       const remote = ApiRemoteFile.forRead(this.options.api, path, entry.size, { retry: this.retry });
       return this.addHandle(path, 'read', this.pool.open(remote), 0);
     }
-    if (flags & O_APPEND && entry.size > 0)
-      throw new FsError(errno.EOPNOTSUPP, 'appending to an object is not supported');
     // The kernel opens first and truncates afterwards (O_TRUNC arrives as ftruncate to 0).
     const rewrite = entry.size === 0 || (flags & O_TRUNC) !== 0;
-    return this.openForWrite(path, rewrite, rewrite ? 0 : entry.size);
+    return this.openForWrite(path, rewrite, rewrite ? 0 : entry.size, entry, (flags & O_APPEND) !== 0);
   }
 
   create(local: string): number {
     const path = this.toRemote(local);
-    const fh = this.openForWrite(path, true, 0);
+    const fh = this.openForWrite(path, true, 0, undefined, false);
     this.cache.invalidateEntry(path);
     return fh;
   }
 
   async read(fh: number, buffer: Buffer, length: number, position: number): Promise<number> {
     const handle = this.handle(fh);
-    if (handle.mode !== 'read') throw new FsError(errno.EBADF, 'the file is open for writing');
+    const patch = handle.patch;
+    if (patch) {
+      // The bytes this handle wrote, the base's elsewhere.
+      const data = await this.call(() => patch.read(position, length));
+      buffer.set(data, 0);
+      this.stats.bytesRead += data.length;
+      return data.length;
+    }
+    if (handle.mode !== 'read') {
+      if (handle.committed) throw new FsError(errno.EBADF, 'the file was already flushed');
+      // A rewrite read back (O_RDWR with O_TRUNC): what it wrote so far is committed, then it goes
+      // on as a patch, which can read.
+      await this.toPatch(handle);
+      return this.read(fh, buffer, length, position);
+    }
     const data = await this.call(() => this.readInOrder(handle, position, length));
     buffer.set(data, 0);
     this.stats.bytesRead += data.length;
@@ -231,7 +265,7 @@ export class NamespaceFs {
             `read ${position} +${length} after ${handle.dispatchedEnd} waited ${Date.now() - arrived} ms\n`,
           );
         handle.dispatchedEnd = Math.max(handle.dispatchedEnd, position + length);
-        handle.file.read(position, length).then(resolve, reject);
+        handle.file!.read(position, length).then(resolve, reject);
         this.releaseWaiting(handle);
       };
       if (position <= handle.dispatchedEnd) {
@@ -265,10 +299,19 @@ export class NamespaceFs {
     if (handle.mode !== 'write') throw new FsError(errno.EBADF, 'the file is open for reading');
     if (handle.committed)
       throw new FsError(errno.EIO, 'the file was already flushed; open it again to write');
-    if (position !== handle.size)
-      throw new FsError(errno.EOPNOTSUPP, `writes must be sequential (at ${handle.size}, not ${position})`);
+    if (handle.append) position = handle.size;
+    if (handle.switching || (handle.rewrite && position !== handle.size)) await this.toPatch(handle);
+    const patch = handle.patch;
+    if (patch) {
+      await this.call(() => patch.write(position, buffer.subarray(0, length)));
+      handle.size = patch.size;
+      handle.written = true;
+      this.stats.bytesWritten += length;
+      return length;
+    }
+    const file = this.rewriteFile(handle);
     // The buffer copies the bytes before its promise settles, so the kernel's buffer can be reused.
-    await this.call(() => handle.file.write(position, buffer.subarray(0, length)));
+    await this.call(() => file.write(position, buffer.subarray(0, length)));
     handle.size = position + length;
     handle.written = true;
     this.stats.bytesWritten += length;
@@ -279,6 +322,7 @@ export class NamespaceFs {
   async flush(fh: number): Promise<void> {
     const handle = this.handle(fh);
     if (handle.mode !== 'write' || handle.committed) return;
+    if (handle.patch) return this.commitPatch(handle, handle.patch);
     // close(2) of one descriptor among several (a shell's `> file` dups it, then closes the
     // original before writing): nothing written yet, so nothing to commit; release commits then.
     if (!handle.written) return;
@@ -288,12 +332,19 @@ export class NamespaceFs {
   /** Ends a write handle: a replaced object is committed; one opened but never replaced is left as it was. */
   private async commit(handle: Handle): Promise<void> {
     handle.committed = true;
-    if (!handle.rewrite) {
-      await handle.file.close().catch(() => undefined);
+    const patch = handle.patch;
+    if (patch) {
+      try {
+        await this.commitPatch(handle, patch);
+      } finally {
+        await patch.close();
+      }
       return;
     }
+    const file = handle.file;
+    if (!handle.rewrite || !file) return;
     try {
-      await this.call(() => handle.file.close());
+      await this.call(() => file.close());
     } finally {
       this.cache.invalidateEntry(handle.path);
     }
@@ -301,9 +352,88 @@ export class NamespaceFs {
     if (handle.remote?.entry) this.cache.added(handle.remote.entry);
   }
 
+  /** A patch's changes become the object's next version; the handle goes on from it. */
+  private async commitPatch(handle: Handle, patch: PatchFile): Promise<void> {
+    if (!patch.changed) return;
+    let entry: EntryDto | undefined;
+    try {
+      entry = await this.call(() => patch.commit());
+    } finally {
+      this.cache.invalidateEntry(handle.path);
+    }
+    if (entry) {
+      handle.base = entry;
+      this.cache.added(entry);
+    }
+  }
+
+  /**
+   * A rewrite that is no longer sequential (a write elsewhere than at its end, or a truncation to
+   * another size) goes on as a patch: what it wrote in order is committed first (for a new file,
+   * an empty object), and the patch starts from that version. An existing object truncated to 0
+   * on opening that has not been written starts from the old version, with none of it visible.
+   */
+  private toPatch(handle: Handle): Promise<void> {
+    // A read and a write may both find the rewrite out of order: one switch for both.
+    handle.switching ??= this.switchToPatch(handle).finally(() => (handle.switching = undefined));
+    return handle.switching;
+  }
+
+  private async switchToPatch(handle: Handle): Promise<void> {
+    if (handle.patch) return;
+    let base = handle.base;
+    let visibleBase = 0;
+    if (handle.written || !base) {
+      const file = this.rewriteFile(handle);
+      try {
+        await this.call(() => file.close());
+      } finally {
+        this.cache.invalidateEntry(handle.path);
+      }
+      handle.file = undefined;
+      base = handle.remote?.entry ?? (await this.lookup(handle.path));
+      this.cache.added(base);
+      visibleBase = handle.size;
+    } else {
+      // Never written: nothing was sent, and closing it would replace the object with nothing.
+      handle.file = undefined;
+    }
+    handle.remote = undefined;
+    handle.rewrite = false;
+    handle.base = base;
+    handle.patch = this.newPatch(handle.path, base, handle.size, visibleBase);
+  }
+
+  private newPatch(path: string, base: EntryDto, size: number, visibleBase: number): PatchFile {
+    return new PatchFile({
+      api: this.options.api,
+      path,
+      base: { version: base.version ?? 1, sha256: base.checksum ?? '', size: base.size },
+      pool: this.pool,
+      retry: this.retry,
+      size,
+      visibleBase,
+      spillDir: this.options.spillDir,
+    });
+  }
+
+  /** The fast path's buffered file (opened when the handle starts replacing the object). */
+  private rewriteFile(handle: Handle): BufferedFile {
+    if (!handle.file) {
+      const remote = new MountWriteFile(this.options.api, handle.path, this.retry);
+      handle.file = this.pool.open(remote);
+      handle.remote = remote;
+    }
+    return handle.file;
+  }
+
+  /** fsync(2): a patch is committed (a new version); a rewrite's parts are sent and acknowledged. */
   async fsync(fh: number): Promise<void> {
     const handle = this.handle(fh);
-    if (handle.mode === 'write' && !handle.committed) await this.call(() => handle.file.fsync());
+    if (handle.mode !== 'write' || handle.committed) return;
+    if (handle.patch) return this.commitPatch(handle, handle.patch);
+    const file = handle.file;
+    if (file) await this.call(() => file.fsync());
   }
 
   async release(fh: number): Promise<void> {
@@ -313,9 +443,9 @@ export class NamespaceFs {
     if (handle.mode === 'write' && !handle.committed) {
       await this.commit(handle);
     } else if (handle.mode === 'write') {
-      return;
+      await handle.patch?.close();
     } else {
-      await handle.file.close().catch(() => undefined);
+      await handle.file?.close().catch(() => undefined);
     }
   }
 
@@ -326,9 +456,21 @@ export class NamespaceFs {
     const entry = await this.lookup(path);
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
     if (size === entry.size) return;
-    if (size !== 0) throw new FsError(errno.EOPNOTSUPP, 'truncating to a size other than 0 is not supported');
-    await this.call(() => this.remote.putEmpty(path));
-    this.cache.invalidateEntry(path);
+    if (size === 0) {
+      await this.call(() => this.remote.putEmpty(path));
+      this.cache.invalidateEntry(path);
+      return;
+    }
+    // Another size: a partial update with nothing but the new size (no bytes sent).
+    const patch = this.newPatch(path, entry, entry.size, entry.size);
+    try {
+      await patch.resize(size);
+      const committed = await this.call(() => patch.commit());
+      this.cache.invalidateEntry(path);
+      if (committed) this.cache.added(committed);
+    } finally {
+      await patch.close();
+    }
   }
 
   async ftruncate(fh: number, size: number): Promise<void> {
@@ -337,15 +479,25 @@ export class NamespaceFs {
     await this.truncate(this.localOf(handle.path), size);
   }
 
-  /** ftruncate on a file open for writing: to 0 starts replacing it; its current size changes nothing. */
-  private resize(handle: Handle, size: number): void {
+  /**
+   * ftruncate on a file open for writing. To 0 on a handle that has sent nothing starts replacing
+   * the object (the fast path: `>` opens, then truncates); any other size goes through a patch.
+   */
+  private async resize(handle: Handle, size: number): Promise<void> {
     if (size === handle.size) return;
-    if (size === 0 && (!handle.rewrite || handle.size === 0)) {
+    if (size === 0 && !handle.file && handle.patch?.entry === undefined) {
+      await handle.patch?.close();
+      handle.patch = undefined;
       handle.rewrite = true;
       handle.size = 0;
+      handle.written = false;
+      // Released without a write, it commits an empty object, as `> file` does.
+      this.rewriteFile(handle);
       return;
     }
-    throw new FsError(errno.EOPNOTSUPP, 'changing the size of a file being written is not supported');
+    if (!handle.patch) await this.toPatch(handle);
+    await handle.patch!.resize(size);
+    handle.size = size;
   }
 
   /** Times are kept by the catalog (the time of the last change); setting them is accepted and ignored. */
@@ -428,7 +580,13 @@ export class NamespaceFs {
   async closeAll(): Promise<void> {
     const handles = [...this.handles.values()];
     this.handles.clear();
-    await Promise.all(handles.map((h) => h.file.close().catch(() => undefined)));
+    // Uncommitted changes of a patch are dropped; a rewrite's file is closed as before.
+    await Promise.all(
+      handles.map(async (h) => {
+        await h.patch?.close();
+        await h.file?.close().catch(() => undefined);
+      }),
+    );
   }
 
   // ---- helpers ----
@@ -465,17 +623,26 @@ export class NamespaceFs {
     }
   }
 
-  private openForWrite(path: string, rewrite: boolean, size: number): number {
-    const remote = new MountWriteFile(this.options.api, path, this.retry);
-    const fh = this.addHandle(path, 'write', this.pool.open(remote), size, rewrite);
-    this.handles.get(fh)!.remote = remote;
+  private openForWrite(
+    path: string,
+    rewrite: boolean,
+    size: number,
+    base: EntryDto | undefined,
+    append: boolean,
+  ): number {
+    const fh = this.addHandle(path, 'write', undefined, size, rewrite);
+    const handle = this.handles.get(fh)!;
+    handle.base = base;
+    handle.append = append;
+    if (rewrite) this.rewriteFile(handle);
+    else if (base) handle.patch = this.newPatch(path, base, size, size);
     return fh;
   }
 
   private addHandle(
     path: string,
     mode: 'read' | 'write',
-    file: BufferedFile,
+    file: BufferedFile | undefined,
     size: number,
     rewrite = false,
   ): number {
@@ -489,6 +656,7 @@ export class NamespaceFs {
       file,
       size,
       rewrite,
+      append: false,
       committed: false,
       written: false,
       dispatchedEnd: 0,

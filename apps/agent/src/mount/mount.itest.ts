@@ -269,6 +269,84 @@ describe('FUSE mount of the namespace', () => {
     expect(df).toContain(mnt);
   }, 120_000);
 
+  it('changes existing files in place: r+b seek/write with read-back, >> append, truncate -s, ftruncate', async () => {
+    const local = path.join(scratch, 'in-place.bin');
+    const remote = mnt + '/patch/in-place.bin';
+    const both = async (command: (file: string) => string): Promise<[string, string]> => [
+      await ok(command(local)),
+      await ok(command(remote)),
+    ];
+    const sha = async (file: string) => (await ok(`sha256sum ${q(file)}`)).split(' ')[0]!;
+    /** The local file and the one behind the mount hold the same bytes, also as the API reports them. */
+    const same = async (version: number): Promise<void> => {
+      const expected = await sha(local);
+      expect(await sha(remote)).toBe(expected);
+      const entry = await stat(lsu, '/patch/in-place.bin');
+      expect(entry.body).toMatchObject({ checksum: `sha256:${expected}`, version });
+      expect(entry.body.size).toBe((await fs.stat(local)).size);
+    };
+    await ok(`head -c ${3 * MiB + 123} /dev/urandom > ${q(local)}`);
+    await ok(`mkdir -p ${q(mnt + '/patch')} && cp ${q(local)} ${q(remote)}`);
+    await same(1);
+
+    // Python's r+b: writes in the middle, read back through the same handle before closing.
+    const script = [
+      'import sys',
+      'f = open(sys.argv[1], "r+b")',
+      `f.seek(${MiB + 5}); f.write(b"X" * 1000)`,
+      'f.seek(7); f.write(b"hello")',
+      `f.seek(${MiB}); print(f.read(2000).hex())`,
+      'f.seek(0); print(f.read(20).hex())',
+      'f.close()',
+    ].join('\n');
+    const [localRead, remoteRead] = await both((file) => `python3 -c ${q(script)} ${q(file)}`);
+    expect(remoteRead).toBe(localRead);
+    await same(2);
+
+    // Appending with the shell, then truncating shorter and longer (zeros past the old end).
+    await both((file) => `printf 'appended line\\n' >> ${q(file)}`);
+    await same(3);
+    await both((file) => `truncate -s ${2 * MiB + 1} ${q(file)}`);
+    await same(4);
+    await both((file) => `truncate -s ${5 * MiB} ${q(file)}`);
+    await same(5);
+
+    // ftruncate through a handle, then writes past the new end, and dd into the middle.
+    const cut = [
+      'import os, sys',
+      'fd = os.open(sys.argv[1], os.O_RDWR)',
+      'os.ftruncate(fd, 100)',
+      'os.pwrite(fd, b"z" * 10, 300)',
+      'print(os.pread(fd, 400, 0).hex())',
+      'os.fsync(fd)',
+      'os.pwrite(fd, b"after fsync", 50)',
+      'os.close(fd)',
+    ].join('\n');
+    const [localCut, remoteCut] = await both((file) => `python3 -c ${q(cut)} ${q(file)}`);
+    expect(remoteCut).toBe(localCut);
+    // fsync committed one version, close the next.
+    await same(7);
+    await both((file) => `printf 'DD' | dd of=${q(file)} bs=1 seek=20 conv=notrunc status=none`);
+    await same(8);
+
+    // A new file written out of order ('w+b', seek back to fill in a header, read it back).
+    const header = [
+      'import sys',
+      'f = open(sys.argv[1], "w+b")',
+      'f.write(b"." * 4096); f.write(b"body" * 1000)',
+      'f.seek(0); f.write(b"HEADER")',
+      'f.seek(0); print(f.read(10).hex())',
+      'f.close()',
+    ].join('\n');
+    const newLocal = path.join(scratch, 'out-of-order.bin');
+    const newRemote = mnt + '/patch/out-of-order.bin';
+    expect(await ok(`python3 -c ${q(header)} ${q(newRemote)}`)).toBe(
+      await ok(`python3 -c ${q(header)} ${q(newLocal)}`),
+    );
+    expect(await sha(newRemote)).toBe(await sha(newLocal));
+    expect((await stat(lsu, '/patch/out-of-order.bin')).body.checksum).toBe(`sha256:${await sha(newLocal)}`);
+  }, 180_000);
+
   it('shows a write made at another site, through the change feed', async () => {
     await ok(`mkdir -p ${q(mnt + '/shared')}`);
     // Listed (and cached for ten minutes) before the other site writes.
@@ -298,6 +376,37 @@ describe('FUSE mount of the namespace', () => {
     await until('the new version in the mount', async () => {
       const out = (await sh(`cat ${q(mnt + '/shared/from-tulane.txt')}`)).stdout;
       return out === 'version two, longer\n' ? out : undefined;
+    });
+  }, 120_000);
+
+  it('changes in place a file whose bytes another site holds (the partial update is forwarded there)', async () => {
+    await ok(`mkdir -p ${q(mnt + '/remote-patch')}`);
+    await fed.waitForConvergence(30_000);
+    const put = await tulane.http.request('PUT', '/api/v1/data', {
+      query: { path: '/remote-patch/held-at-tulane.txt' },
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'held at tulane: 0123456789\n',
+    });
+    expect(put.status).toBe(201);
+    await fed.waitForConvergence(30_000);
+    const file = mnt + '/remote-patch/held-at-tulane.txt';
+    await until('the file from tulane in the mount', async () =>
+      (await sh(`cat ${q(file)}`)).stdout === 'held at tulane: 0123456789\n' ? true : undefined,
+    );
+    const script = 'import sys\nf = open(sys.argv[1], "r+b")\nf.seek(5); f.write(b"AT")\nf.close()';
+    await ok(`python3 -c ${q(script)} ${q(file)} && printf 'more\\n' >> ${q(file)}`);
+    const expected = 'held AT tulane: 0123456789\nmore\n';
+    // Read back through this site once its catalog has the version made at tulane.
+    await until('the changed file in the mount', async () =>
+      (await sh(`cat ${q(file)}`)).stdout === expected ? true : undefined,
+    );
+    const atTulane = await tulane.http.request('GET', '/api/v1/data', {
+      query: { path: '/remote-patch/held-at-tulane.txt' },
+    });
+    expect(atTulane.text).toBe(expected);
+    expect((await stat(tulane, '/remote-patch/held-at-tulane.txt')).body).toMatchObject({
+      version: 3,
+      size: expected.length,
     });
   }, 120_000);
 

@@ -27,6 +27,12 @@ export interface UploadOptions {
   contentType?: string;
   /** Hex SHA-256 the client expects; a mismatch rejects the upload. */
   expectedSha256?: string;
+  /**
+   * For a new version made from an existing one (a partial update): the version and SHA-256 (hex)
+   * it was made from. If the object is at another version when the update commits, it is refused
+   * (409 UPLOAD_BASE_CHANGED) and nothing changes.
+   */
+  expectedBase?: { version: number; sha256: string };
 }
 
 /** A file this site already holds inside its storage root, with its size and SHA-256 as measured. */
@@ -135,6 +141,12 @@ export class DataService {
         throw new DomainError(ErrorCode.NameTaken, `${path} exists; add overwrite=true to replace its bytes`);
       }
       return this.overwrite(principal, path, source, options);
+    }
+    if (options.expectedBase) {
+      throw new DomainError(
+        ErrorCode.UploadBaseChanged,
+        `${path} was deleted meanwhile; there is no version to apply the changes to`,
+      );
     }
     if (!levelAtLeast(parentLevel, 'write')) {
       await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
@@ -328,10 +340,22 @@ export class DataService {
     const existing = await this.namespace.resolve(path);
     if (existing?.kind !== 'object') throw notFound(path);
     await this.access.require(principal, { path, kind: 'object', objectId: existing.id }, 'write');
+    const base = options.expectedBase;
     const holder = holdingSite(existing, this.site.siteId);
+    if (base && !baseAcceptable(existing, base, holder === this.site.siteId)) {
+      throw baseChanged(path, existing.version);
+    }
     if (holder !== this.site.siteId) return this.forwardUpdate(principal, existing, holder, source, options);
     const staged = await this.stage(source, options);
-    return this.replaceHeldBytes(principal, existing.id, path, staged, options.contentType, this.site.siteId);
+    return this.replaceHeldBytes(
+      principal,
+      existing.id,
+      path,
+      staged,
+      options.contentType,
+      this.site.siteId,
+      base?.version,
+    );
   }
 
   /**
@@ -361,6 +385,7 @@ export class DataService {
         size: staged.size,
         sha256: staged.sha256,
         contentType: options.contentType ?? null,
+        ...(options.expectedBase ? { baseVersion: options.expectedBase.version } : {}),
       };
       // At least a megabyte a second, and a minute for the holding site to commit.
       const timeoutMs = 60_000 + Math.ceil(staged.size / 1000);
@@ -409,7 +434,15 @@ export class DataService {
       { body },
       { overwrite: true, contentLength: update.size, expectedSha256: update.sha256 },
     );
-    return this.replaceHeldBytes(principal, objectId, path, staged, update.contentType ?? undefined, from);
+    return this.replaceHeldBytes(
+      principal,
+      objectId,
+      path,
+      staged,
+      update.contentType ?? undefined,
+      from,
+      update.baseVersion,
+    );
   }
 
   /**
@@ -424,6 +457,7 @@ export class DataService {
     staged: StagedFile,
     contentType: string | undefined,
     requester: string,
+    baseVersion?: number,
   ): Promise<EntryDto> {
     let committedKey: string | null = null;
     let replacedKey: string | null = null;
@@ -431,6 +465,9 @@ export class DataService {
       await this.namespaceRepo.transaction(async (tx) => {
         const current = await this.repo.lockObject(tx, objectId);
         if (!current) throw notFound(`${path} (it was deleted meanwhile)`);
+        if (baseVersion !== undefined && current.version !== baseVersion) {
+          throw baseChanged(path, current.version);
+        }
         if (this.config.replication.peers.length > 0) {
           const holder = await this.repo.claimUpdateWindow(
             tx,
@@ -548,6 +585,34 @@ export class DataService {
     return { object: entry, source: this.sourceOf(path, entry) };
   }
 
+  /**
+   * For a partial update of `path` made from version `base`: the object (read access needed) and
+   * where to read the base's bytes. The site holding the bytes decides on versions. Held here, the
+   * object must be at `base` exactly (version and SHA-256), and the bytes are this site's. Held at
+   * another site, this site's catalog may lag behind updates forwarded there (a client that just
+   * made one knows the newer version), so a newer base is accepted and the bytes are read from the
+   * holding site, which checks the version again, under the object's lock, when the update arrives:
+   * versions only grow there, so bytes read from it after the client saw `base` are that version's
+   * whenever that check passes.
+   */
+  async openBase(
+    principal: Principal,
+    path: string,
+    base: { version: number; sha256: string },
+  ): Promise<{ object: ObjectRecord; source: ByteSource }> {
+    const { object } = await this.openForRead(principal, path);
+    const holder = holdingSite(object, this.site.siteId);
+    if (!baseAcceptable(object, base, holder === this.site.siteId)) throw baseChanged(path, object.version);
+    if (holder === this.site.siteId) return { object, source: this.sourceOf(path, object) };
+    if (!this.replication.peers.peer(holder)) {
+      throw new DomainError(
+        ErrorCode.ReplicaUnavailable,
+        `the bytes of ${path} are held at ${holder}, which this site has no peer link to; update them there`,
+      );
+    }
+    return { object, source: { kind: 'remote', siteId: holder, objectId: object.id } };
+  }
+
   /** Where an object's bytes can be read from: this site's replica, else a peer holding a good one. */
   private sourceOf(path: string, entry: ObjectRecord): ByteSource {
     const good = entry.replicas.filter((r) => r.status === 'good');
@@ -652,6 +717,28 @@ export class DataService {
   }
 }
 
+/**
+ * Whether a partial update's base may still be the object's version: exactly, where the bytes are
+ * held; elsewhere this site's catalog may lag (not newer than the base, and the same SHA-256 if the
+ * same version), and the holding site decides.
+ */
+function baseAcceptable(
+  object: ObjectRecord,
+  base: { version: number; sha256: string },
+  heldHere: boolean,
+): boolean {
+  if (object.version === base.version) return object.checksum === base.sha256;
+  return !heldHere && object.version < base.version;
+}
+
+function baseChanged(path: string, version: number): DomainError {
+  return new DomainError(
+    ErrorCode.UploadBaseChanged,
+    `${path} changed meanwhile (it is at version ${version}); read it again and redo the changes`,
+    { version: [String(version)] },
+  );
+}
+
 function checksumMismatch(actual: string, expected: string): DomainError {
   return new DomainError(
     ErrorCode.ChecksumMismatch,
@@ -671,6 +758,7 @@ export function holdingSite(object: ObjectRecord, localSite: string): string {
 /** Refusals of the holding site the user can act on, passed on as they are; anything else is "unavailable". */
 const RELAYED_CODES = new Set<string>([
   ErrorCode.UpdateRejected,
+  ErrorCode.UploadBaseChanged,
   ErrorCode.PermissionDenied,
   ErrorCode.NotFound,
   ErrorCode.ChecksumMismatch,

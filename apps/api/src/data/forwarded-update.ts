@@ -14,6 +14,8 @@ export const ForwardedUpdateSchema = z.object({
   size: z.number().int().nonnegative(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
   contentType: z.string().min(1).max(255).nullable(),
+  /** A partial update's base: the holding site refuses the update unless this is still the version. */
+  baseVersion: z.number().int().min(1).optional(),
 });
 
 export type ForwardedUpdate = z.infer<typeof ForwardedUpdateSchema>;

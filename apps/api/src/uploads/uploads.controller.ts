@@ -51,7 +51,9 @@ export class UploadsController {
 
   /**
    * Starts a resumable upload to `path`: optional total `size` and whole-object `sha256`. Access is
-   * checked as for `PUT /api/v1/data`. Sessions expire 24 hours after they were created.
+   * checked as for `PUT /api/v1/data`. Sessions expire 24 hours after they were created. With
+   * `base` (`{ version, sha256 }` of the existing object, as the client saw it) and `size` it is a
+   * partial update: 409 UPLOAD_BASE_CHANGED when the object is at another version.
    */
   @Post()
   create(@CurrentPrincipal() p: Principal, @Body() body: CreateUploadDto): Promise<UploadSessionDto> {
@@ -69,6 +71,9 @@ export class UploadsController {
    * (else 409 UPLOAD_OFFSET_MISMATCH with `details.received`). Header `X-Chunk-Sha256: <hex>` (the
    * chunk's SHA-256) or `X-Prefix-Sha256: <hex>` (the SHA-256 of every byte from offset 0 through
    * this chunk) refuses a corrupted chunk (422 CHECKSUM_MISMATCH); the session then stays where it was.
+   * In a partial update (a session with `base`) `offset` may be anywhere: the part must end within
+   * the session's `size` (else 422 UPLOAD_RANGE_INVALID) and must not overlap a range already
+   * received (else 409 UPLOAD_RANGE_OVERLAP); only X-Chunk-Sha256 applies.
    */
   @Put(':id')
   @ApiConsumes('application/octet-stream')
@@ -89,7 +94,10 @@ export class UploadsController {
 
   /**
    * Commits the bytes as the object (201 for a new object, 200 for a new version), verifying the
-   * whole-object SHA-256 given here or at creation (422 CHECKSUM_MISMATCH ends the session).
+   * whole-object SHA-256 given here or at creation (422 CHECKSUM_MISMATCH ends the session). A
+   * partial update's new version is the base's bytes where no part was sent (zeros past the base's
+   * end) and the parts elsewhere, cut to `size`; committed only if the object is still at the base
+   * version (else 409 UPLOAD_BASE_CHANGED, and the session ends).
    */
   @Post(':id/complete')
   async complete(

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
+  ByteRangeSet,
   ErrorCode,
   splitPath,
   type CompleteUploadRequest,
@@ -18,7 +19,7 @@ import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
-import { DataService } from '../data/data.service';
+import { DataService, type ByteSource } from '../data/data.service';
 import { NamespaceService } from '../namespace/namespace.service';
 import { UploadsRepository, type UploadSessionRecord } from './uploads.repository';
 
@@ -37,6 +38,27 @@ export interface ChunkOptions {
 }
 
 class ChunkTooLarge extends Error {}
+class PartOverlaps extends Error {}
+
+/** Written past a partial update's base (1 MiB at a time). */
+const ZEROS = new Uint8Array(1024 * 1024);
+const PREFIX_SHA256 = 'x-prefix-sha256';
+
+function rangeInvalid(start: number, end: number, size: number): DomainError {
+  return new DomainError(
+    ErrorCode.UploadRangeInvalid,
+    `the part [${start}, ${end}) goes past the new size of ${size} bytes declared for this update`,
+    { offset: [String(start)] },
+  );
+}
+
+function rangeOverlap(start: number, end: number, session: UploadSessionRecord): DomainError {
+  return new DomainError(
+    ErrorCode.UploadRangeOverlap,
+    `the part [${start}, ${end}) overlaps bytes this session already received; each range is sent once (see ranges)`,
+    { ranges: (session.ranges ?? []).map(([s, e]) => `${s}-${e}`) },
+  );
+}
 
 /**
  * Resumable uploads: a session collects an object's bytes in order, chunk by chunk, in a file of
@@ -86,7 +108,14 @@ export class UploadsService implements OnModuleInit {
         `the upload exceeds the limit of ${this.config.maxUploadBytes} bytes`,
       );
     }
-    await this.checkCanUpload(principal, target, overwrite);
+    const base = request.base;
+    if (base && request.size === undefined) {
+      throw new DomainError(ErrorCode.ValidationFailed, 'a partial update needs the new size', {
+        size: ['is required with base'],
+      });
+    }
+    await this.checkCanUpload(principal, target, overwrite || base !== undefined);
+    const object = base ? (await this.data.openBase(principal, target, base)).object : undefined;
     await this.sweep();
     const id = randomUUID();
     await fs.writeFile(this.file(id), '');
@@ -97,8 +126,11 @@ export class UploadsService implements OnModuleInit {
         path: target,
         size: request.size === undefined ? null : BigInt(request.size),
         sha256: request.sha256 ?? null,
-        overwrite,
-        contentType: request.contentType ?? 'application/octet-stream',
+        overwrite: overwrite || base !== undefined,
+        contentType: request.contentType ?? object?.contentType ?? 'application/octet-stream',
+        baseVersion: base?.version ?? null,
+        baseChecksum: base?.sha256 ?? null,
+        ranges: base ? [] : null,
         expiresAt: new Date(Date.now() + UPLOAD_SESSION_TTL_MS),
       });
       return toDto(session);
@@ -123,6 +155,8 @@ export class UploadsService implements OnModuleInit {
     body: Readable,
     options: ChunkOptions,
   ): Promise<UploadSessionDto> {
+    const first = await this.load(principal, id);
+    if (first.ranges !== null) return this.writePart(principal, first, body, options);
     const session = await this.waitForTurn(principal, id, options.offset);
     const received = Number(session.received);
     if (options.offset !== received) {
@@ -219,6 +253,7 @@ export class UploadsService implements OnModuleInit {
    */
   async complete(principal: Principal, id: string, request: CompleteUploadRequest): Promise<EntryDto> {
     const session = await this.load(principal, id);
+    if (session.ranges !== null) return this.completePartial(principal, session, request);
     if (session.size !== null && session.received !== session.size) {
       throw new DomainError(
         ErrorCode.UploadIncomplete,
@@ -255,6 +290,187 @@ export class UploadsService implements OnModuleInit {
       await this.end(id);
       return entry;
     });
+  }
+
+  /**
+   * One part of a partial update: written into the session's file at its offset, then recorded as
+   * received. Parts may come in any order but must not overlap a range already received (409
+   * UPLOAD_RANGE_OVERLAP; a client whose answer was lost finds its range in the session's
+   * `ranges`). A part that fails (cut short, wrong checksum, past the size) is not recorded: the
+   * bytes it left in the file are never used, as completing takes only recorded ranges from it.
+   */
+  private async writePart(
+    principal: Principal,
+    session: UploadSessionRecord,
+    body: Readable,
+    options: ChunkOptions,
+  ): Promise<UploadSessionDto> {
+    const { id } = session;
+    const size = Number(session.size);
+    const offset = options.offset;
+    if (options.prefixSha256 !== undefined) {
+      throw new DomainError(
+        ErrorCode.ValidationFailed,
+        'X-Prefix-Sha256 is for uploads sent in order; send X-Chunk-Sha256 with a partial update',
+        { [PREFIX_SHA256]: ['not accepted in a partial update'] },
+      );
+    }
+    const declaredEnd = offset + (options.contentLength ?? 0);
+    if (offset > size || declaredEnd > size) {
+      throw rangeInvalid(offset, declaredEnd, size);
+    }
+    const held = new ByteRangeSet(session.ranges ?? []);
+    if (options.contentLength !== undefined && held.overlaps(offset, declaredEnd)) {
+      throw rangeOverlap(offset, declaredEnd, session);
+    }
+    return this.exclusive(id, session, async () => {
+      const hash = options.sha256 !== undefined ? createHash('sha256') : undefined;
+      let bytes = 0;
+      const meter = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          const from = offset + bytes;
+          bytes += chunk.length;
+          if (offset + bytes > size) {
+            done(new ChunkTooLarge());
+            return;
+          }
+          // Without a Content-Length the overlap shows only now, before a byte of it is written.
+          if (held.overlaps(from, offset + bytes)) {
+            done(new PartOverlaps());
+            return;
+          }
+          hash?.update(chunk);
+          done(null, chunk);
+        },
+      });
+      try {
+        await pipeline(body, meter, createWriteStream(this.file(id), { flags: 'r+', start: offset }));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') await this.cutBack(id, 0);
+        if (err instanceof ChunkTooLarge) throw rangeInvalid(offset, offset + bytes, size);
+        if (err instanceof PartOverlaps) throw rangeOverlap(offset, offset + bytes, session);
+        throw new DomainError(
+          ErrorCode.UploadIncomplete,
+          'the part was interrupted before all bytes arrived; send it again',
+        );
+      }
+      if (options.contentLength !== undefined && bytes !== options.contentLength) {
+        throw new DomainError(
+          ErrorCode.UploadIncomplete,
+          `received ${bytes} bytes, but Content-Length said ${options.contentLength}`,
+        );
+      }
+      if (hash && hash.digest('hex') !== options.sha256) {
+        throw new DomainError(
+          ErrorCode.ChecksumMismatch,
+          `the part at offset ${offset} does not hash to the X-Chunk-Sha256 sent; send it again`,
+        );
+      }
+      if (bytes === 0) return toDto(session);
+      const recorded = await this.repo.recordRange(id, offset, offset + bytes);
+      if (recorded === null) throw notFound(`upload session ${id}`);
+      if (recorded === 'overlap') throw rangeOverlap(offset, offset + bytes, session);
+      return toDto(recorded);
+    });
+  }
+
+  /**
+   * Completes a partial update: the base version's bytes fill what no part covered (zeros past the
+   * base's end), the file is cut to the new size, hashed, and committed through the ordinary
+   * upload path as the object's next version, refused (409 UPLOAD_BASE_CHANGED, the session ends)
+   * if the object moved past the base meanwhile. Nothing changes unless the commit succeeds.
+   */
+  private async completePartial(
+    principal: Principal,
+    session: UploadSessionRecord,
+    request: CompleteUploadRequest,
+  ): Promise<EntryDto> {
+    const { id } = session;
+    const size = Number(session.size);
+    const base = { version: session.baseVersion!, sha256: session.baseChecksum! };
+    if (request.sha256 && session.sha256 && request.sha256 !== session.sha256) {
+      throw new DomainError(
+        ErrorCode.ChecksumMismatch,
+        'the sha256 sent differs from the one given when the session was created',
+      );
+    }
+    return this.exclusive(id, session, async () => {
+      let entry: EntryDto;
+      try {
+        const { source } = await this.data.openBase(principal, session.path, base);
+        await this.ensureFile(id);
+        await this.compose(id, size, new ByteRangeSet(session.ranges ?? []), source);
+        const sha256 = (await this.hashOfFile(id, BigInt(size))).digest('hex');
+        entry = await this.data.uploadFile(
+          principal,
+          session.path,
+          { path: this.file(id), size, sha256 },
+          {
+            overwrite: true,
+            contentType: session.contentType,
+            expectedSha256: request.sha256 ?? session.sha256 ?? undefined,
+            expectedBase: base,
+          },
+        );
+      } catch (err) {
+        if (
+          err instanceof DomainError &&
+          (err.code === ErrorCode.ChecksumMismatch || err.code === ErrorCode.UploadBaseChanged)
+        )
+          await this.end(id);
+        throw err;
+      }
+      await this.end(id);
+      return entry;
+    });
+  }
+
+  /**
+   * Fills the ranges of the session's file no part covered with the base's bytes, read once in
+   * order (from here or from the site holding them: its size is known only once read), and zeros
+   * past the base's end (written out: a part that failed may have left bytes there); then cuts the
+   * file to `size`.
+   */
+  private async compose(id: string, size: number, received: ByteRangeSet, source: ByteSource): Promise<void> {
+    const gaps = received.gaps(0, size);
+    const handle = await fs.open(this.file(id), 'r+');
+    try {
+      let baseSize = 0;
+      if (gaps.length > 0) {
+        const stream = await this.data.read(source);
+        let next = 0;
+        for await (const piece of stream as AsyncIterable<Buffer>) {
+          const start = baseSize;
+          const end = start + piece.length;
+          baseSize = end;
+          while (next < gaps.length && gaps[next]![1] <= start) next++;
+          for (let g = next; g < gaps.length && gaps[g]![0] < end; g++) {
+            const from = Math.max(start, gaps[g]![0]);
+            const to = Math.min(end, gaps[g]![1]);
+            await handle.write(piece, from - start, to - from, from);
+          }
+          // Nothing past the new size is needed.
+          if (end >= size) break;
+        }
+      }
+      for (const [start, end] of gaps) {
+        for (let at = Math.max(start, baseSize); at < end; at += ZEROS.length) {
+          await handle.write(ZEROS, 0, Math.min(ZEROS.length, end - at), at);
+        }
+      }
+      await handle.truncate(size);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** A session whose file is gone (the site stopped half way through committing it) ends: 410. */
+  private async ensureFile(id: string): Promise<void> {
+    try {
+      await fs.access(this.file(id));
+    } catch {
+      await this.cutBack(id, 0);
+    }
   }
 
   /**
@@ -431,6 +647,11 @@ function toDto(session: UploadSessionRecord): UploadSessionDto {
     sha256: session.sha256,
     overwrite: session.overwrite,
     contentType: session.contentType,
+    base:
+      session.baseVersion !== null && session.baseChecksum !== null
+        ? { version: session.baseVersion, sha256: session.baseChecksum }
+        : null,
+    ranges: session.ranges?.map(([s, e]) => [s, e]) ?? null,
     expiresAt: session.expiresAt.toISOString(),
     createdAt: session.createdAt.toISOString(),
   };

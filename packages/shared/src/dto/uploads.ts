@@ -6,7 +6,25 @@ const Sha256Schema = z
   .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits')
   .transform((v) => v.toLowerCase());
 
-/** Starts a resumable upload of one object. */
+/**
+ * The version of an existing object a partial update starts from, as the client last saw it: its
+ * `version` and SHA-256 (`checksum` of its entry, with or without the `sha256:` prefix).
+ */
+export const UploadBaseSchema = z.object({
+  version: z.number().int().min(1).max(2_147_483_647),
+  sha256: z
+    .string()
+    .transform((v) => v.replace(/^sha256:/i, ''))
+    .pipe(Sha256Schema),
+});
+export type UploadBase = z.output<typeof UploadBaseSchema>;
+
+/**
+ * Starts a resumable upload of one object. With `base`, the session is a partial update of the
+ * existing object at `path`: `size` (required) is the new size, chunks may go to any offset (each
+ * range once, see UploadSessionDto.ranges), and completing makes the new version out of the base
+ * version's bytes where nothing was sent (zeros past the base's end) and the chunks elsewhere.
+ */
 export const CreateUploadSchema = z.object({
   path: PathSchema,
   /** Total bytes, when known: chunks past it are refused and completing needs all of them. */
@@ -16,6 +34,8 @@ export const CreateUploadSchema = z.object({
   /** Replace an existing object's bytes (a new version) when complete. */
   overwrite: z.boolean().default(false),
   contentType: text(1, 255).optional(),
+  /** Partial update of the existing object: the version the changes apply to (implies overwrite). */
+  base: UploadBaseSchema.optional(),
 });
 export type CreateUploadRequest = z.input<typeof CreateUploadSchema>;
 
@@ -27,7 +47,9 @@ export type CompleteUploadRequest = z.input<typeof CompleteUploadSchema>;
 
 /**
  * A resumable upload session. Chunks go to `PUT /api/v1/uploads/{id}?offset=<received>`; after an
- * interruption, `GET /api/v1/uploads/{id}` tells how many bytes the site holds (`received`).
+ * interruption, `GET /api/v1/uploads/{id}` tells how many bytes the site holds (`received`). In a
+ * partial update (`base` set) chunks go to any offset below `size`; `received` counts the bytes
+ * received and `ranges` tells which.
  */
 export interface UploadSessionDto {
   id: string;
@@ -37,6 +59,13 @@ export interface UploadSessionDto {
   sha256: string | null;
   overwrite: boolean;
   contentType: string;
+  /** Partial updates: the version the changes apply to; null for a whole-object upload. */
+  base: { version: number; sha256: string } | null;
+  /**
+   * Partial updates: the ranges received so far, `[start, end)`, sorted and merged; null for a
+   * whole-object upload. A chunk overlapping one of them is refused (409 UPLOAD_RANGE_OVERLAP).
+   */
+  ranges: [number, number][] | null;
   expiresAt: string;
   createdAt: string;
 }

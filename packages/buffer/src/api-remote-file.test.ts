@@ -171,3 +171,31 @@ describe('ApiRemoteFile writing', () => {
     ]);
   });
 });
+
+describe('ApiConnection bodies sent in place', () => {
+  it('sends the very bytes as a one-piece stream with their Content-Length, not a copy', async () => {
+    const seen: { body: unknown; length: string | null; duplex: unknown }[] = [];
+    const fetchImpl = (_input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      seen.push({
+        body: init?.body,
+        length: new Headers(init?.headers).get('content-length'),
+        duplex: (init as { duplex?: unknown } | undefined)?.duplex,
+      });
+      return Promise.resolve(Response.json({}));
+    };
+    const api = new ApiConnection({ baseUrl: 'http://api.test', token: 't', fetch: fetchImpl });
+    const bytes = patternBytes(64 * KiB).subarray(KiB);
+    await api.send({ method: 'PUT', url: '/x', body: bytes, bodyInPlace: true });
+    await api.send({ method: 'PUT', url: '/x', body: bytes });
+    expect(seen[0]!.body).toBeInstanceOf(ReadableStream);
+    expect(seen[0]!.length).toBe(String(63 * KiB));
+    expect(seen[0]!.duplex).toBe('half');
+    const pieces: Uint8Array[] = [];
+    for await (const piece of seen[0]!.body as AsyncIterable<Uint8Array>) pieces.push(piece);
+    expect(pieces).toHaveLength(1);
+    expect(pieces[0]).toBe(bytes);
+    // Without the flag the body goes to fetch as it is given.
+    expect(seen[1]!.body).toBe(bytes);
+    expect(seen[1]!.length).toBeNull();
+  });
+});

@@ -170,8 +170,9 @@ export class ApiRemoteFile implements RemoteFile {
       this.retry,
     ).then((session) => (this.sessionId = session.id));
     const id = await this.sessionReady;
-    // Out of order (not what the buffer sends): the chunk's own SHA-256.
-    await this.sessions.putChunkRetrying(id, offset, data, this.retry, checksum);
+    // Out of order (not what the buffer sends): the chunk's own SHA-256. Sent without a copy:
+    // the caller leaves `data` unchanged until this settles (RemoteFile.write).
+    await this.sessions.putChunkRetrying(id, offset, data, this.retry, checksum, true);
   }
 
   /** Acknowledged chunks are already held by the site; nothing more to wait for. */

@@ -22,6 +22,12 @@ export interface ApiRequest {
   url: string;
   headers?: Record<string, string>;
   body?: Uint8Array | string;
+  /**
+   * Sends a Uint8Array body as it is: fetch (undici) otherwise copies a byte body before sending
+   * it (a fresh allocation of its size, which also drives garbage collection). The caller must
+   * leave the bytes unchanged until the request settles.
+   */
+  bodyInPlace?: boolean;
   signal?: AbortSignal;
 }
 
@@ -36,16 +42,30 @@ export class ApiConnection {
   /** Sends the request; throws ApiError for an error status, TransportError without an answer. */
   async send(request: ApiRequest): Promise<Response> {
     let res: Response;
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.options.token}`,
+      ...request.headers,
+    };
+    let body = request.body as RequestInit['body'];
+    if (request.bodyInPlace && request.body instanceof Uint8Array && request.body.length > 0) {
+      // A stream of one piece is sent without a copy; with its length given, it is not sent
+      // chunked, and undici refuses to send a body of another length.
+      body = inPlace(request.body);
+      headers['content-length'] = String(request.body.length);
+    }
     try {
       res = await this.fetchImpl(`${this.options.baseUrl}${request.url}`, {
         method: request.method,
-        headers: { authorization: `Bearer ${this.options.token}`, ...request.headers },
-        body: request.body as RequestInit['body'],
+        headers,
+        body,
         signal: request.signal,
         // The API never redirects. With a body, following a redirect makes fetch (undici) clone
         // the request first, which copies every byte of the body once more (a tee of its stream):
-        // no window and no redirects let it send the request as it is.
-        ...(request.body !== undefined ? { redirect: 'error' as const, window: null } : {}),
+        // no window and no redirects let it send the request as it is. A stream body needs
+        // `duplex: 'half'`.
+        ...(request.body !== undefined
+          ? { redirect: 'error' as const, window: null, ...(body !== request.body ? { duplex: 'half' } : {}) }
+          : {}),
       });
     } catch (err) {
       throw wrapTransport(err, request.signal);
@@ -123,6 +143,16 @@ export class ApiConnection {
     });
     return { response, body: body ?? Buffer.concat(parts ?? []) };
   }
+}
+
+/** The bytes as a stream of one piece, the bytes themselves (not a byte stream: that would detach them). */
+function inPlace(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(bytes);
+      controller.close();
+    },
+  });
 }
 
 export const dataUrl = (path: string): string => `/api/v1/data?path=${encodeURIComponent(path)}`;

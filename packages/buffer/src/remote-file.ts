@@ -23,8 +23,9 @@ export interface RemoteFile {
     signal?: AbortSignal,
   ): Promise<number>;
   /**
-   * Writes `data` at `offset`; resolved once the server has acknowledged the bytes. Once the
-   * promise settles the caller may reuse `data` (the advance buffer refills its parts): an
+   * Writes `data` at `offset`; resolved once the server has acknowledged the bytes. Until the
+   * promise settles the caller leaves `data` unchanged (`ApiRemoteFile` sends it without a copy);
+   * once it settles the caller may reuse `data` (the advance buffer refills its parts): an
    * implementation that keeps bytes for later must copy them.
    */
   write(offset: number, data: Uint8Array): Promise<void>;

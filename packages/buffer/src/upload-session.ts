@@ -38,7 +38,8 @@ export class UploadSessionClient {
 
   /**
    * Sends one chunk with a checksum (by default its SHA-256), so the API refuses it if it arrives
-   * corrupted.
+   * corrupted. `inPlace`: sent without fetch's copy of the bytes (`ApiRequest.bodyInPlace`); the
+   * caller leaves them unchanged until this settles.
    */
   putChunk(
     id: string,
@@ -46,6 +47,7 @@ export class UploadSessionClient {
     chunk: Uint8Array,
     signal?: AbortSignal,
     checksum: ChunkChecksum = createHash('sha256').update(chunk).digest('hex'),
+    inPlace = false,
   ): Promise<UploadSessionDto> {
     const header: Record<string, string> =
       typeof checksum === 'string'
@@ -56,6 +58,7 @@ export class UploadSessionClient {
       url: `/api/v1/uploads/${id}?offset=${offset}`,
       headers: { 'content-type': 'application/octet-stream', ...header },
       body: chunk,
+      bodyInPlace: inPlace,
       signal,
     });
   }
@@ -70,12 +73,13 @@ export class UploadSessionClient {
     chunk: Uint8Array,
     retry: RetryPolicy,
     checksum?: ChunkChecksum,
+    inPlace = false,
   ): Promise<void> {
     // Hashed once, not once per attempt.
     const sent = checksum ?? createHash('sha256').update(chunk).digest('hex');
     await withRetry(async () => {
       try {
-        await this.putChunk(id, offset, chunk, undefined, sent);
+        await this.putChunk(id, offset, chunk, undefined, sent, inPlace);
       } catch (err) {
         if (err instanceof ApiError && err.code === ErrorCode.UploadOffsetMismatch) {
           const session = await this.get(id);

@@ -253,18 +253,18 @@ export class UploadsService implements OnModuleInit {
    */
   async complete(principal: Principal, id: string, request: CompleteUploadRequest): Promise<EntryDto> {
     const session = await this.load(principal, id);
+    if (request.sha256 && session.sha256 && request.sha256 !== session.sha256) {
+      throw new DomainError(
+        ErrorCode.ChecksumMismatch,
+        'the sha256 sent differs from the one given when the session was created',
+      );
+    }
     if (session.ranges !== null) return this.completePartial(principal, session, request);
     if (session.size !== null && session.received !== session.size) {
       throw new DomainError(
         ErrorCode.UploadIncomplete,
         `the session holds ${session.received} of ${session.size} bytes`,
         { received: [String(session.received)] },
-      );
-    }
-    if (request.sha256 && session.sha256 && request.sha256 !== session.sha256) {
-      throw new DomainError(
-        ErrorCode.ChecksumMismatch,
-        'the sha256 sent differs from the one given when the session was created',
       );
     }
     return this.exclusive(id, session, async () => {
@@ -388,12 +388,6 @@ export class UploadsService implements OnModuleInit {
     const { id } = session;
     const size = Number(session.size);
     const base = { version: session.baseVersion!, sha256: session.baseChecksum! };
-    if (request.sha256 && session.sha256 && request.sha256 !== session.sha256) {
-      throw new DomainError(
-        ErrorCode.ChecksumMismatch,
-        'the sha256 sent differs from the one given when the session was created',
-      );
-    }
     return this.exclusive(id, session, async () => {
       let entry: EntryDto;
       try {

@@ -341,7 +341,9 @@ async function main(): Promise<void> {
 
     // What autovacuum does shortly after writes this size; done here so the query figures do not
     // depend on when it happens to run.
-    await sql.query('VACUUM (ANALYZE) metadata_triples, data_objects, collections');
+    await sql.query(
+      'VACUUM (ANALYZE) metadata_triples, metadata_terms, metadata_value_counts, metadata_value_deltas, data_objects, collections',
+    );
     // The API's fixed cost per request on this machine (HTTP, authentication, routing): GET /api/v1/me.
     const floor = await latency(options.runs, () => client.homePath());
     say(`API floor (GET /api/v1/me): p50 ${floor.p50.toFixed(2)} ms, p95 ${floor.p95.toFixed(2)} ms`);

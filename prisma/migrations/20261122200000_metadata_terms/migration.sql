@@ -92,16 +92,13 @@ BEGIN
       SELECT "attribute", "value_type", "value", -1 AS n FROM old_rows WHERE "object_id" IS NOT NULL
       UNION ALL SELECT "attribute", "value_type", "value", 1 FROM new_rows WHERE "object_id" IS NOT NULL) d
      GROUP BY 1, 2, 3 HAVING sum(n) <> 0;
-  ELSE
-    INSERT INTO "metadata_value_deltas" ("attribute", "value_type", "value", "n")
-    SELECT "attribute", "value_type", "value", -count(*) FROM old_rows WHERE "object_id" IS NOT NULL GROUP BY 1, 2, 3;
-  END IF;
-  IF TG_OP = 'UPDATE' THEN
     SELECT array_agg(DISTINCT "object_id" ORDER BY "object_id") INTO v_ids FROM (
       SELECT "object_id" FROM old_rows WHERE "value_type" = 'text'
       UNION ALL SELECT "object_id" FROM new_rows WHERE "value_type" = 'text') c
      WHERE "object_id" IS NOT NULL;
   ELSE
+    INSERT INTO "metadata_value_deltas" ("attribute", "value_type", "value", "n")
+    SELECT "attribute", "value_type", "value", -count(*) FROM old_rows WHERE "object_id" IS NOT NULL GROUP BY 1, 2, 3;
     SELECT array_agg(DISTINCT "object_id" ORDER BY "object_id") INTO v_ids
       FROM old_rows WHERE "object_id" IS NOT NULL AND "value_type" = 'text';
   END IF;

@@ -11,6 +11,7 @@ import {
 } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '../test/factories';
+import { completeUpload as complete, putUploadChunk as part } from '../test/upload-requests';
 import {
   expectError,
   expectStatus,
@@ -49,17 +50,6 @@ describe('partial updates through upload sessions', () => {
   const baseOf = (entry: EntryDto) => ({ version: entry.version!, sha256: entry.checksum! });
   const create = (client: TestClient, body: Record<string, unknown>) =>
     client.post<UploadSessionDto>('/api/v1/uploads', body);
-  const part = (client: TestClient, id: string, offset: number, bytes: Buffer, checksum?: string) =>
-    client.request<UploadSessionDto>('PUT', `/api/v1/uploads/${id}`, {
-      query: { offset },
-      headers: {
-        'content-type': 'application/octet-stream',
-        ...(checksum !== undefined ? { 'x-chunk-sha256': checksum } : {}),
-      },
-      body: bytes,
-    });
-  const complete = (client: TestClient, id: string, body: Record<string, unknown> = {}) =>
-    client.post<EntryDto>(`/api/v1/uploads/${id}/complete`, body);
   const download = async (target: string): Promise<Buffer> =>
     (await alice.client.get('/api/v1/data', { query: { path: target } })).bytes;
   const sessionFiles = () => readdir(path.join(site.config.storageRoot, '.uploads'));

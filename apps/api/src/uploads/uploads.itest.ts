@@ -10,9 +10,10 @@ import {
   uploadFile,
   type TransferRetry,
 } from '@tributary/buffer';
-import { ErrorCode, type CreatedTokenDto, type EntryDto, type UploadSessionDto } from '@tributary/shared';
+import { ErrorCode, type CreatedTokenDto, type UploadSessionDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '../test/factories';
+import { completeUpload as complete, putUploadChunk as putChunk } from '../test/upload-requests';
 import {
   expectError,
   expectStatus,
@@ -52,23 +53,6 @@ describe('resumable upload sessions', () => {
 
   const create = (client: TestClient, body: Record<string, unknown>) =>
     client.post<UploadSessionDto>('/api/v1/uploads', body);
-  const putChunk = (
-    client: TestClient,
-    id: string,
-    offset: number | string,
-    chunk: Buffer,
-    checksum?: string,
-  ) =>
-    client.request<UploadSessionDto>('PUT', `/api/v1/uploads/${id}`, {
-      query: { offset },
-      headers: {
-        'content-type': 'application/octet-stream',
-        ...(checksum !== undefined ? { 'x-chunk-sha256': checksum } : {}),
-      },
-      body: chunk,
-    });
-  const complete = (client: TestClient, id: string, body: Record<string, unknown> = {}) =>
-    client.post<EntryDto>(`/api/v1/uploads/${id}/complete`, body);
   const sessionFiles = () => readdir(path.join(site.config.storageRoot, '.uploads'));
   /** Inode numbers of every object file at the site. */
   const objectInodes = async (): Promise<Set<number>> => {

@@ -243,10 +243,10 @@ export class NamespaceFs {
       await this.toPatch(handle);
       return this.read(fh, buffer, length, position);
     }
-    const data = await this.call(() => this.readInOrder(handle, position, length));
-    buffer.set(data, 0);
-    this.stats.bytesRead += data.length;
-    return data.length;
+    // Straight into the kernel's buffer: no copy of our own per request.
+    const n = await this.call(() => this.readInOrder(handle, position, buffer.subarray(0, length)));
+    this.stats.bytesRead += n;
+    return n;
   }
 
   /**
@@ -256,8 +256,9 @@ export class NamespaceFs {
    * waits (briefly) for the reads before it, and the buffer sees them in offset order. A read
    * nothing precedes (real random access) goes ahead after READ_ORDER_WAIT_MS.
    */
-  private readInOrder(handle: Handle, position: number, length: number): Promise<Uint8Array> {
-    return new Promise<Uint8Array>((resolve, reject) => {
+  private readInOrder(handle: Handle, position: number, target: Buffer): Promise<number> {
+    const length = target.length;
+    return new Promise<number>((resolve, reject) => {
       const arrived = Date.now();
       const start = (): void => {
         if (TRACE_READS)
@@ -265,7 +266,7 @@ export class NamespaceFs {
             `read ${position} +${length} after ${handle.dispatchedEnd} waited ${Date.now() - arrived} ms\n`,
           );
         handle.dispatchedEnd = Math.max(handle.dispatchedEnd, position + length);
-        handle.file!.read(position, length).then(resolve, reject);
+        handle.file!.readInto(position, target).then(resolve, reject);
         this.releaseWaiting(handle);
       };
       if (position <= handle.dispatchedEnd) {

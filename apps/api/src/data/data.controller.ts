@@ -5,7 +5,6 @@ import { create as contentDisposition } from 'content-disposition';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import parseRange from 'range-parser';
-import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { CurrentPrincipal, RequireScope } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
@@ -100,24 +99,21 @@ export class DataController {
   ): Promise<void> {
     const opened = await this.data.openManyForRead(p, body.paths);
     // Open the first object before answering, so an unreachable holding site still gets a clean error.
-    let stream = Number(opened[0]!.object.size) > 0 ? await this.data.read(opened[0]!.source) : undefined;
+    let bytes = Number(opened[0]!.object.size) > 0 ? await this.data.openBytes(opened[0]!.source) : undefined;
     res.status(200);
     res.setHeader('Content-Type', BATCH_READ_CONTENT_TYPE);
     res.setHeader('Cache-Control', 'private, no-cache');
     let sent = 0;
     try {
       for (const [i, { object }] of opened.entries()) {
-        if (i > 0) stream = Number(object.size) > 0 ? await this.data.read(opened[i]!.source) : undefined;
+        if (i > 0) bytes = Number(object.size) > 0 ? await this.data.openBytes(opened[i]!.source) : undefined;
         const header = JSON.stringify({
           path: body.paths[i],
           size: Number(object.size),
           sha256: object.checksum,
         });
         if (!res.write(header + '\n')) await new Promise((resolve) => res.once('drain', resolve));
-        if (stream) {
-          stream.on('data', (chunk: Buffer) => (sent += chunk.length));
-          await pipeline(stream, res, { end: false });
-        }
+        if (bytes) sent += await bytes.sendTo(res);
       }
       res.end();
     } catch {
@@ -194,7 +190,7 @@ export class DataController {
         range = parsed[0];
     }
     // Open the bytes before answering, so an unreachable holding site still gets a clean error.
-    const stream = withBody && size > 0 ? await this.data.read(source, range) : undefined;
+    const bytes = withBody && size > 0 ? await this.data.openBytes(source, range) : undefined;
     res.setHeader('Content-Type', object.contentType);
     if (range) {
       res.status(206);
@@ -204,18 +200,17 @@ export class DataController {
       res.status(200);
       res.setHeader('Content-Length', String(size));
     }
-    if (!stream) {
+    if (!bytes) {
       res.end();
       return;
     }
-    let sent = 0;
-    stream.on('data', (chunk: Buffer) => (sent += chunk.length));
     try {
-      await pipeline(stream, res);
+      this.data.countSent(await bytes.sendTo(res));
+      res.end();
     } catch {
-      // The client went away mid-download; nothing to answer.
-    } finally {
-      this.data.countSent(sent);
+      // The client went away mid-download, or the bytes could not be read: the answer is cut
+      // short for certain (its length was promised).
+      res.destroy();
     }
   }
 }

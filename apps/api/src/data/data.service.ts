@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, errorStatus, joinPath, normalizeName, splitPath, type EntryDto } from '@tributary/shared';
 import { PeerRequestError } from '@tributary/replication';
 import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
@@ -58,6 +59,12 @@ const storageKey = (objectId: bigint, version: number): string => `${objectId}.v
 /** Where an object's bytes are read from: a key in this site's storage, or a peer site. */
 export type ByteSource =
   { kind: 'local'; key: string } | { kind: 'remote'; siteId: string; objectId: bigint };
+
+/** An object's bytes, opened and ready to be sent to one receiver. */
+export interface ObjectBytes {
+  /** Writes the bytes to `out`, leaving it open; resolves with the number of bytes sent. */
+  sendTo(out: Writable): Promise<number>;
+}
 
 /** A peer's route to the bytes of an object it holds (see PeerDataController). */
 export const PEER_OBJECT_PATH = '/api/v1/replication/peer/objects';
@@ -681,6 +688,23 @@ export class DataService {
       );
     }
     return opened;
+  }
+
+  /**
+   * The bytes (or a range of them) from where `openForRead` found them, for sending. A peer is
+   * asked before this resolves, so an unreachable holding site is an error before any answer.
+   */
+  async openBytes(source: ByteSource, range?: { start: number; end: number }): Promise<ObjectBytes> {
+    if (source.kind === 'local') return { sendTo: (out) => this.storage.send(source.key, range, out) };
+    const stream = await this.read(source, range);
+    return {
+      sendTo: async (out) => {
+        let sent = 0;
+        stream.on('data', (chunk: Buffer) => (sent += chunk.length));
+        await pipeline(stream, out, { end: false });
+        return sent;
+      },
+    };
   }
 
   /** The bytes (or a range of them) from where `openForRead` found them. */

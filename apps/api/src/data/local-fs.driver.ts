@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { sendFile } from './file-sender';
 import { StagedFile, StagingError, StorageDriver } from './storage-driver';
 
 /**
@@ -146,6 +147,10 @@ export class LocalFsDriver implements StorageDriver {
 
   open(key: string, range?: { start: number; end: number }): Readable {
     return createReadStream(this.resolve(key), range ? { start: range.start, end: range.end } : {});
+  }
+
+  send(key: string, range: { start: number; end: number } | undefined, out: Writable): Promise<number> {
+    return sendFile(this.resolve(key), range, out);
   }
 
   async remove(key: string): Promise<void> {

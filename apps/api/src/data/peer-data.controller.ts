@@ -5,7 +5,6 @@ import { ENVELOPE_HEADER } from '@tributary/replication';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import parseRange from 'range-parser';
-import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { Public } from '../auth/auth.decorators';
 import { AuthService } from '../auth/auth.service';
@@ -75,11 +74,13 @@ export class PeerDataController {
       res.end();
       return;
     }
-    const stream = await this.data.read({ kind: 'local', key: copy.key }, range);
+    const bytes = await this.data.openBytes({ kind: 'local', key: copy.key }, range);
     try {
-      await pipeline(stream, res);
+      await bytes.sendTo(res);
+      res.end();
     } catch {
-      // The peer went away mid-transfer.
+      // The peer went away mid-transfer, or the bytes could not be read: cut the answer short.
+      res.destroy();
     }
   }
 }

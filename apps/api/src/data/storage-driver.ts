@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 
 /** Bytes written to a resource's staging area, hashed on the way in, not yet visible under a key. */
 export interface StagedFile {
@@ -36,5 +36,10 @@ export interface StorageDriver {
   adopt(file: string, measured: { size: number; sha256: string }): Promise<StagedFile>;
   /** Reads `[start, end]` (inclusive) or the whole object. */
   open(key: string, range?: { start: number; end: number }): Readable;
+  /**
+   * Writes `[start, end]` (inclusive) or the whole object to `out`, leaving it open; resolves with
+   * the bytes sent. For downloads: cheaper than `open` piped to `out` (no buffer per piece).
+   */
+  send(key: string, range: { start: number; end: number } | undefined, out: Writable): Promise<number>;
   remove(key: string): Promise<void>;
 }

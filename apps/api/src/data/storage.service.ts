@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { LocalFsDriver } from './local-fs.driver';
 import type { StagedFile } from './storage-driver';
@@ -28,6 +28,10 @@ export class StorageService implements OnModuleInit {
 
   open(key: string, range?: { start: number; end: number }): Readable {
     return this.driver.open(key, range);
+  }
+
+  send(key: string, range: { start: number; end: number } | undefined, out: Writable): Promise<number> {
+    return this.driver.send(key, range, out);
   }
 
   remove(key: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import { ApiError, ErrorCode } from '@tributary/shared';
+import { ApiError, ErrorCode, type EntryDto } from '@tributary/shared';
 import { ApiConnection, dataUrl } from './http';
 import type { RemoteFile } from './remote-file';
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry';
@@ -31,6 +31,8 @@ export class ApiRemoteFile implements RemoteFile {
    */
   private written: Hash = createHash('sha256');
   private writtenBytes = 0;
+  /** The object as committed by the last `close` of a file written. */
+  entry: EntryDto | undefined;
 
   private constructor(
     private readonly api: ApiConnection,
@@ -193,7 +195,7 @@ export class ApiRemoteFile implements RemoteFile {
     this.sessionId = undefined;
     this.sessionReady = undefined;
     this.restartHash();
-    await this.sessions.complete(id);
+    this.entry = await this.sessions.complete(id);
   }
 
   async abort(): Promise<void> {

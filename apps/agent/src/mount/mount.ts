@@ -6,6 +6,7 @@ import { agentHome } from '../agent-home';
 import { fuseAvailability, loadFuseAddon } from './availability';
 import { ChangeFeed } from './change-feed';
 import { NamespaceFs } from './filesystem';
+import { removeStaleSpills } from './patch-file';
 import { errno, toErrno } from './remote';
 import { newMountId, removeMountState, writeMountState, type MountState, type MountStatus } from './state';
 
@@ -119,6 +120,8 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
   };
   await save();
 
+  // Dirty bytes a dead mount never committed are lost (docs/mount.md); their files need not stay.
+  await removeStaleSpills().catch(() => 0);
   const fs = new NamespaceFs({
     api,
     remoteRoot: remote,

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { AdvanceBufferPool, ApiConnection } from '@tributary/buffer';
 import { ByteRangeSet } from '@tributary/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PATCH_PART_BYTES, PatchFile } from './patch-file';
+import { PATCH_PART_BYTES, PatchFile, removeStaleSpills } from './patch-file';
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 /** Byte-for-byte equality (toEqual walks large arrays element by element, slowly). */
@@ -217,5 +217,47 @@ describe('PatchFile', () => {
     expect(file.changed).toBe(true);
     expect((await file.read(5, 1))[0]).toBe(1);
     await file.close();
+  });
+});
+
+describe('removeStaleSpills', () => {
+  it('removes the dirty-bytes directories of processes that are gone and keeps the others', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spills-test-'));
+    try {
+      // Beyond any pid_max: no such process.
+      const dead = path.join(dir, 'tributary-dirty-999999999-abc123');
+      const alive = path.join(dir, `tributary-dirty-${process.pid}-def456`);
+      const other = path.join(dir, 'unrelated');
+      for (const d of [dead, alive, other]) await mkdir(path.join(d, 'sub'), { recursive: true });
+      expect(await removeStaleSpills(dir)).toBe(1);
+      expect((await readdir(dir)).sort()).toEqual([path.basename(alive), 'unrelated'].sort());
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names its own directory after the process, so a later mount can tell', async () => {
+    const site = fakeSite(bytes(10, 1));
+    const e = site.entry();
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'spills-own-'));
+    const pool = new AdvanceBufferPool({ bufferBytes: 1024 * 1024, memoryLimitBytes: 16 * 1024 * 1024 });
+    const file = new PatchFile({
+      api: site.api,
+      path: '/f',
+      base: { version: e.version, sha256: e.checksum, size: e.size },
+      pool,
+      retry: quick,
+      spillDir: dir,
+    });
+    try {
+      await file.write(2, Uint8Array.of(7));
+      expect(await readdir(dir)).toEqual([
+        expect.stringMatching(new RegExp(`^tributary-dirty-${process.pid}-`)),
+      ]);
+      expect(await removeStaleSpills(dir)).toBe(0);
+      await file.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm, type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -267,11 +267,47 @@ export class PatchFile {
   private spillFile(): Promise<FileHandle> {
     if (this.spill) return Promise.resolve(this.spill.file);
     this.spilling ??= (async () => {
-      const dir = await mkdtemp(path.join(this.options.spillDir ?? os.tmpdir(), 'tributary-dirty-'));
+      // Named after this process, so a later mount can tell a dead mount's leftovers (removeStaleSpills).
+      const dir = await mkdtemp(
+        path.join(this.options.spillDir ?? os.tmpdir(), `${SPILL_PREFIX}${process.pid}-`),
+      );
       const file = await open(path.join(dir, 'bytes'), 'w+', 0o600);
       this.spill = { dir, file };
       return file;
     })();
     return this.spilling;
+  }
+}
+
+const SPILL_PREFIX = 'tributary-dirty-';
+
+/**
+ * Removes the dirty-bytes directories that mounts which died before committing left in `dir`
+ * (their process is gone); returns how many. Those of live processes stay.
+ */
+export async function removeStaleSpills(dir: string = os.tmpdir()): Promise<number> {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const pid = /^tributary-dirty-(\d+)-/.exec(name)?.[1];
+    if (pid === undefined || processAlive(Number(pid))) continue;
+    await rm(path.join(dir, name), { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists, under another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
-  UploadSessionClient,
+  ApiRemoteFile,
   dataUrl,
   withRetry,
   type ApiConnection,
@@ -14,26 +14,26 @@ export const SMALL_FILE_BYTES = 4 * 1024 * 1024;
 
 /**
  * The remote side of a file written through the mount. Large files go through an upload session
- * (as ApiRemoteFile does: chunks in order, each with its SHA-256, committed on close). A small file would cost three
- * requests that way (open the session, one chunk, complete), so the first part is held back: when
- * `close` comes and nothing else was written, the file is sent as one `PUT /api/v1/data` with its
- * SHA-256; otherwise the held part goes into the session first.
+ * (`ApiRemoteFile`: chunks in order, each with the SHA-256 of the bytes through its end, sent
+ * without a copy, committed on close). A small file would cost three requests that way (open the
+ * session, one chunk, complete), so the first part is held back: when `close` comes and nothing
+ * else was written, the file is sent as one `PUT /api/v1/data` with its SHA-256; otherwise the held
+ * part goes into the session first.
  */
 export class MountWriteFile implements RemoteFile {
   readonly size = 0;
   private held: Uint8Array | undefined;
   private sessionUsed = false;
-  /** The committed entry, when the commit answered with it (the one-request path). */
+  /** The committed entry, when the commit answered with it. */
   entry: EntryDto | undefined;
-  private readonly sessions: UploadSessionClient;
-  private sessionId: Promise<string> | undefined;
+  private readonly upload: ApiRemoteFile;
 
   constructor(
     private readonly api: ApiConnection,
     readonly path: string,
     private readonly retry: RetryPolicy,
   ) {
-    this.sessions = new UploadSessionClient(api);
+    this.upload = ApiRemoteFile.openForWrite(api, path, { overwrite: true, retry });
   }
 
   read(): Promise<Uint8Array> {
@@ -46,13 +46,15 @@ export class MountWriteFile implements RemoteFile {
       this.held = new Uint8Array(data);
       return;
     }
-    await this.sendHeld();
-    await this.sendChunk(offset, data);
+    // Both handed over before anything is awaited: the upload hashes its parts in the order given.
+    const held = this.takeHeld();
+    await Promise.all([held && this.upload.write(0, held), this.upload.write(offset, data)]);
   }
 
-  /** Acknowledged chunks are already held by the site (as ApiRemoteFile: nothing more to wait for). */
+  /** Acknowledged chunks are already held by the site (nothing more to wait for). */
   async sync(): Promise<void> {
-    await this.sendHeld();
+    const held = this.takeHeld();
+    if (held) await this.upload.write(0, held);
   }
 
   async close(): Promise<void> {
@@ -72,44 +74,21 @@ export class MountWriteFile implements RemoteFile {
       );
       return;
     }
-    await this.sendHeld();
-    const id = await this.session();
-    this.entry = await this.sessions.complete(id);
+    await this.sync();
+    await this.upload.close();
+    this.entry = this.upload.entry;
   }
 
   async abort(): Promise<void> {
     this.held = undefined;
-    const id = await this.sessionId?.catch(() => undefined);
-    if (id !== undefined) await this.sessions.abort(id);
+    await this.upload.abort();
   }
 
-  private async sendHeld(): Promise<void> {
+  /** From now on everything goes through the session; returns the held first part, if any. */
+  private takeHeld(): Uint8Array | undefined {
     this.sessionUsed = true;
     const held = this.held;
-    if (held === undefined) return;
     this.held = undefined;
-    await this.sendChunk(0, held);
-  }
-
-  private session(): Promise<string> {
-    // Parts may be sent concurrently: the first one opens the session, the others wait for it.
-    this.sessionId ??= withRetry(
-      () => this.sessions.create({ path: this.path, overwrite: true }),
-      this.retry,
-    ).then((s) => s.id);
-    return this.sessionId;
-  }
-
-  /**
-   * One chunk with its SHA-256, hashed by WebCrypto on libuv's thread pool: hashing a 32 MiB part
-   * on the main thread (node:crypto) would hold up every FUSE request behind it for tens of ms.
-   */
-  private async sendChunk(offset: number, data: Uint8Array): Promise<void> {
-    const [id, digest] = await Promise.all([
-      this.session(),
-      crypto.subtle.digest('SHA-256', data as Uint8Array<ArrayBuffer>),
-    ]);
-    const sha256 = Buffer.from(digest).toString('hex');
-    await this.sessions.putChunkRetrying(id, offset, data, this.retry, sha256);
+    return held;
   }
 }

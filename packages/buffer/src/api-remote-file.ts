@@ -31,6 +31,8 @@ export class ApiRemoteFile implements RemoteFile {
    */
   private written: Hash = createHash('sha256');
   private writtenBytes = 0;
+  /** The running hash's queue: each part is hashed after the one before it. */
+  private hashing: Promise<void> = Promise.resolve();
   /** The object as committed by the last `close` of a file written. */
   entry: EntryDto | undefined;
 
@@ -154,12 +156,20 @@ export class ApiRemoteFile implements RemoteFile {
 
   async write(offset: number, data: Uint8Array): Promise<void> {
     if (this.mode !== 'write') throw new Error(`${this.path} is open for reading`);
-    // Hashed before the first await, so parts sent concurrently are hashed in the order written.
-    let checksum: ChunkChecksum | undefined;
+    // Hashing is queued before the first await, so parts sent concurrently are hashed in the order
+    // written (and the session is opened meanwhile).
+    let checksum: Promise<ChunkChecksum> | undefined;
     if (offset === this.writtenBytes) {
-      this.written.update(data);
       this.writtenBytes += data.length;
-      checksum = { prefixSha256: this.written.copy().digest('hex') };
+      const hash = this.written;
+      const digest = this.hashing
+        .then(() => updateInSlices(hash, data))
+        .then(() => hash.copy().digest('hex'));
+      this.hashing = digest.then(
+        () => undefined,
+        () => undefined,
+      );
+      checksum = digest.then((prefixSha256) => ({ prefixSha256 }));
     }
     // Parts may be sent concurrently: the first one opens the session, the others wait for it.
     this.sessionReady ??= withRetry(
@@ -171,10 +181,10 @@ export class ApiRemoteFile implements RemoteFile {
         }),
       this.retry,
     ).then((session) => (this.sessionId = session.id));
-    const id = await this.sessionReady;
-    // Out of order (not what the buffer sends): the chunk's own SHA-256. Sent without a copy:
-    // the caller leaves `data` unchanged until this settles (RemoteFile.write).
-    await this.sessions.putChunkRetrying(id, offset, data, this.retry, checksum, true);
+    const [id, sums] = await Promise.all([this.sessionReady, checksum]);
+    // Out of order (not what the buffer sends): no prefix checksum. Sent without a copy: the
+    // caller leaves `data` unchanged until this settles (RemoteFile.write).
+    await this.sessions.putChunkRetrying(id, offset, data, this.retry, sums, true);
   }
 
   /** Acknowledged chunks are already held by the site; nothing more to wait for. */
@@ -211,5 +221,19 @@ export class ApiRemoteFile implements RemoteFile {
   private restartHash(): void {
     this.written = createHash('sha256');
     this.writtenBytes = 0;
+  }
+}
+
+/** Hashed a slice at a time, with a turn of the event loop between slices. */
+const HASH_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * Adds `data` to `hash` in slices, letting other work run between them: a 32 MiB part hashed in
+ * one call held up everything else on the thread (the mount's FUSE requests) for 40 ms or more.
+ */
+async function updateInSlices(hash: Hash, data: Uint8Array): Promise<void> {
+  for (let at = 0; at < data.length; at += HASH_SLICE_BYTES) {
+    if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    hash.update(data.subarray(at, at + HASH_SLICE_BYTES));
   }
 }

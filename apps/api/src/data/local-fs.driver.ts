@@ -1,9 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { Readable, Transform, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { sendFile } from './file-sender';
+import type { Readable, Writable } from 'node:stream';
+import { receiveFile, sendFile } from './file-io';
 import { StagedFile, StagingError, StorageDriver } from './storage-driver';
 
 /**
@@ -44,20 +43,19 @@ export class LocalFsDriver implements StorageDriver {
     const tempPath = path.join(this.staging, randomUUID());
     const hash = createHash('sha256');
     let size = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        size += chunk.length;
-        if (size > limits.maxBytes) {
-          done(new StagingError('too-large', `the upload exceeds the limit of ${limits.maxBytes} bytes`));
-          return;
-        }
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
     try {
-      // `flush: true` fsyncs before close: once the catalog says an object exists, its bytes are on disk.
-      await pipeline(source, meter, createWriteStream(tempPath, { flush: true }));
+      // Synced before it resolves: once the catalog says an object exists, its bytes are on disk.
+      await receiveFile(source, tempPath, {
+        start: 0,
+        flags: 'w',
+        sync: true,
+        inspect: (piece) => {
+          size += piece.length;
+          if (size > limits.maxBytes)
+            throw new StagingError('too-large', `the upload exceeds the limit of ${limits.maxBytes} bytes`);
+          hash.update(piece);
+        },
+      });
     } catch (err) {
       await fs.rm(tempPath, { force: true });
       if (err instanceof StagingError) throw err;

@@ -1,11 +1,9 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import {
   ByteRangeSet,
   ErrorCode,
@@ -20,6 +18,7 @@ import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { DataService, type ByteSource } from '../data/data.service';
+import { receiveFile } from '../data/file-io';
 import { NamespaceService } from '../namespace/namespace.service';
 import { UploadsRepository, type UploadSessionRecord } from './uploads.repository';
 
@@ -187,20 +186,17 @@ export class UploadsService implements OnModuleInit {
               ? await this.hashOfFile(id, session.received)
               : undefined;
       let bytes = 0;
-      const meter = new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          bytes += chunk.length;
-          if (received + bytes > limit) {
-            done(new ChunkTooLarge());
-            return;
-          }
-          hash?.update(chunk);
-          whole?.update(chunk);
-          done(null, chunk);
-        },
-      });
       try {
-        await pipeline(body, meter, createWriteStream(file, { flags: 'r+', start: received }));
+        await receiveFile(body, file, {
+          start: received,
+          flags: 'r+',
+          inspect: (piece) => {
+            bytes += piece.length;
+            if (received + bytes > limit) throw new ChunkTooLarge();
+            hash?.update(piece);
+            whole?.update(piece);
+          },
+        });
       } catch (err) {
         await fs.truncate(file, received);
         if (err instanceof ChunkTooLarge) throw this.tooLarge(session);
@@ -326,25 +322,19 @@ export class UploadsService implements OnModuleInit {
     return this.exclusive(id, session, async () => {
       const hash = options.sha256 !== undefined ? createHash('sha256') : undefined;
       let bytes = 0;
-      const meter = new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          const from = offset + bytes;
-          bytes += chunk.length;
-          if (offset + bytes > size) {
-            done(new ChunkTooLarge());
-            return;
-          }
-          // Without a Content-Length the overlap shows only now, before a byte of it is written.
-          if (held.overlaps(from, offset + bytes)) {
-            done(new PartOverlaps());
-            return;
-          }
-          hash?.update(chunk);
-          done(null, chunk);
-        },
-      });
       try {
-        await pipeline(body, meter, createWriteStream(this.file(id), { flags: 'r+', start: offset }));
+        await receiveFile(body, this.file(id), {
+          start: offset,
+          flags: 'r+',
+          inspect: (piece) => {
+            const from = offset + bytes;
+            bytes += piece.length;
+            if (offset + bytes > size) throw new ChunkTooLarge();
+            // Without a Content-Length the overlap shows only now, before a byte of it is written.
+            if (held.overlaps(from, offset + bytes)) throw new PartOverlaps();
+            hash?.update(piece);
+          },
+        });
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') await this.cutBack(id, 0);
         if (err instanceof ChunkTooLarge) throw rangeInvalid(offset, offset + bytes, size);

@@ -231,10 +231,15 @@ async function main(): Promise<void> {
     ): Promise<Measure> => {
       return measure(bytes / MiB, async () => {
         const file = wrap(await ApiRemoteFile.openForRead(api, readPath), mode);
+        // As an application reads (read(2) into its own buffer): the buffered file copies into it.
+        const block = Buffer.allocUnsafe(blockBytes);
         for (let offset = 0; offset < bytes; offset += blockBytes) {
-          const data = await file.read(offset, Math.min(blockBytes, bytes - offset));
-          if (data.length !== Math.min(blockBytes, bytes - offset))
-            throw new Error(`short read at ${offset}`);
+          const wanted = Math.min(blockBytes, bytes - offset);
+          const n =
+            file instanceof BufferedFile
+              ? await file.readInto(offset, block.subarray(0, wanted))
+              : (await file.read(offset, wanted)).length;
+          if (n !== wanted) throw new Error(`short read at ${offset}`);
         }
         await file.close();
       });

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import https from 'node:https';
 import { ApiError, ErrorCode, type ErrorBody } from '@tributary/shared';
 
 /** Where the API is and how to authenticate; `fetch` can be replaced (tests, proxies). */
@@ -5,7 +7,19 @@ export interface ApiConnectionOptions {
   baseUrl: string;
   /** An API token (`trib_...`), sent as `Authorization: Bearer`. */
   token: string;
+  /**
+   * Replaces the transport for every request (tests, proxies). Without it, bodies received piece
+   * by piece (`receive`, `bytes`) travel over `node:http` and everything else over `fetch`.
+   */
   fetch?: typeof fetch;
+  /** Called once for each HTTP request sent (counting, tracing). */
+  onRequest?(request: ApiRequest): void;
+}
+
+/** The answer a body is received from: its status and headers. */
+export interface ReceivedResponse {
+  status: number;
+  headers: { get(name: string): string | null };
 }
 
 /** The request never got an HTTP answer (connection refused or reset, socket closed mid-body). */
@@ -34,6 +48,8 @@ export interface ApiRequest {
 /** A thin layer over fetch for the transfer engine: auth, error envelopes, transport failures. */
 export class ApiConnection {
   private readonly fetchImpl: typeof fetch;
+  /** Keep-alive connections for `receive` over node:http(s). */
+  private agent: http.Agent | undefined;
 
   constructor(readonly options: ApiConnectionOptions) {
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
@@ -41,6 +57,7 @@ export class ApiConnection {
 
   /** Sends the request; throws ApiError for an error status, TransportError without an answer. */
   async send(request: ApiRequest): Promise<Response> {
+    this.options.onRequest?.(request);
     let res: Response;
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.options.token}`,
@@ -70,7 +87,7 @@ export class ApiConnection {
     } catch (err) {
       throw wrapTransport(err, request.signal);
     }
-    if (!res.ok && res.status !== 304) throw await toApiError(res);
+    if (!res.ok && res.status !== 304) throw apiError(res.status, await res.text().catch(() => ''));
     return res;
   }
 
@@ -90,8 +107,9 @@ export class ApiConnection {
    */
   async receive(
     request: ApiRequest,
-    onChunk: (chunk: Uint8Array, response: Response) => boolean | void,
-  ): Promise<Response> {
+    onChunk: (chunk: Uint8Array, response: ReceivedResponse) => boolean | void,
+  ): Promise<ReceivedResponse> {
+    if (!this.options.fetch) return this.receiveOverHttp(request, onChunk);
     const response = await this.send(request);
     if (!response.body) return response;
     const announced = Number(response.headers.get('content-length') ?? NaN);
@@ -127,7 +145,7 @@ export class ApiConnection {
    * chunk into one buffer of the announced length: `arrayBuffer()` is about half as fast on large
    * bodies (measured: 240 against 500 MiB/s for 32 MiB ranges on loopback).
    */
-  async bytes(request: ApiRequest): Promise<{ response: Response; body: Uint8Array }> {
+  async bytes(request: ApiRequest): Promise<{ response: ReceivedResponse; body: Uint8Array }> {
     let body: Buffer | undefined;
     let parts: Uint8Array[] | undefined;
     let filled = 0;
@@ -142,6 +160,99 @@ export class ApiConnection {
       filled += chunk.length;
     });
     return { response, body: body ?? Buffer.concat(parts ?? []) };
+  }
+
+  /**
+   * `receive` over node:http(s). For large bodies it costs about a third less CPU than fetch
+   * (whose web streams wrap every piece), which the mount and the advance buffer spend on every
+   * read-ahead window. The same contract: ApiError for an error status, TransportError for a body
+   * cut short, longer or shorter than announced; `onChunk` returning false ends it early.
+   */
+  private receiveOverHttp(
+    request: ApiRequest,
+    onChunk: (chunk: Uint8Array, response: ReceivedResponse) => boolean | void,
+  ): Promise<ReceivedResponse> {
+    this.options.onRequest?.(request);
+    const { signal } = request;
+    return new Promise<ReceivedResponse>((resolve, reject) => {
+      let settled = false;
+      const done = (error: unknown, response?: ReceivedResponse): void => {
+        if (settled) return;
+        settled = true;
+        if (error === undefined) resolve(response!);
+        else reject(signal?.aborted ? (signal.reason ?? error) : error);
+      };
+      let url: URL;
+      try {
+        url = new URL(`${this.options.baseUrl}${request.url}`);
+      } catch (err) {
+        done(new TransportError(`no answer from the API: ${(err as Error).message}`, { cause: err }));
+        return;
+      }
+      const client = url.protocol === 'https:' ? https : http;
+      this.agent ??= new client.Agent({ keepAlive: true });
+      const req = client.request(url, {
+        method: request.method,
+        agent: this.agent,
+        headers: { authorization: `Bearer ${this.options.token}`, ...request.headers },
+        signal,
+      });
+      req.on('error', (err) => done(wrapTransport(err, signal)));
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 0;
+        const response: ReceivedResponse = {
+          status,
+          headers: {
+            get: (name) => {
+              const value = res.headers[name.toLowerCase()];
+              return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+            },
+          },
+        };
+        if (status >= 400) {
+          const pieces: Buffer[] = [];
+          res.on('data', (piece: Buffer) => pieces.push(piece));
+          res.on('end', () => done(apiError(status, Buffer.concat(pieces).toString('utf8'))));
+          res.on('error', (err) => done(wrapTransport(err, signal)));
+          return;
+        }
+        const announced = Number(res.headers['content-length'] ?? NaN);
+        const known = Number.isSafeInteger(announced) && announced >= 0;
+        let received = 0;
+        res.on('data', (piece: Buffer) => {
+          if (settled) return;
+          received += piece.length;
+          if (known && received > announced) {
+            done(new TransportError('the body is longer than announced'));
+            res.destroy();
+            return;
+          }
+          let stop = false;
+          try {
+            stop = onChunk(piece, response) === false;
+          } catch (error) {
+            // The caller's own error, not the transport's.
+            done(error);
+            res.destroy();
+            return;
+          }
+          if (stop) {
+            done(undefined, response);
+            res.destroy();
+          }
+        });
+        res.on('end', () =>
+          known && received !== announced
+            ? done(new TransportError(`the body ended after ${received} of ${announced} bytes`))
+            : done(undefined, response),
+        );
+        res.on('error', (err) => done(wrapTransport(err, signal)));
+        res.on('close', () =>
+          done(new TransportError(`the body ended after ${received} bytes: the connection closed`)),
+        );
+      });
+      req.end(request.body);
+    });
   }
 }
 
@@ -164,15 +275,20 @@ function wrapTransport(err: unknown, signal?: AbortSignal): unknown {
   return new TransportError(`no answer from the API: ${message}`, { cause: err });
 }
 
-async function toApiError(res: Response): Promise<ApiError> {
-  const body = (await res.json().catch(() => undefined)) as ErrorBody | undefined;
+/** The API's error envelope (or, without one, an error for the bare status). */
+function apiError(status: number, text: string): ApiError {
+  let body: ErrorBody | undefined;
+  try {
+    body = JSON.parse(text) as ErrorBody;
+  } catch {
+    body = undefined;
+  }
   const err = body?.error;
-  if (err && typeof err.code === 'string')
-    return new ApiError(res.status, err.code, err.message, err.details);
+  if (err && typeof err.code === 'string') return new ApiError(status, err.code, err.message, err.details);
   return new ApiError(
-    res.status,
-    res.status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed,
-    `HTTP ${res.status}`,
+    status,
+    status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed,
+    `HTTP ${status}`,
   );
 }
 

@@ -182,10 +182,7 @@ async function main(): Promise<void> {
     const api = new ApiConnection({
       baseUrl: proxy.url,
       token,
-      fetch: (input, init) => {
-        requests++;
-        return fetch(input, init);
-      },
+      onRequest: () => void requests++,
     });
     const fixedBytes = options.fixedMiB * MiB;
     const adaptiveBytes = options.adaptiveMiB * MiB;

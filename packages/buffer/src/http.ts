@@ -238,7 +238,8 @@ export class ApiConnection {
           }
           if (stop) {
             done(undefined, response);
-            res.destroy();
+            // A body read to its announced end keeps the connection for the next request.
+            if (!known || received < announced) res.destroy();
           }
         });
         res.on('end', () =>

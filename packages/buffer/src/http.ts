@@ -179,8 +179,12 @@ export class ApiConnection {
       const done = (error: unknown, response?: ReceivedResponse): void => {
         if (settled) return;
         settled = true;
-        if (error === undefined) resolve(response!);
-        else reject(signal?.aborted ? (signal.reason ?? error) : error);
+        if (error === undefined) {
+          resolve(response!);
+          return;
+        }
+        const failure: unknown = signal?.aborted ? (signal.reason ?? error) : error;
+        reject(failure instanceof Error ? failure : new Error(String(failure)));
       };
       let url: URL;
       try {

@@ -644,7 +644,9 @@ export class BufferedFile {
     const arrived = window.done || window.filled === window.length;
     if (keep && arrived && window.buf.length === this.windowBytes) {
       this.releaseSpareWindows(this.windowBytes);
-      if (this.spareWindows.length <= this.opts.readAheadWindows) {
+      // No more buffers than a full pipeline (the window read, those ahead) and one spare: more
+      // would hold memory the budget then refuses to read-ahead (which is then skipped).
+      if (this.windows.length + this.spareWindows.length <= this.opts.readAheadWindows + 1) {
         this.spareWindows.push({ buf: window.buf, reserved: window.reserved });
         window.reserved = 0;
         return;

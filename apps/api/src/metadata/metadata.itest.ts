@@ -553,5 +553,15 @@ describe('metadata', () => {
         ErrorCode.ValidationFailed,
       );
     });
+
+    it('refuses a field it does not know instead of matching everything', async () => {
+      // `text` is not a field (the text form is `q`): dropped, it would have queried everything.
+      const err = expectError(
+        await query(alice.client, { text: 'filetype = fits' } as MetadataQueryRequest),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+      expect(JSON.stringify(err)).toContain('text');
+    });
   });
 });

@@ -123,8 +123,10 @@ export interface BulkMetadataResult {
 
 export const METADATA_SORTS = ['name', 'size', 'modified', 'created'] as const;
 
+// Strict: a misspelt field (`text` for `q`) would otherwise be dropped, and the query would
+// silently match everything in scope.
 export const MetadataQuerySchema = z
-  .object({
+  .strictObject({
     /** The condition in JSON form; or give `q`. Neither: everything in scope. */
     where: z.unknown().optional(),
     /** The condition in text form, e.g. `filetype = fits and size > 1e6`. */

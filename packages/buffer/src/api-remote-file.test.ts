@@ -70,21 +70,16 @@ function fakeApi(
   return { api, served };
 }
 
-/** Streams a range and collects what arrives: the bytes, and how many had arrived after each piece. */
+/** Reads a range into a buffer and collects how many bytes were in place after each report. */
 async function collect(file: ApiRemoteFile, offset: number, length: number) {
-  const pieces: Buffer[] = [];
+  const target = Buffer.alloc(length);
   const progress: number[] = [];
-  let total = 0;
-  const delivered = await file.readStream(offset, length, (piece) => {
-    pieces.push(Buffer.from(piece));
-    total += piece.length;
-    progress.push(total);
-  });
-  return { delivered, bytes: Buffer.concat(pieces), progress };
+  const delivered = await file.readInto(offset, target, (filled) => progress.push(filled));
+  return { delivered, bytes: target.subarray(0, delivered), progress };
 }
 
-describe('ApiRemoteFile.readStream', () => {
-  it('streams a range, handing over the pieces as they arrive', async () => {
+describe('ApiRemoteFile.readInto', () => {
+  it('reads a range into the target, reporting the bytes in place as they arrive', async () => {
     const content = patternBytes(100 * KiB);
     const { api } = fakeApi(content);
     const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
@@ -94,7 +89,7 @@ describe('ApiRemoteFile.readStream', () => {
     expect(got.progress).toEqual([16, 32, 48, 64].map((k) => k * KiB));
   });
 
-  it('a transfer that breaks off resumes from the first byte not yet delivered', async () => {
+  it('a transfer that breaks off resumes from the first byte not yet in place', async () => {
     const content = patternBytes(100 * KiB);
     const { api, served } = fakeApi(content, { breakAfter: (n) => (n === 0 ? 40 * KiB : undefined) });
     const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });

@@ -101,49 +101,43 @@ export class ApiRemoteFile implements RemoteFile {
   }
 
   /**
-   * Streams a range, handing over the body's pieces as they arrive (no copy). A transfer that
-   * breaks off is retried (with backoff) from the first byte not yet delivered, so what was
-   * already handed over stays valid.
+   * Reads a range straight into `target` (over plain HTTP the kernel writes the body there; see
+   * `ApiConnection.receiveInto`). A transfer that breaks off is retried (with backoff) from the
+   * first byte not yet in place, so what was reported stays valid.
    */
-  async readStream(
+  async readInto(
     offset: number,
-    length: number,
-    onData: (piece: Uint8Array) => void,
+    target: Uint8Array,
+    onProgress: (filled: number) => void,
     signal?: AbortSignal,
   ): Promise<number> {
     if (this.mode !== 'read')
       throw new Error(`${this.path} is open for writing; reading it back needs close first`);
-    const wanted = this.size === undefined ? length : Math.min(length, this.size - offset);
-    let delivered = 0;
+    const wanted = this.size === undefined ? target.length : Math.min(target.length, this.size - offset);
+    let filled = 0;
     if (wanted <= 0) return 0;
     await withRetry(
       async () => {
-        const from = offset + delivered;
-        // 200 means the server sent the whole object (a range it would not serve as such).
-        let skip: number | undefined;
-        await this.api.receive(
+        const from = offset + filled;
+        const before = filled;
+        const { filled: got } = await this.api.receiveInto(
           {
             method: 'GET',
             url: dataUrl(this.path),
             headers: { range: `bytes=${from}-${offset + wanted - 1}` },
             signal,
           },
-          (chunk, response) => {
-            skip ??= response.status === 200 ? from : 0;
-            let piece = chunk;
-            if (skip > 0) {
-              const n = Math.min(skip, piece.length);
-              skip -= n;
-              piece = piece.subarray(n);
-            }
-            if (piece.length > wanted - delivered) piece = piece.subarray(0, wanted - delivered);
-            if (piece.length > 0) {
-              delivered += piece.length;
-              onData(piece);
-            }
-            return delivered < wanted;
+          target.subarray(before, wanted),
+          {
+            // 200 means the server sent the whole object (a range it would not serve as such).
+            skip: (response) => (response.status === 200 ? from : 0),
+            onProgress: (n) => {
+              filled = before + n;
+              onProgress(filled);
+            },
           },
         );
+        filled = before + got;
       },
       this.retry,
       { signal },
@@ -151,7 +145,7 @@ export class ApiRemoteFile implements RemoteFile {
       if (err instanceof ApiError && err.code === ErrorCode.RangeNotSatisfiable) return;
       throw err;
     });
-    return delivered;
+    return filled;
   }
 
   async write(offset: number, data: Uint8Array): Promise<void> {

@@ -505,7 +505,7 @@ describe('streamed read-ahead', () => {
   it('works the same over a remote that can only return whole ranges', async () => {
     const content = patternBytes(3 * MiB + 5);
     const remote = new FakeRemoteFile(content, 1, false, { streaming: false });
-    expect(remote.readStream).toBeUndefined();
+    expect(remote.readInto).toBeUndefined();
     const file = new BufferedFile(remote, adaptive);
     expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
     expect(remote.reads().length).toBeLessThan(12);
@@ -545,9 +545,10 @@ describe('many files', () => {
     });
     let peak = 0;
     const original = pool.memory.tryAcquire.bind(pool.memory);
+    // What is resident: buffers lent out and idle ones kept for reuse.
     pool.memory.tryAcquire = (bytes: number) => {
       const ok = original(bytes);
-      peak = Math.max(peak, pool.memory.used);
+      peak = Math.max(peak, pool.memory.used + pool.memory.idle);
       return ok;
     };
     const files = Array.from({ length: 6 }, (_, i) => ({
@@ -567,6 +568,68 @@ describe('many files', () => {
       }),
     );
     expect(peak).toBeLessThanOrEqual(limit);
+    expect(pool.memory.used).toBe(0);
+  });
+
+  it('a file opened after another reuses the buffers the first gave back, reading and writing', async () => {
+    const pool = new AdvanceBufferPool({ bufferBytes: 1 * MiB, minBufferBytes: 64 * KiB });
+    const content = patternBytes(8 * MiB);
+    const allocations = vi.spyOn(Buffer, 'allocUnsafeSlow');
+    try {
+      const first = pool.open(new FakeRemoteFile(content, 0, false, { pieceBytes: 64 * KiB }));
+      expect((await readAll(first, content.length, 16 * KiB)).equals(content)).toBe(true);
+      await first.close();
+      const firstAllocations = allocations.mock.calls.length;
+      expect(firstAllocations).toBeGreaterThan(0);
+      expect(pool.memory.used).toBe(0);
+      expect(pool.memory.idle).toBeGreaterThan(0);
+      const second = pool.open(new FakeRemoteFile(content, 0, false, { pieceBytes: 64 * KiB }));
+      expect((await readAll(second, content.length, 16 * KiB)).equals(content)).toBe(true);
+      await second.close();
+      expect(allocations.mock.calls.length).toBe(firstAllocations);
+
+      const written = patternBytes(6 * MiB, 9);
+      const writers = [new FakeRemoteFile(Buffer.alloc(0), 1), new FakeRemoteFile(Buffer.alloc(0), 1)];
+      const firstWriter = pool.open(writers[0]!);
+      await writeAll(firstWriter, written, 16 * KiB);
+      await firstWriter.close();
+      const afterFirstWrite = allocations.mock.calls.length;
+      const again = pool.open(writers[1]!);
+      await writeAll(again, written, 16 * KiB);
+      await again.close();
+      expect(writers[1]!.durable.equals(written)).toBe(true);
+      expect(allocations.mock.calls.length).toBe(afterFirstWrite);
+    } finally {
+      allocations.mockRestore();
+    }
+    expect(pool.memory.used).toBe(0);
+  });
+
+  it('never gives back the buffer of a window that had not arrived whole when it was dropped', async () => {
+    const pool = new AdvanceBufferPool({
+      bufferBytes: 1 * MiB,
+      minBufferBytes: 1 * MiB,
+      readAheadWindows: 1,
+    });
+    const content = patternBytes(4 * MiB);
+    const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 64 * KiB });
+    const file = pool.open(remote);
+    remote.holdAfter(256 * KiB);
+    // The first window's first 256 KiB arrive; the rest (and the window ahead) are held.
+    expect(Buffer.from(await file.read(0, 64 * KiB)).equals(content.subarray(0, 64 * KiB))).toBe(true);
+    expect(pool.memory.used).toBeGreaterThan(0);
+    const given: number[] = [];
+    const give = pool.memory.give.bind(pool.memory);
+    pool.memory.give = (buf: Buffer) => {
+      given.push(buf.length);
+      give(buf);
+    };
+    // A write drops every window (aborting those in flight): their memory comes back, their
+    // buffers do not (the transfer into them might not have stopped yet).
+    await file.write(0, patternBytes(4 * KiB, 3));
+    expect(given).toEqual([]);
+    remote.release();
+    await file.close();
     expect(pool.memory.used).toBe(0);
   });
 

@@ -86,14 +86,15 @@ interface Window {
   reserved: number;
   controller: AbortController;
   /**
-   * The window's bytes: `[0, filled)` have arrived. Pieces are copied in as they arrive and let go
-   * at once. Keeping the pieces themselves (one allocation each, 16,384 per GiB, held until read)
-   * made V8 run full collections every few tens of milliseconds (external memory pressure): about
-   * 1.5 s of garbage collection per GiB read. A window's buffer is reused by the next window (see
-   * `spareWindows`), so a sequential read allocates nothing once it runs.
+   * The window's bytes: `[0, filled)` have arrived. The remote file reads them straight into it
+   * (`RemoteFile.readInto`). Keeping the pieces a response arrives in instead (one allocation each,
+   * 16,384 per GiB, held until read) made V8 run full collections every few tens of milliseconds
+   * (external memory pressure), and copying them out of `node:http`'s pieces cost as much CPU as
+   * the transfer itself. A window's buffer is reused by the next window (see `spareWindows`), so a
+   * sequential read allocates nothing once it runs.
    */
   buf: Buffer;
-  /** Let go (dropped or read past): nothing more is copied into `buf`, which may serve another window. */
+  /** Let go (dropped or read past): `filled` no longer changes, and `buf` may serve another window once all of it arrived. */
   released: boolean;
   filled: number;
   /** Every byte is here (`filled` is final: shorter than `length` only at the end of the file). */
@@ -284,7 +285,13 @@ export class BufferedFile {
     if (!this.adaptive || this.pending > 0 || this.closed || this.mode !== 'read' || length === 0)
       return undefined;
     const end = offset + length;
-    const window = this.windows.find((w) => offset >= w.start && end <= w.start + w.length);
+    let window: Window | undefined;
+    for (const w of this.windows) {
+      if (offset >= w.start && end <= w.start + w.length) {
+        window = w;
+        break;
+      }
+    }
     // Served as soon as the bytes it needs have arrived, even if the rest of the window has not.
     if (!window || end > window.start + window.filled) return undefined;
     this.sequentialReads++;
@@ -491,14 +498,17 @@ export class BufferedFile {
       buf = spare.buf;
       reserved = spare.reserved;
       this.held -= reserved;
-    } else if (this.memory.tryAcquire(size)) {
-      reserved = size;
-      buf = Buffer.allocUnsafeSlow(size);
-    } else if (requiredBytes === undefined) {
-      return undefined;
     } else {
-      length = Math.min(size, requiredBytes);
-      buf = Buffer.allocUnsafe(length);
+      const taken = this.memory.take(size);
+      if (taken) {
+        reserved = size;
+        buf = taken;
+      } else if (requiredBytes === undefined) {
+        return undefined;
+      } else {
+        length = Math.min(size, requiredBytes);
+        buf = Buffer.allocUnsafe(length);
+      }
     }
     const controller = new AbortController();
     const window: Window = {
@@ -512,34 +522,38 @@ export class BufferedFile {
       done: false,
       waiters: [],
     };
-    const add = (piece: Uint8Array): void => {
-      if (window.done || window.released || piece.length === 0) return;
-      const n = Math.min(piece.length, window.length - window.filled);
-      window.buf.set(n < piece.length ? piece.subarray(0, n) : piece, window.filled);
-      window.filled += n;
-    };
     let fetched: Promise<number>;
-    if (this.remote.readStream) {
-      // Streamed: reads are served from the bytes that have arrived while the rest still travels.
-      fetched = this.remote.readStream(
+    if (this.remote.readInto) {
+      // Read straight into the window's buffer: served from the bytes that have arrived while the
+      // rest still travels. A window let go before all of it arrived is aborted (below), and its
+      // buffer is reused only once every byte is in, so nothing writes into a buffer in other use.
+      fetched = this.remote.readInto(
         start,
-        length,
-        (piece) => {
-          add(piece);
+        buf.subarray(0, length),
+        (filled) => {
+          if (window.released) return;
+          window.filled = filled;
           this.arrived(window);
         },
         controller.signal,
       );
     } else {
       fetched = this.remote.read(start, length, controller.signal).then((data) => {
-        add(data);
+        if (!window.released) {
+          const n = Math.min(data.length, window.length);
+          window.buf.set(n < data.length ? data.subarray(0, n) : data, 0);
+          window.filled = n;
+        }
         return data.length;
       });
     }
     // Read-ahead nobody waits for may fail or be aborted; that is not an error of the file.
     fetched.then(
-      () => {
-        if (window.filled < length) this.eof = Math.min(this.eof ?? Infinity, start + window.filled);
+      (n) => {
+        if (!window.released) {
+          window.filled = Math.min(n, length);
+          if (n < length) this.eof = Math.min(this.eof ?? Infinity, start + n);
+        }
         window.done = true;
         this.arrived(window);
       },
@@ -587,8 +601,8 @@ export class BufferedFile {
   private copyOut(window: Window, from: number, to: number, target: Uint8Array, at: number): number {
     to = Math.min(to, window.filled);
     if (to <= from) return 0;
-    target.set(window.buf.subarray(from, to), at);
-    return to - from;
+    // Buffer#copy takes the range itself: no view is made per call (a 4 KiB reader makes 256 per MiB).
+    return window.buf.copy(target, at, from, to);
   }
 
   private async copyFromWindows(offset: number, target: Uint8Array): Promise<number> {
@@ -638,6 +652,8 @@ export class BufferedFile {
    */
   private releaseWindow(window: Window, keep = true): void {
     window.released = true;
+    // Still arriving: stop it (nothing more is read into its buffer once the read settles).
+    if (!window.done && window.filled < window.length) window.controller.abort();
     if (window.reserved === 0) return;
     // Whole (its fetch may not have settled yet, but nothing more is copied in) or ended, and of
     // the size the next windows will have (windows grow: smaller spares would never serve again).
@@ -653,7 +669,9 @@ export class BufferedFile {
       }
     }
     this.held -= window.reserved;
-    this.memory.release(window.reserved);
+    // Every byte is in: nothing writes into the buffer any more, so another file may use it.
+    if (arrived) this.memory.give(window.buf);
+    else this.memory.release(window.reserved);
     window.reserved = 0;
   }
 
@@ -666,7 +684,7 @@ export class BufferedFile {
         continue;
       }
       this.held -= spare.reserved;
-      this.memory.release(spare.reserved);
+      this.memory.give(spare.buf);
     }
     this.spareWindows = kept;
   }
@@ -691,12 +709,13 @@ export class BufferedFile {
     }
     if (!this.fixedBuffer) {
       const size = this.opts.bufferBytes;
-      if (!this.memory.tryAcquire(size)) {
+      const buf = this.memory.take(size);
+      if (!buf) {
         await this.remote.write(offset, data);
         return;
       }
       this.held += size;
-      this.fixedBuffer = { start: offset, buf: Buffer.allocUnsafe(size), length: 0, reserved: size };
+      this.fixedBuffer = { start: offset, buf, length: 0, reserved: size };
     }
     const target = this.fixedBuffer;
     target.buf.set(data, target.length);
@@ -707,10 +726,12 @@ export class BufferedFile {
     const buffer = this.fixedBuffer;
     if (!buffer) return;
     this.fixedBuffer = null;
+    let sent = false;
     try {
       if (buffer.length > 0) await this.remote.write(buffer.start, buffer.buf.subarray(0, buffer.length));
+      sent = true;
     } finally {
-      this.releaseBytes(buffer);
+      this.releaseBytes(buffer, sent);
     }
   }
 
@@ -762,9 +783,10 @@ export class BufferedFile {
         this.part = { start, buf: spare.buf, length: 0, reserved: spare.reserved };
         return true;
       }
-      if (this.held + size <= this.opts.maxWriteBehindBytes && this.memory.tryAcquire(size)) {
+      const buf = this.held + size <= this.opts.maxWriteBehindBytes ? this.memory.take(size) : undefined;
+      if (buf) {
         this.held += size;
-        this.part = { start, buf: Buffer.allocUnsafe(size), length: 0, reserved: size };
+        this.part = { start, buf, length: 0, reserved: size };
         return true;
       }
       if (this.queue.length === 0 && this.writesInFlight === 0) return false;
@@ -797,10 +819,15 @@ export class BufferedFile {
     this.spare = null;
   }
 
-  private releaseBytes(part: Part | null): void {
+  /**
+   * Gives a part's buffer back to the budget for reuse, or with `reusable` false (a write of it
+   * failed: the transport may still hold it) only its memory.
+   */
+  private releaseBytes(part: Part | null, reusable = true): void {
     if (!part || part.reserved === 0) return;
     this.held -= part.reserved;
-    this.memory.release(part.reserved);
+    if (reusable && part.buf.length === part.reserved) this.memory.give(part.buf);
+    else this.memory.release(part.reserved);
     part.reserved = 0;
   }
 
@@ -830,7 +857,7 @@ export class BufferedFile {
             (this.writesInFlight > 0 || this.queue.length > 0)
           )
             this.spare = part;
-          else this.releaseBytes(part);
+          else this.releaseBytes(part, sent);
           // After a failure the rest would land out of order; drop it (the failure is reported).
           if (this.failure) for (const rest of this.queue.splice(0)) this.releaseBytes(rest);
           this.pump();

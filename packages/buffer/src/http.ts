@@ -1,6 +1,10 @@
 import http from 'node:http';
 import https from 'node:https';
-import { ApiError, ErrorCode, type ErrorBody } from '@tributary/shared';
+import { ApiError } from '@tributary/shared';
+import { apiError, TransportError, wrapTransport } from './http-errors';
+import { HttpIntoClient, type IntoOptions, type IntoResult } from './http-into';
+
+export { TransportError } from './http-errors';
 
 /** Where the API is and how to authenticate; `fetch` can be replaced (tests, proxies). */
 export interface ApiConnectionOptions {
@@ -20,14 +24,6 @@ export interface ApiConnectionOptions {
 export interface ReceivedResponse {
   status: number;
   headers: { get(name: string): string | null };
-}
-
-/** The request never got an HTTP answer (connection refused or reset, socket closed mid-body). */
-export class TransportError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'TransportError';
-  }
 }
 
 export interface ApiRequest {
@@ -50,6 +46,8 @@ export class ApiConnection {
   private readonly fetchImpl: typeof fetch;
   /** Keep-alive connections for `receive` over node:http(s). */
   private agent: http.Agent | undefined;
+  /** Keep-alive connections for `receiveInto` over plain HTTP. */
+  private into: HttpIntoClient | undefined;
 
   constructor(readonly options: ApiConnectionOptions) {
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
@@ -138,6 +136,55 @@ export class ApiConnection {
     if (known && !stopped && received !== announced)
       throw new TransportError(`the body ended after ${received} of ${announced} bytes`);
     return response;
+  }
+
+  /**
+   * Sends a GET (or HEAD) and reads its body into `target`: over plain HTTP (and without an
+   * injected `fetch`) the kernel writes the body straight into it (`HttpIntoClient`), otherwise
+   * the pieces `receive` hands over are copied in. At most `target.length` body bytes, after the
+   * `skip` the answer's head decides; `onProgress` reports the bytes in place so far. Errors as
+   * `receive`: ApiError for an error status, TransportError for no answer or a body cut short.
+   * Once the promise settles nothing more is written into `target`.
+   */
+  async receiveInto(
+    request: ApiRequest & { method: 'GET' | 'HEAD' },
+    target: Uint8Array,
+    options: IntoOptions = {},
+  ): Promise<IntoResult> {
+    const url = new URL(`${this.options.baseUrl}${request.url}`);
+    if (this.options.fetch || url.protocol !== 'http:' || request.body !== undefined) {
+      let skipLeft: number | undefined;
+      let filled = 0;
+      const response = await this.receive(request, (chunk, res) => {
+        skipLeft ??= Math.max(0, Math.floor(options.skip?.(res) ?? 0));
+        let piece = chunk;
+        if (skipLeft > 0) {
+          const n = Math.min(skipLeft, piece.length);
+          skipLeft -= n;
+          piece = piece.subarray(n);
+        }
+        const n = Math.min(piece.length, target.length - filled);
+        if (n > 0) {
+          target.set(n < piece.length ? piece.subarray(0, n) : piece, filled);
+          filled += n;
+          options.onProgress?.(filled);
+        }
+        return filled < target.length;
+      });
+      return { response, filled };
+    }
+    this.options.onRequest?.(request);
+    this.into ??= new HttpIntoClient(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80), url.host);
+    return this.into.get(
+      {
+        method: request.method,
+        path: `${url.pathname}${url.search}`,
+        headers: { authorization: `Bearer ${this.options.token}`, ...request.headers },
+        signal: request.signal,
+      },
+      target,
+      options,
+    );
   }
 
   /**
@@ -272,30 +319,6 @@ function inPlace(bytes: Uint8Array): ReadableStream<Uint8Array> {
 }
 
 export const dataUrl = (path: string): string => `/api/v1/data?path=${encodeURIComponent(path)}`;
-
-function wrapTransport(err: unknown, signal?: AbortSignal): unknown {
-  if (signal?.aborted) return signal.reason ?? err;
-  if (err instanceof Error && err.name === 'AbortError') return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new TransportError(`no answer from the API: ${message}`, { cause: err });
-}
-
-/** The API's error envelope (or, without one, an error for the bare status). */
-function apiError(status: number, text: string): ApiError {
-  let body: ErrorBody | undefined;
-  try {
-    body = JSON.parse(text) as ErrorBody;
-  } catch {
-    body = undefined;
-  }
-  const err = body?.error;
-  if (err && typeof err.code === 'string') return new ApiError(status, err.code, err.message, err.details);
-  return new ApiError(
-    status,
-    status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed,
-    `HTTP ${status}`,
-  );
-}
 
 /** Worth another try: no answer, a reset connection, or a server-side failure (5xx, 429). */
 export function isTransient(err: unknown): boolean {

@@ -11,15 +11,16 @@ export interface RemoteFile {
    */
   read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
   /**
-   * Optional streaming form of `read`: hands over the `length` bytes at `offset` piece by piece as
-   * they arrive, in order and without gaps (a piece is never changed afterwards, so it is kept
-   * without copying), and resolves with the number of bytes delivered (fewer only at the end of
-   * the file). The advance buffer uses it to serve a request as soon as the bytes it needs are here.
+   * Optional streaming form of `read`: reads the `target.length` bytes at `offset` straight into
+   * `target`, in order from its start, calling `onProgress` with the number of bytes in place so
+   * far as they arrive; resolves with that number (fewer only at the end of the file). Once it
+   * settles nothing more is written into `target`. The advance buffer uses it to serve a request
+   * as soon as the bytes it needs are here, without a copy of its own.
    */
-  readStream?(
+  readInto?(
     offset: number,
-    length: number,
-    onData: (piece: Uint8Array) => void,
+    target: Uint8Array,
+    onProgress: (filled: number) => void,
     signal?: AbortSignal,
   ): Promise<number>;
   /**

@@ -13,7 +13,7 @@ type StreamRule = (call: { offset: number; length: number }, filled: number) => 
 
 export interface FakeRemoteOptions {
   /**
-   * Offer `readStream` (the default): reads arrive in `pieceBytes` pieces, one per turn of the
+   * Offer `readInto` (the default): reads arrive in `pieceBytes` pieces, one per turn of the
    * event loop, so the buffer can serve requests before a whole window is here. False leaves
    * only `read`, whose bytes arrive all at once.
    */
@@ -25,7 +25,7 @@ export interface FakeRemoteOptions {
 /**
  * An in-memory remote file that records every call, for unit tests of the buffer. Reads see
  * exactly what writes have been acknowledged; `delayMs` makes calls asynchronous like a network,
- * and streamed reads (`readStream`) deliver their bytes piece by piece.
+ * and streamed reads (`readInto`) deliver their bytes piece by piece.
  */
 export class FakeRemoteFile implements RemoteFile {
   readonly calls: RemoteCall[] = [];
@@ -43,7 +43,7 @@ export class FakeRemoteFile implements RemoteFile {
   private holdWaiters: (() => void)[] = [];
   /** Bytes delivered so far by streamed reads (all calls together). */
   streamedBytes = 0;
-  readonly readStream: FakeRemoteFile['streamRead'] | undefined;
+  readonly readInto: FakeRemoteFile['streamRead'] | undefined;
   private readonly pieceBytes: number;
 
   /** Known at open unless `unknownSize` is set, as a FUSE getattr would know it. */
@@ -58,7 +58,7 @@ export class FakeRemoteFile implements RemoteFile {
     this.content = Buffer.from(initial);
     this.size = unknownSize ? undefined : initial.length;
     this.pieceBytes = options.pieceBytes ?? 64 * 1024;
-    this.readStream = options.streaming === false ? undefined : this.streamRead.bind(this);
+    this.readInto = options.streaming === false ? undefined : this.streamRead.bind(this);
   }
 
   /** Makes streamed reads break off when `rule` says so (checked after each piece). */
@@ -115,10 +115,11 @@ export class FakeRemoteFile implements RemoteFile {
 
   private async streamRead(
     offset: number,
-    length: number,
-    onData: (piece: Uint8Array) => void,
+    target: Uint8Array,
+    onProgress: (filled: number) => void,
     signal?: AbortSignal,
   ): Promise<number> {
+    const length = target.length;
     const call = { offset, length };
     await this.enter({ op: 'read', ...call }, signal);
     const bytes = Buffer.from(this.content.subarray(Math.min(offset, this.content.length), offset + length));
@@ -132,8 +133,9 @@ export class FakeRemoteFile implements RemoteFile {
         await new Promise((resolve) => setImmediate(resolve));
         if (signal?.aborted) throw new Error('aborted');
         const n = Math.min(this.pieceBytes, bytes.length - filled);
-        onData(bytes.subarray(filled, filled + n));
+        target.set(bytes.subarray(filled, filled + n), filled);
         filled += n;
+        onProgress(filled);
         this.streamedBytes += n;
         for (const rule of this.streamRules) {
           const err = rule(call, filled);

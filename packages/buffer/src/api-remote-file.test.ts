@@ -127,6 +127,25 @@ describe('ApiRemoteFile.readInto', () => {
   });
 });
 
+describe('ApiRemoteFile.read', () => {
+  it('returns a range as a new buffer, shorter at the end of the object, empty past it', async () => {
+    const content = patternBytes(100 * KiB);
+    const { api, served } = fakeApi(content, { breakAfter: (n) => (n === 0 ? 20 * KiB : undefined) });
+    const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
+    // The first transfer breaks off after 20 KiB and resumes from there.
+    expect(Buffer.from(await file.read(1000, 50 * KiB)).equals(content.subarray(1000, 1000 + 50 * KiB))).toBe(
+      true,
+    );
+    expect(served.map((s) => s.range)).toEqual([
+      `bytes=1000-${1000 + 50 * KiB - 1}`,
+      `bytes=${1000 + 20 * KiB}-${1000 + 50 * KiB - 1}`,
+    ]);
+    expect(Buffer.from(await file.read(90 * KiB, 20 * KiB)).equals(content.subarray(90 * KiB))).toBe(true);
+    expect(await file.read(100 * KiB, 4 * KiB)).toHaveLength(0);
+    expect(served).toHaveLength(3);
+  });
+});
+
 describe('ApiRemoteFile writing', () => {
   it('sends each chunk written in order with the SHA-256 of every byte through it, one running hash', async () => {
     const puts: { offset: number; prefix: string | null; chunk: string | null }[] = [];

@@ -78,26 +78,11 @@ export class ApiRemoteFile implements RemoteFile {
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     if (this.mode !== 'read')
       throw new Error(`${this.path} is open for writing; reading it back needs close first`);
-    if (length === 0 || (this.size !== undefined && offset >= this.size)) return new Uint8Array(0);
-    const { response, body } = await withRetry(
-      () =>
-        this.api.bytes({
-          method: 'GET',
-          url: dataUrl(this.path),
-          headers: { range: `bytes=${offset}-${offset + length - 1}` },
-          signal,
-        }),
-      this.retry,
-      { signal },
-    ).catch((err: unknown) => {
-      if (err instanceof ApiError && err.code === ErrorCode.RangeNotSatisfiable) {
-        return { response: undefined, body: new Uint8Array(0) };
-      }
-      throw err;
-    });
-    // 200 means the server sent the whole object (a range it would not serve as such).
-    if (response?.status === 200) return body.subarray(offset, offset + length);
-    return body;
+    const wanted = this.size === undefined ? length : Math.max(0, Math.min(length, this.size - offset));
+    if (wanted === 0) return new Uint8Array(0);
+    const out = Buffer.allocUnsafe(wanted);
+    const n = await this.readInto(offset, out, () => undefined, signal);
+    return out.subarray(0, n);
   }
 
   /**

@@ -98,35 +98,84 @@ const toReplicaRecord = (r: ReplicaRow): ReplicaRecord => ({
   status: r.status,
 });
 
-type ObjectRow = Prisma.DataObjectGetPayload<{
-  include: { replicas: { include: { resource: { select: { name: true } } } } };
-}>;
+/** A row of `OBJECT_SELECT`: an object with its collection's path, owner, group and replicas. */
+interface ObjectSqlRow {
+  id: bigint;
+  collection_id: bigint;
+  name: string;
+  size: bigint;
+  checksum: string;
+  content_type: string;
+  owner_id: bigint;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+  collection_path: string;
+  owner: string | null;
+  group_name: string | null;
+  /** JSON: ids and sizes as text (bigints do not survive JSON numbers). */
+  replicas: string | ReplicaJson[];
+}
 
-/** An object of the collection at `collectionPath`, with its owner's and group's names looked up. */
-function toObjectRecord(
-  row: ObjectRow,
-  collectionPath: string,
-  owner: string,
-  group: string | null,
-): ObjectRecord {
+interface ReplicaJson {
+  siteId: string;
+  resourceId: string;
+  resource: string;
+  physicalPath: string;
+  size: string;
+  checksum: string;
+  status: 'good' | 'stale';
+}
+
+/**
+ * An object with everything its record needs, in one statement: its replicas (oldest first, as
+ * JSON) and the names of its owner and group. Reading an object's bytes starts with this, so it
+ * is one round trip rather than one per relation.
+ */
+const OBJECT_SELECT = Prisma.sql`
+  SELECT o.id, o.collection_id, o.name, o.size, o.checksum, o.content_type, o.owner_id, o.version,
+         o.created_at, o.updated_at, c.path AS collection_path, u.username AS owner, g.name AS group_name,
+         COALESCE((SELECT json_agg(json_build_object(
+                            'siteId', r.site_id, 'resourceId', r.resource_id::text, 'resource', s.name,
+                            'physicalPath', r.physical_path, 'size', r.size::text, 'checksum', r.checksum,
+                            'status', r.status)
+                          ORDER BY r.created_at, r.id)
+                     FROM replicas r JOIN storage_resources s ON s.id = r.resource_id
+                    WHERE r.object_id = o.id), '[]') AS replicas
+    FROM data_objects o
+    JOIN collections c ON c.id = o.collection_id
+    LEFT JOIN users u ON u.id = o.owner_id
+    LEFT JOIN project_groups g ON g.id = o.group_id`;
+
+function toObjectRecord(row: ObjectSqlRow): ObjectRecord {
+  const replicas =
+    typeof row.replicas === 'string' ? (JSON.parse(row.replicas) as ReplicaJson[]) : row.replicas;
   return {
     kind: 'object',
     id: row.id,
-    collectionId: row.collectionId,
+    collectionId: row.collection_id,
     name: row.name,
-    path: collectionPath === '/' ? `/${row.name}` : `${collectionPath}/${row.name}`,
-    ownerId: row.ownerId,
-    owner,
-    group,
+    path: row.collection_path === '/' ? `/${row.name}` : `${row.collection_path}/${row.name}`,
+    ownerId: row.owner_id,
+    owner: row.owner ?? '?',
+    group: row.group_name,
     size: row.size,
     checksum: row.checksum,
-    contentType: row.contentType,
-    version: row.version,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-    replicaCount: row.replicas.length,
-    site: row.replicas.find((r) => r.status === 'good')?.siteId ?? null,
-    replicas: row.replicas.map(toReplicaRecord),
+    contentType: row.content_type,
+    version: Number(row.version),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    replicaCount: replicas.length,
+    site: replicas.find((r) => r.status === 'good')?.siteId ?? null,
+    replicas: replicas.map((r) => ({
+      siteId: r.siteId,
+      resourceId: BigInt(r.resourceId),
+      resource: r.resource,
+      physicalPath: r.physicalPath,
+      size: BigInt(r.size),
+      checksum: r.checksum,
+      status: r.status,
+    })),
   };
 }
 
@@ -173,23 +222,17 @@ export class NamespaceRepository {
       : null;
   }
 
-  async findObject(
-    collection: { id: bigint; path: string },
+  /** The live object `name` in the live collection at `collectionPath`, in one statement. */
+  async findObjectAt(
+    collectionPath: string,
     name: string,
     tx: Tx = this.prisma,
   ): Promise<ObjectRecord | null> {
-    const row = await tx.dataObject.findFirst({
-      where: { collectionId: collection.id, name, trashId: 0 },
-      include: {
-        replicas: { include: { resource: { select: { name: true } } }, orderBy: { createdAt: 'asc' } },
-      },
-    });
-    if (!row) return null;
-    const [owner, group] = await Promise.all([
-      tx.user.findUnique({ where: { id: row.ownerId }, select: { username: true } }),
-      row.groupId ? tx.projectGroup.findUnique({ where: { id: row.groupId }, select: { name: true } }) : null,
-    ]);
-    return toObjectRecord(row, collection.path, owner?.username ?? '?', group?.name ?? null);
+    const rows = await tx.$queryRaw<ObjectSqlRow[]>(
+      Prisma.sql`${OBJECT_SELECT}
+        WHERE c.path = ${collectionPath} AND c.trash_id = 0 AND o.name = ${name} AND o.trash_id = 0`,
+    );
+    return rows[0] ? toObjectRecord(rows[0]) : null;
   }
 
   /** Many objects of one collection by name, in one round of queries (batch reads); missing names are absent. */
@@ -197,38 +240,12 @@ export class NamespaceRepository {
     collection: { id: bigint; path: string },
     names: string[],
   ): Promise<Map<string, ObjectRecord>> {
-    const rows = await this.prisma.dataObject.findMany({
-      where: { collectionId: collection.id, name: { in: names }, trashId: 0 },
-      include: {
-        replicas: { include: { resource: { select: { name: true } } }, orderBy: { createdAt: 'asc' } },
-      },
-    });
-    const userIds = [...new Set(rows.map((r) => r.ownerId))];
-    const groupIds = [...new Set(rows.flatMap((r) => (r.groupId ? [r.groupId] : [])))];
-    const [users, groups] = await Promise.all([
-      this.prisma.user.findMany({ where: { id: { in: userIds } }, select: { id: true, username: true } }),
-      groupIds.length > 0
-        ? this.prisma.projectGroup.findMany({
-            where: { id: { in: groupIds } },
-            select: { id: true, name: true },
-          })
-        : [],
-    ]);
-    const userName = new Map(users.map((u) => [u.id, u.username]));
-    const groupName = new Map(groups.map((g) => [g.id, g.name]));
-    const result = new Map<string, ObjectRecord>();
-    for (const row of rows) {
-      result.set(
-        row.name,
-        toObjectRecord(
-          row,
-          collection.path,
-          userName.get(row.ownerId) ?? '?',
-          row.groupId ? (groupName.get(row.groupId) ?? null) : null,
-        ),
-      );
-    }
-    return result;
+    if (names.length === 0) return new Map();
+    const rows = await this.prisma.$queryRaw<ObjectSqlRow[]>(
+      Prisma.sql`${OBJECT_SELECT}
+        WHERE o.collection_id = ${collection.id} AND o.name = ANY(${names}) AND o.trash_id = 0`,
+    );
+    return new Map(rows.map((row) => [row.name, toObjectRecord(row)]));
   }
 
   /**

@@ -50,8 +50,7 @@ export class NamespaceService {
     const collection = await this.repo.findCollection(path, tx);
     if (collection || path === '/') return collection;
     const { parent, name } = splitPath(path);
-    const parentCollection = await this.repo.findCollection(parent, tx);
-    return parentCollection ? this.repo.findObject(parentCollection, name, tx) : null;
+    return this.repo.findObjectAt(parent, name, tx);
   }
 
   /**

@@ -492,13 +492,8 @@ describe('resumable upload sessions', () => {
       const target = `${dir}/${uniqueName('buffered')}.bin`;
       const bytes = testBytes(5 * MiB + 123, 14);
       let requests = 0;
-      const counting = new ApiConnection({
-        ...api.options,
-        fetch: (input, init) => {
-          requests++;
-          return fetch(input, init);
-        },
-      });
+      // No injected fetch: read-ahead windows travel over the zero-copy reader (HttpIntoClient).
+      const counting = new ApiConnection({ ...api.options, onRequest: () => void requests++ });
       const writer = new BufferedFile(ApiRemoteFile.openForWrite(counting, target), { bufferBytes: 2 * MiB });
       for (let offset = 0; offset < bytes.length; offset += 4096) {
         await writer.write(offset, bytes.subarray(offset, Math.min(offset + 4096, bytes.length)));
@@ -516,6 +511,16 @@ describe('resumable upload sessions', () => {
       await reader.close();
       expect(Buffer.concat(parts).equals(bytes)).toBe(true);
       expect(requests).toBeLessThan(20);
+
+      // The site's error envelopes come through the zero-copy reader as the API's errors.
+      const gone = ApiRemoteFile.forRead(counting, `${dir}/${uniqueName('missing')}.bin`, 1 * MiB);
+      await expect(gone.read(0, 4096)).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
+      const stranger = ApiRemoteFile.forRead(
+        new ApiConnection({ ...api.options, token: 'trib_not-a-real-token' }),
+        target,
+        bytes.length,
+      );
+      await expect(stranger.read(0, 4096)).rejects.toMatchObject({ status: 401, code: 'TOKEN_INVALID' });
     });
   });
 });

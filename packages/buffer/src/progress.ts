@@ -1,5 +1,5 @@
 export interface TransferProgress {
-  phase: 'hash' | 'transfer' | 'verify';
+  phase: 'hash' | 'transfer';
   /** Bytes done in this phase. */
   bytes: number;
   total: number;

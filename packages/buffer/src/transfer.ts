@@ -7,7 +7,7 @@ import {
   type EntryDto,
   type UploadSessionDto,
 } from '@tributary/shared';
-import { ApiConnection, dataUrl } from './http';
+import { ApiConnection, dataUrl, TransportError } from './http';
 import { ProgressMeter, type TransferProgress, type TransferRetry } from './progress';
 import { DEFAULT_RETRY, abortReason, withRetry, type RetryPolicy } from './retry';
 import { receivedFrom, UploadSessionClient } from './upload-session';
@@ -73,8 +73,11 @@ export async function sha256OfFile(
 
 /**
  * Downloads an object to a local file with `streams` ranged requests in parallel (each pinned to
- * the object's version with If-Range), retrying transient failures per range, then verifies the
- * whole file against the catalog's SHA-256; a mismatch downloads again, then is reported.
+ * the object's version with If-Range). Each range is read straight into a buffer of its stream
+ * (`ApiConnection.receiveInto`), written with one positioned write, and added to a running
+ * SHA-256 in order, so the file is not read back to be verified. A range that breaks off is
+ * retried from its first missing byte; a whole object whose SHA-256 differs from the catalog's is
+ * downloaded again, then reported.
  */
 export async function downloadFile(
   api: ApiConnection,
@@ -94,58 +97,97 @@ export async function downloadFile(
   const etag = head.headers.get('etag') ?? '';
   const expected = /^"([0-9a-f]{64})"$/.exec(etag)?.[1];
   if (!expected) throw new Error(`the API sent no SHA-256 ETag for ${remotePath}`);
+  const changed = (): ApiError =>
+    new ApiError(409, ErrorCode.ChecksumMismatch, `${remotePath} changed during the download`);
 
   for (let attempt = 0; ; attempt++) {
     const handle = await fs.open(localPath, 'w');
+    // Stops the other streams when one fails (and follows the caller's signal).
+    const stop = new AbortController();
+    const follow = (): void => stop.abort(signal?.reason);
+    signal?.addEventListener('abort', follow, { once: true });
+    if (signal?.aborted) follow();
+    const hash = createHash('sha256');
+    /** Bytes hashed so far, in order from the start. */
+    let hashed = 0;
+    let hashWaiters: (() => void)[] = [];
+    const wakeHashWaiters = (): void => {
+      const waiting = hashWaiters;
+      hashWaiters = [];
+      for (const wake of waiting) wake();
+    };
     try {
       await handle.truncate(size);
       const meter = new ProgressMeter('transfer', size, options.onProgress);
       let next = 0;
       const worker = async (): Promise<void> => {
-        while (next < size) {
+        const buf = Buffer.allocUnsafe(Math.min(chunkBytes, size));
+        while (next < size && !stop.signal.aborted) {
           const start = next;
           const end = Math.min(size, start + chunkBytes);
           next = end;
+          const range = buf.subarray(0, end - start);
+          let filled = 0;
           await withRetry(
             async () => {
-              let written = 0;
-              try {
-                const res = await api.send({
+              const from = filled;
+              await api.receiveInto(
+                {
                   method: 'GET',
                   url: dataUrl(remotePath),
-                  headers: { range: `bytes=${start}-${end - 1}`, 'if-range': etag },
-                  signal,
-                });
-                if (res.status !== 206 || !res.body) {
-                  await res.body?.cancel();
-                  throw new ApiError(
-                    409,
-                    ErrorCode.ChecksumMismatch,
-                    `${remotePath} changed during the download`,
-                  );
-                }
-                for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
-                  await handle.write(piece, 0, piece.length, start + written);
-                  written += piece.length;
-                  meter.add(piece.length);
-                }
-              } catch (err) {
-                meter.add(-written);
-                throw err;
-              }
-              if (written !== end - start) throw new Error(`short range: ${written} of ${end - start} bytes`);
+                  headers: { range: `bytes=${start + from}-${end - 1}`, 'if-range': etag },
+                  signal: stop.signal,
+                },
+                range.subarray(from),
+                {
+                  // Anything but the range (200: If-Range no longer matches) means a new version.
+                  skip: (response) => {
+                    if (response.status !== 206) throw changed();
+                    return 0;
+                  },
+                  onProgress: (n) => {
+                    meter.add(from + n - filled);
+                    filled = from + n;
+                  },
+                },
+              );
+              if (filled !== range.length)
+                throw new TransportError(`short range: ${filled} of ${range.length} bytes`);
             },
             retry,
-            { signal, onRetry: (error, n) => options.onRetry?.({ reason: 'transient', attempt: n, error }) },
+            {
+              signal: stop.signal,
+              onRetry: (error, n) => options.onRetry?.({ reason: 'transient', attempt: n, error }),
+            },
           );
+          await handle.write(range, 0, range.length, start);
+          // Ranges are handed out in order, so the one before this is always being fetched or done.
+          while (hashed !== start) {
+            if (stop.signal.aborted) throw abortReason(stop.signal);
+            await new Promise<void>((resolve) => hashWaiters.push(resolve));
+          }
+          hash.update(range);
+          hashed = end;
+          wakeHashWaiters();
         }
       };
-      await Promise.all(Array.from({ length: Math.min(streams, Math.ceil(size / chunkBytes) || 1) }, worker));
+      const workers = Array.from({ length: Math.min(streams, Math.ceil(size / chunkBytes) || 1) }, () =>
+        worker().catch((err: unknown) => {
+          if (!stop.signal.aborted) stop.abort(err);
+          wakeHashWaiters();
+          throw err;
+        }),
+      );
+      // Every stream has stopped before the file is closed.
+      const outcomes = await Promise.allSettled(workers);
+      if (signal?.aborted) throw abortReason(signal);
+      const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      if (failed) throw stop.signal.reason ?? failed.reason;
     } finally {
+      signal?.removeEventListener('abort', follow);
       await handle.close();
     }
-    const verify = new ProgressMeter('verify', size, options.onProgress);
-    const actual = await sha256OfFile(localPath, (n) => verify.add(n), signal);
+    const actual = hash.digest('hex');
     if (actual === expected) return { size, sha256: actual };
     if (attempt >= (options.checksumRetries ?? 1)) {
       throw new ChecksumMismatchError(

@@ -1,5 +1,6 @@
 import { MemoryBudget } from './memory-budget';
 import type { RemoteFile } from './remote-file';
+import { WaitList } from './wait-list';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -159,7 +160,7 @@ export class BufferedFile {
   private partBytes: number;
   private readonly queue: Part[] = [];
   private writesInFlight = 0;
-  private progressWaiters: (() => void)[] = [];
+  private readonly progress = new WaitList();
   /** A background write that failed and has not been reported by flush, fsync or close yet. */
   private failure: Error | undefined;
 
@@ -638,10 +639,8 @@ export class BufferedFile {
    * (the seed's buffer moving on), a window that arrived whole is kept as a spare instead.
    */
   private dropWindows(reuse = false): void {
-    for (const window of this.windows) {
-      window.controller.abort();
-      this.releaseWindow(window, reuse);
-    }
+    // releaseWindow aborts those still arriving.
+    for (const window of this.windows) this.releaseWindow(window, reuse);
     this.windows = [];
     if (!reuse) this.releaseSpareWindows();
   }
@@ -790,7 +789,7 @@ export class BufferedFile {
         return true;
       }
       if (this.queue.length === 0 && this.writesInFlight === 0) return false;
-      await this.nextProgress();
+      await this.progress.next();
     }
   }
 
@@ -862,24 +861,14 @@ export class BufferedFile {
           if (this.failure) for (const rest of this.queue.splice(0)) this.releaseBytes(rest);
           this.pump();
           if (this.writesInFlight === 0 || this.failure) this.releaseSpare();
-          this.wakeProgress();
+          this.progress.wakeAll();
         })
         .catch(() => undefined);
     }
   }
 
-  private nextProgress(): Promise<void> {
-    return new Promise((resolve) => this.progressWaiters.push(resolve));
-  }
-
-  private wakeProgress(): void {
-    const waiters = this.progressWaiters;
-    this.progressWaiters = [];
-    for (const wake of waiters) wake();
-  }
-
   private async drain(): Promise<void> {
-    while (this.writesInFlight > 0 || this.queue.length > 0) await this.nextProgress();
+    while (this.writesInFlight > 0 || this.queue.length > 0) await this.progress.next();
   }
 }
 

@@ -300,7 +300,7 @@ class IntoConnection {
       job.phase = 'error';
     } else {
       job.phase = 'body';
-      job.skip = Math.max(0, Math.floor(job.options.skip?.(job.response) ?? 0));
+      job.skip = skipOf(job.options, job.response);
       job.want =
         job.length === undefined
           ? job.target.length
@@ -326,15 +326,12 @@ class IntoConnection {
       job.received += bytes.length;
       return;
     }
-    let at = Math.min(bytes.length, Math.max(0, job.skip - job.received));
-    const placed = Math.min(bytes.length - at, job.want - job.filled);
+    const placed = placeBody(bytes, job.received, job.skip, job.target, job.filled, job.want);
+    job.received += bytes.length;
     if (placed > 0) {
-      job.target.set(bytes.subarray(at, at + placed), job.filled);
       job.filled += placed;
-      at += placed;
       job.options.onProgress?.(job.filled);
     }
-    job.received += bytes.length;
   }
 
   private settleIfDone(job: Job): void {
@@ -379,12 +376,8 @@ class IntoConnection {
     if (!wasGone) this.onGone?.();
     const job = this.job;
     if (!job) return;
-    // Read until the connection closes: this is the end of the body.
-    if (!error && job.phase === 'body' && !job.chunked && job.length === undefined) {
-      this.finish(job, false);
-      return;
-    }
-    if (job.phase === 'error' && !error && job.length === undefined && !job.chunked) {
+    // A body read until the connection closes (a success's or an error's) ends here.
+    if (!error && job.phase !== 'head' && !job.chunked && job.length === undefined) {
       this.finish(job, false);
       return;
     }
@@ -416,6 +409,31 @@ class IntoConnection {
     const failure: unknown = signal?.aborted ? (signal.reason ?? error) : error;
     job.reject(failure instanceof Error ? failure : new Error(String(failure)));
   }
+}
+
+/** The body bytes to pass over before the target, as `options.skip` decides for this answer. */
+export function skipOf(options: IntoOptions, response: ReceivedResponse): number {
+  return Math.max(0, Math.floor(options.skip?.(response) ?? 0));
+}
+
+/**
+ * Places body bytes that arrived after `received` earlier ones into `target` at `filled`: past
+ * the first `skip` bytes of the body, and no further than `want` bytes of the target. Returns the
+ * number placed.
+ */
+export function placeBody(
+  bytes: Uint8Array,
+  received: number,
+  skip: number,
+  target: Uint8Array,
+  filled: number,
+  want: number,
+): number {
+  const from = Math.min(bytes.length, Math.max(0, skip - received));
+  const n = Math.min(bytes.length - from, want - filled);
+  if (n <= 0) return 0;
+  target.set(bytes.subarray(from, from + n), filled);
+  return n;
 }
 
 /**

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { ApiError } from '@tributary/shared';
 import { apiError, TransportError, wrapTransport } from './http-errors';
-import { HttpIntoClient, type IntoOptions, type IntoResult } from './http-into';
+import { HttpIntoClient, placeBody, skipOf, type IntoOptions, type IntoResult } from './http-into';
 
 export { TransportError } from './http-errors';
 
@@ -153,20 +153,15 @@ export class ApiConnection {
   ): Promise<IntoResult> {
     const url = new URL(`${this.options.baseUrl}${request.url}`);
     if (this.options.fetch || url.protocol !== 'http:' || request.body !== undefined) {
-      let skipLeft: number | undefined;
+      let skip: number | undefined;
+      let received = 0;
       let filled = 0;
       const response = await this.receive(request, (chunk, res) => {
-        skipLeft ??= Math.max(0, Math.floor(options.skip?.(res) ?? 0));
-        let piece = chunk;
-        if (skipLeft > 0) {
-          const n = Math.min(skipLeft, piece.length);
-          skipLeft -= n;
-          piece = piece.subarray(n);
-        }
-        const n = Math.min(piece.length, target.length - filled);
-        if (n > 0) {
-          target.set(n < piece.length ? piece.subarray(0, n) : piece, filled);
-          filled += n;
+        skip ??= skipOf(options, res);
+        const placed = placeBody(chunk, received, skip, target, filled, target.length);
+        received += chunk.length;
+        if (placed > 0) {
+          filled += placed;
           options.onProgress?.(filled);
         }
         return filled < target.length;

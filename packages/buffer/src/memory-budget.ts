@@ -1,3 +1,5 @@
+import { WaitList } from './wait-list';
+
 /**
  * Bytes of buffer memory shared by many open files. Read-ahead only takes what is free (it can
  * always fall back to fetching just the request); write-behind waits for its own parts to drain
@@ -15,7 +17,7 @@ export class MemoryBudget {
   /** Given back and not lent again yet, oldest first. */
   private idleBuffers: { buf: Buffer; since: number }[] = [];
   private idleTimer: NodeJS.Timeout | undefined;
-  private waiters: (() => void)[] = [];
+  private readonly releases = new WaitList();
 
   constructor(
     readonly limitBytes: number,
@@ -41,17 +43,15 @@ export class MemoryBudget {
   /** Takes `bytes` if they are free (letting idle buffers go if need be); never waits. */
   tryAcquire(bytes: number): boolean {
     if (bytes > this.free) return false;
-    while (this.idleBuffers.length > 0 && this.usedBytes + this.idleBytes + bytes > this.limitBytes) {
-      this.idleBytes -= this.idleBuffers.shift()!.buf.length;
-    }
+    while (this.idleBuffers.length > 0 && this.usedBytes + this.idleBytes + bytes > this.limitBytes)
+      this.dropOldestIdle();
     this.usedBytes += bytes;
     return true;
   }
 
   release(bytes: number): void {
-    this.usedBytes -= bytes;
-    if (this.usedBytes < 0) throw new Error('buffer memory released twice');
-    this.wake();
+    this.unuse(bytes);
+    this.releases.wakeAll();
   }
 
   /**
@@ -75,23 +75,26 @@ export class MemoryBudget {
    * anything still be writing into it): the next `take` of its size lends it out.
    */
   give(buf: Buffer): void {
-    this.usedBytes -= buf.length;
-    if (this.usedBytes < 0) throw new Error('buffer memory released twice');
+    this.unuse(buf.length);
     this.idleBuffers.push({ buf, since: Date.now() });
     this.idleBytes += buf.length;
     this.scheduleTrim();
-    this.wake();
+    this.releases.wakeAll();
   }
 
   /** Resolves at the next release (by any file). */
   released(): Promise<void> {
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return this.releases.next();
   }
 
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
+  private unuse(bytes: number): void {
+    this.usedBytes -= bytes;
+    if (this.usedBytes < 0) throw new Error('buffer memory released twice');
+  }
+
+  /** Lets the oldest idle buffer go (to the garbage collector). */
+  private dropOldestIdle(): void {
+    this.idleBytes -= this.idleBuffers.shift()!.buf.length;
   }
 
   /** Lets idle buffers go once they have waited `idleMs` for a taker. */
@@ -102,8 +105,7 @@ export class MemoryBudget {
       () => {
         this.idleTimer = undefined;
         const cutoff = Date.now() - this.idleMs;
-        while (this.idleBuffers.length > 0 && this.idleBuffers[0]!.since <= cutoff)
-          this.idleBytes -= this.idleBuffers.shift()!.buf.length;
+        while (this.idleBuffers.length > 0 && this.idleBuffers[0]!.since <= cutoff) this.dropOldestIdle();
         this.scheduleTrim();
       },
       Math.max(0, oldest + this.idleMs - Date.now()),

@@ -11,6 +11,7 @@ import { ApiConnection, dataUrl, TransportError } from './http';
 import { ProgressMeter, type TransferProgress, type TransferRetry } from './progress';
 import { DEFAULT_RETRY, abortReason, withRetry, type RetryPolicy } from './retry';
 import { receivedFrom, UploadSessionClient } from './upload-session';
+import { WaitList } from './wait-list';
 
 const MiB = 1024 * 1024;
 
@@ -110,12 +111,7 @@ export async function downloadFile(
     const hash = createHash('sha256');
     /** Bytes hashed so far, in order from the start. */
     let hashed = 0;
-    let hashWaiters: (() => void)[] = [];
-    const wakeHashWaiters = (): void => {
-      const waiting = hashWaiters;
-      hashWaiters = [];
-      for (const wake of waiting) wake();
-    };
+    const hashTurns = new WaitList();
     try {
       await handle.truncate(size);
       const meter = new ProgressMeter('transfer', size, options.onProgress);
@@ -164,17 +160,17 @@ export async function downloadFile(
           // Ranges are handed out in order, so the one before this is always being fetched or done.
           while (hashed !== start) {
             if (stop.signal.aborted) throw abortReason(stop.signal);
-            await new Promise<void>((resolve) => hashWaiters.push(resolve));
+            await hashTurns.next();
           }
           hash.update(range);
           hashed = end;
-          wakeHashWaiters();
+          hashTurns.wakeAll();
         }
       };
       const workers = Array.from({ length: Math.min(streams, Math.ceil(size / chunkBytes) || 1) }, () =>
         worker().catch((err: unknown) => {
           if (!stop.signal.aborted) stop.abort(err);
-          wakeHashWaiters();
+          hashTurns.wakeAll();
           throw err;
         }),
       );

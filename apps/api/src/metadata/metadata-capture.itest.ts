@@ -1,0 +1,194 @@
+import type { BulkMetadataResult, TripleDto } from '@tributary/shared';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
+
+interface CapturedChange {
+  op: 'I' | 'U' | 'D';
+  key: string;
+  data: Record<string, unknown>;
+  stamp: number;
+  baseStamp: number | null;
+  baseSite: string | null;
+}
+
+interface HeldVersion {
+  stamp: number;
+  site: string;
+  deleted: boolean;
+  baseStamp: number | null;
+}
+
+/**
+ * Change capture of metadata triples, which is per statement (migrations
+ * 20261122300000_statement_insert_capture and 20261125000000_statement_capture): every bulk write
+ * must leave exactly what the per-row capture of other tables leaves, one change per row with its
+ * image and the version it replaced, and the row's version held here.
+ */
+describe('metadata: change capture per statement', () => {
+  let site: TestSite;
+  let admin: TestClient;
+  let base: string;
+
+  beforeAll(async () => {
+    site = await startTestSite();
+    admin = await site.admin();
+    base = `/projects/capture-${Date.now()}`;
+    expectStatus(await admin.post('/api/v1/namespace/collections', { path: base, parents: true }), 201);
+    for (const name of ['a.bin', 'b.bin']) {
+      const res = await admin.request('PUT', '/api/v1/data', {
+        query: { path: `${base}/${name}` },
+        headers: { 'content-type': 'application/octet-stream' },
+        body: name,
+      });
+      expectStatus(res, 201);
+    }
+  });
+
+  afterAll(async () => {
+    await site?.close();
+  });
+
+  async function bulk(body: unknown): Promise<BulkMetadataResult> {
+    return expectStatus(await admin.post<BulkMetadataResult>('/api/v1/metadata/bulk', body), 200).body;
+  }
+
+  async function triples(name: string): Promise<TripleDto[]> {
+    const res = await admin.get<{ triples: TripleDto[] }>('/api/v1/metadata', {
+      query: { path: `${base}/${name}` },
+    });
+    return expectStatus(res, 200).body.triples;
+  }
+
+  /** The changes captured for these triples, extracted into the log or not yet, in capture order. */
+  async function changes(ids: string[]): Promise<CapturedChange[]> {
+    const { rows } = await site.query<{
+      op: 'I' | 'U' | 'D';
+      key: string;
+      data: Record<string, unknown>;
+      stamp: string;
+      base_stamp: string | null;
+      base_site: string | null;
+    }>(
+      `SELECT op, key, data, stamp, base_stamp, base_site FROM (
+         SELECT l.seq AS seq, x.n AS n, x.c ->> 'o' AS op, x.c ->> 'k' AS key, x.c -> 'd' AS data,
+                x.c ->> 's' AS stamp, x.c ->> 'b' AS base_stamp, x.c ->> 'bs' AS base_site
+           FROM repl_log l, jsonb_array_elements(l.changes) WITH ORDINALITY AS x(c, n)
+          WHERE x.c ->> 't' = 'metadata_triples'
+         UNION ALL
+         SELECT 9223372036854775807, id, op, row_key, data, stamp::text, base_stamp::text, base_site
+           FROM repl_changes WHERE tbl = 'metadata_triples') c
+        WHERE key = ANY($1::text[]) ORDER BY seq, n`,
+      [ids],
+    );
+    return rows.map((r) => ({
+      op: r.op,
+      key: r.key,
+      data: r.data,
+      stamp: Number(r.stamp),
+      baseStamp: r.base_stamp === null ? null : Number(r.base_stamp),
+      baseSite: r.base_site,
+    }));
+  }
+
+  async function version(id: string): Promise<HeldVersion | undefined> {
+    const { rows } = await site.query<{
+      stamp: string;
+      site: string;
+      deleted: boolean;
+      base_stamp: string | null;
+    }>(
+      `SELECT stamp, site, deleted, base_stamp FROM repl_versions WHERE tbl = 'metadata_triples' AND row_key = $1`,
+      [id],
+    );
+    const r = rows[0];
+    return (
+      r && {
+        stamp: Number(r.stamp),
+        site: r.site,
+        deleted: r.deleted,
+        baseStamp: r.base_stamp === null ? null : Number(r.base_stamp),
+      }
+    );
+  }
+
+  it('captures adds, changes and removals one change per row, each based on the version held here', async () => {
+    const paths = [`${base}/a.bin`, `${base}/b.bin`];
+    const added = await bulk({
+      operations: [
+        {
+          paths,
+          add: [
+            { attribute: 'project', value: 'coast' },
+            { attribute: 'size', value: 10, unit: 'bytes' },
+          ],
+        },
+      ],
+    });
+    expect(added.added).toBe(4);
+    const before = [...(await triples('a.bin')), ...(await triples('b.bin'))];
+    const ids = before.map((t) => t.id);
+    const inserted = await changes(ids);
+    expect(inserted.map((c) => c.op)).toEqual(['I', 'I', 'I', 'I']);
+    expect(new Set(inserted.map((c) => c.key))).toEqual(new Set(ids));
+    for (const c of inserted) {
+      expect(c.baseStamp).toBeNull();
+      const t = before.find((b) => b.id === c.key)!;
+      expect(c.data).toMatchObject({ id: Number(t.id), attribute: t.attribute, value: String(t.value) });
+      expect(await version(c.key)).toEqual({ stamp: c.stamp, site: 'lsu', deleted: false, baseStamp: null });
+    }
+
+    // `set` rewrites the size rows in place: an update of each, based on its insert.
+    await bulk({ operations: [{ paths, set: [{ attribute: 'size', value: 20, unit: 'bytes' }] }] });
+    const sizeIds = before.filter((t) => t.attribute === 'size').map((t) => t.id);
+    const updated = (await changes(sizeIds)).filter((c) => c.op === 'U');
+    expect(updated).toHaveLength(2);
+    for (const u of updated) {
+      const insert = inserted.find((c) => c.key === u.key)!;
+      expect(u).toMatchObject({ baseStamp: insert.stamp, baseSite: 'lsu' });
+      expect(u.stamp).toBeGreaterThan(insert.stamp);
+      expect(u.data).toMatchObject({ value: '20', num: 20 });
+      expect(await version(u.key)).toEqual({
+        stamp: u.stamp,
+        site: 'lsu',
+        deleted: false,
+        baseStamp: insert.stamp,
+      });
+    }
+
+    // An update that changes nothing replicated is not a change.
+    await site.query(`UPDATE metadata_triples SET value = value WHERE id = ANY($1::bigint[])`, [ids]);
+    expect(await changes(ids)).toHaveLength(6);
+
+    // Removing the project triples: a delete of each, based on its insert; the versions are tombstones.
+    await bulk({ operations: [{ paths, remove: [{ attribute: 'project' }] }] });
+    const projectIds = before.filter((t) => t.attribute === 'project').map((t) => t.id);
+    const deleted = (await changes(projectIds)).filter((c) => c.op === 'D');
+    expect(deleted).toHaveLength(2);
+    for (const d of deleted) {
+      const insert = inserted.find((c) => c.key === d.key)!;
+      expect(d).toMatchObject({ baseStamp: insert.stamp, baseSite: 'lsu' });
+      expect(d.data).toMatchObject({ attribute: 'project', value: 'coast' });
+      expect(await version(d.key)).toMatchObject({ stamp: d.stamp, deleted: true });
+    }
+  });
+
+  it('does not capture what the injector writes for a peer', async () => {
+    const [triple] = expectStatus(
+      await admin.post<TripleDto[]>(
+        '/api/v1/metadata',
+        { triples: [{ attribute: 'x', value: 'one' }] },
+        { query: { path: `${base}/a.bin` } },
+      ),
+      201,
+    ).body;
+    const id = triple!.id;
+    await site.query(
+      `BEGIN;
+       SET LOCAL tributary.origin = 'tulane';
+       UPDATE metadata_triples SET value = 'two' WHERE id = ${BigInt(id)};
+       DELETE FROM metadata_triples WHERE id = ${BigInt(id)};
+       COMMIT;`,
+    );
+    expect((await changes([id])).map((c) => c.op)).toEqual(['I']);
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BatchRejectedError, Collector } from './collector';
-import type { Batch, Change, Db } from './types';
+import { BatchRejectedError, Collector, unfold } from './collector';
+import { rowCount, type Batch, type BatchInsert, type Change, type Db } from './types';
 
 interface Call {
   text: string;
@@ -219,5 +219,83 @@ describe('Collector', () => {
       }),
       /transaction 2 has a malformed change/,
     );
+  });
+
+  describe('batches of inserts', () => {
+    const batchInsert = (d: Record<string, unknown[]>, k = 'id'): BatchInsert => ({
+      t: 'metadata_triples',
+      o: 'B',
+      k,
+      d,
+      s: 1_763_000_000_000_007,
+      b: null,
+      bs: null,
+    });
+
+    it('stores a batch as the per-row inserts it stands for, in order, between the other changes', async () => {
+      const db = new FakeDb();
+      db.have = '1';
+      const collector = new Collector(db.asDb());
+      const rows = batchInsert({
+        id: [281474976710700, 281474976710701],
+        object_id: [281474976710650, 281474976710651],
+        attribute: ['project', 'size'],
+        num: [null, 1e6],
+      });
+      const before = change();
+      const after = change({ o: 'U', b: 1, bs: 'lsu' });
+      expect(rowCount(rows)).toBe(2);
+      await collector.receive('lsu', batch([{ seq: 1, changes: [before, rows, after] }]));
+      const stored = db.calls.find((c) => c.text.includes('INSERT INTO repl_incoming'))!;
+      expect(JSON.parse(stored.values[1] as string)).toEqual([
+        {
+          seq: 1,
+          changes: [
+            before,
+            {
+              t: 'metadata_triples',
+              o: 'I',
+              k: '281474976710700',
+              d: { id: 281474976710700, object_id: 281474976710650, attribute: 'project', num: null },
+              s: 1_763_000_000_000_007,
+              b: null,
+              bs: null,
+            },
+            {
+              t: 'metadata_triples',
+              o: 'I',
+              k: '281474976710701',
+              d: { id: 281474976710701, object_id: 281474976710651, attribute: 'size', num: 1e6 },
+              s: 1_763_000_000_000_007,
+              b: null,
+              bs: null,
+            },
+            after,
+          ],
+        },
+      ]);
+    });
+
+    it('leaves transactions without batches as they are', () => {
+      const changes = [change(), change({ o: 'D' })];
+      expect(unfold(changes)).toBe(changes);
+    });
+
+    it.each([
+      ['columns of different lengths', batchInsert({ id: [1, 2], attribute: ['a'] })],
+      ['no key column', batchInsert({ attribute: ['a'] })],
+      ['no rows', batchInsert({ id: [] })],
+      ['a key that is not an id', batchInsert({ id: [{ x: 1 }] })],
+      ['a column that is not an array', batchInsert({ id: [1], attribute: 'a' as unknown as unknown[] })],
+    ])('refuses a batch with %s, storing nothing', async (_, bad) => {
+      const db = new FakeDb();
+      await expectRefused(
+        new Collector(db.asDb()),
+        db,
+        'lsu',
+        wire({ origin: 'lsu', txs: [{ seq: 1, changes: [bad] }] }),
+        /malformed change/,
+      );
+    });
   });
 });

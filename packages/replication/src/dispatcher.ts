@@ -1,5 +1,5 @@
 import { LogPrunedError, OutgoingQueue } from './outgoing-queue';
-import type { Db, Transport } from './types';
+import { rowCount, type Db, type Transport } from './types';
 
 export interface DispatchResult {
   peer: string;
@@ -44,7 +44,7 @@ export class Dispatcher {
         for (const tx of txs) {
           if (tx.seq > ack.have) break;
           result.txs += 1;
-          result.changes += tx.changes.length;
+          result.changes += tx.changes.reduce((n, c) => n + rowCount(c), 0);
         }
         const requeued = await queue.requeueAfter(ack.have);
         if (txs.length === 0 && requeued === 0) break;

@@ -294,7 +294,7 @@ export class ReplicationEngine {
   async status(): Promise<EngineStatus> {
     const [local, pending, conflicts, peerRows, incoming] = await Promise.all([
       this.db.query<{ last_seq: string }>('SELECT last_seq FROM repl_local'),
-      this.db.query<{ n: string }>('SELECT count(*) AS n FROM repl_changes'),
+      this.db.query<{ n: string }>('SELECT COALESCE(sum(row_count), 0) AS n FROM repl_changes'),
       this.db.query<{ n: string }>('SELECT count(*) AS n FROM repl_conflicts'),
       this.db.query<{
         peer_id: string;

@@ -39,7 +39,7 @@ export class Extractor {
     const moved = await client.query<{ txs: string; changes: string | null }>(
       `WITH moved AS (DELETE FROM repl_changes RETURNING *),
        grouped AS (
-         SELECT max(id) AS last_id, min(captured_at) AS captured_at, count(*)::int AS n,
+         SELECT max(id) AS last_id, min(captured_at) AS captured_at, sum(row_count)::int AS n,
                 jsonb_agg(jsonb_build_object('t', tbl, 'o', op, 'k', row_key, 'd', data, 's', stamp,
                                              'b', base_stamp, 'bs', base_site)
                           || CASE WHEN absorbed IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('h', absorbed) END

@@ -29,10 +29,35 @@ export interface Change {
   h?: [number, string][];
 }
 
+/**
+ * A statement's inserts into one table, captured in columns (tables with statement capture, such as
+ * metadata triples): `k` names the key column and `d` holds one array per replicated column, all of
+ * the same length; every row has stamp `s` and no base. It exists only in the origin's log and on
+ * the wire: the receiving collector unfolds it into the per-row inserts it stands for.
+ */
+export interface BatchInsert {
+  t: string;
+  o: 'B';
+  k: string;
+  d: Record<string, unknown[]>;
+  s: number;
+  b: null;
+  bs: null;
+}
+
+/** A change as logged and sent: one row's, or a batch of inserts. */
+export type LoggedChange = Change | BatchInsert;
+
 /** One origin transaction: applied atomically and in `seq` order at every peer. */
 export interface OriginTx {
   seq: number;
-  changes: Change[];
+  changes: LoggedChange[];
+}
+
+/** How many row changes a logged change stands for. */
+export function rowCount(change: LoggedChange): number {
+  if (change.o !== 'B') return 1;
+  return change.d[change.k]?.length ?? 0;
 }
 
 /** What a site sends a peer: transactions it originated, oldest first. */

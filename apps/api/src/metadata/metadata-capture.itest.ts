@@ -1,3 +1,4 @@
+import { unfold, type LoggedChange } from '@tributary/replication';
 import type { BulkMetadataResult, TripleDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
@@ -59,35 +60,26 @@ describe('metadata: change capture per statement', () => {
     return expectStatus(res, 200).body.triples;
   }
 
-  /** The changes captured for these triples, extracted into the log or not yet, in capture order. */
+  /**
+   * The row changes captured for these triples, extracted into the log or not yet, in capture order
+   * (a batch of inserts unfolded as a peer's collector unfolds it).
+   */
   async function changes(ids: string[]): Promise<CapturedChange[]> {
-    const { rows } = await site.query<{
-      op: 'I' | 'U' | 'D';
-      key: string;
-      data: Record<string, unknown>;
-      stamp: string;
-      base_stamp: string | null;
-      base_site: string | null;
-    }>(
-      `SELECT op, key, data, stamp, base_stamp, base_site FROM (
-         SELECT l.seq AS seq, x.n AS n, x.c ->> 'o' AS op, x.c ->> 'k' AS key, x.c -> 'd' AS data,
-                x.c ->> 's' AS stamp, x.c ->> 'b' AS base_stamp, x.c ->> 'bs' AS base_site
+    const { rows } = await site.query<{ change: LoggedChange }>(
+      `SELECT change FROM (
+         SELECT l.seq AS seq, x.n AS n, x.c AS change
            FROM repl_log l, jsonb_array_elements(l.changes) WITH ORDINALITY AS x(c, n)
           WHERE x.c ->> 't' = 'metadata_triples'
          UNION ALL
-         SELECT 9223372036854775807, id, op, row_key, data, stamp::text, base_stamp::text, base_site
+         SELECT 9223372036854775807, id, jsonb_build_object('t', tbl, 'o', op, 'k', row_key, 'd', data, 's', stamp,
+                                                            'b', base_stamp, 'bs', base_site)
            FROM repl_changes WHERE tbl = 'metadata_triples') c
-        WHERE key = ANY($1::text[]) ORDER BY seq, n`,
-      [ids],
+        ORDER BY seq, n`,
     );
-    return rows.map((r) => ({
-      op: r.op,
-      key: r.key,
-      data: r.data,
-      stamp: Number(r.stamp),
-      baseStamp: r.base_stamp === null ? null : Number(r.base_stamp),
-      baseSite: r.base_site,
-    }));
+    const wanted = new Set(ids);
+    return unfold(rows.map((r) => r.change))
+      .filter((c) => wanted.has(c.k))
+      .map((c) => ({ op: c.o, key: c.k, data: c.d, stamp: c.s, baseStamp: c.b, baseSite: c.bs }));
   }
 
   async function version(id: string): Promise<HeldVersion | undefined> {
@@ -111,7 +103,7 @@ describe('metadata: change capture per statement', () => {
     );
   }
 
-  it('captures adds, changes and removals one change per row, each based on the version held here', async () => {
+  it('captures adds as one batch per statement, changes and removals one change per row, each based on the version held here', async () => {
     const paths = [`${base}/a.bin`, `${base}/b.bin`];
     const added = await bulk({
       operations: [
@@ -127,6 +119,13 @@ describe('metadata: change capture per statement', () => {
     expect(added.added).toBe(4);
     const before = [...(await triples('a.bin')), ...(await triples('b.bin'))];
     const ids = before.map((t) => t.id);
+    const { rows: batches } = await site.query<{ op: string; row_count: number }>(
+      `SELECT op, row_count FROM repl_changes WHERE tbl = 'metadata_triples'
+       UNION ALL SELECT x ->> 'o', CASE WHEN x ->> 'o' = 'B' THEN jsonb_array_length(x -> 'd' -> 'id') ELSE 1 END
+         FROM repl_log l, jsonb_array_elements(l.changes) x
+        WHERE x ->> 't' = 'metadata_triples'`,
+    );
+    expect(batches).toEqual([{ op: 'B', row_count: 4 }]);
     const inserted = await changes(ids);
     expect(inserted.map((c) => c.op)).toEqual(['I', 'I', 'I', 'I']);
     expect(new Set(inserted.map((c) => c.key))).toEqual(new Set(ids));

@@ -187,7 +187,11 @@ export class MetadataRepository {
     await db.query('DELETE FROM metadata_triples WHERE id = $1', [id.toString()]);
   }
 
-  /** Removes matching triples from the targets; returns how many. */
+  /**
+   * Removes matching triples from the targets; returns how many. Rows are found by index probes per
+   * (target, match) and deleted by id through the primary key (`= ANY (ARRAY(...))`), so the plan
+   * never scans the table whatever the planner estimates (the same for `set` below).
+   */
   async remove(
     db: pg.ClientBase,
     kind: EntryKind,
@@ -197,13 +201,13 @@ export class MetadataRepository {
     if (ids.length === 0 || matches.length === 0) return 0;
     const col = columnOf(kind);
     const { rowCount } = await db.query(
-      `DELETE FROM metadata_triples WHERE id IN (
+      `DELETE FROM metadata_triples WHERE id = ANY (ARRAY(
          SELECT t.id FROM unnest($1::bigint[]) AS e(id)
            CROSS JOIN unnest($2::text[], $3::text[], $4::text[], $5::bool[]) AS m(attr, val, unit, any_unit)
            CROSS JOIN LATERAL (
              SELECT t.id FROM metadata_triples t
               WHERE t.${col} = e.id AND t.attribute = m.attr AND (m.val IS NULL OR t.value = m.val)
-                AND (m.any_unit OR t.unit IS NOT DISTINCT FROM m.unit) OFFSET 0) t)`,
+                AND (m.any_unit OR t.unit IS NOT DISTINCT FROM m.unit) OFFSET 0) t))`,
       [
         ids.map(String),
         matches.map((m) => m.attribute),
@@ -297,10 +301,12 @@ export class MetadataRepository {
          UPDATE metadata_triples t SET value_type = nr.typ, value = nr.val, num = nr.num, time = nr.tm, unit = nr.unit,
                 updated_at = now(), updated_by = $8
            FROM old_rows o JOIN new_rows nr ON nr.tid = o.tid AND nr.attr = o.attr AND nr.rn = o.rn
-          WHERE t.id = o.id RETURNING 1
+          WHERE t.id = o.id AND t.id = ANY (ARRAY(SELECT id FROM old_rows))
+         RETURNING 1
        ), del AS (
          DELETE FROM metadata_triples t USING old_rows o
-          WHERE t.id = o.id AND NOT EXISTS (SELECT 1 FROM new_rows nr WHERE nr.tid = o.tid AND nr.attr = o.attr AND nr.rn = o.rn)
+          WHERE t.id = o.id AND t.id = ANY (ARRAY(SELECT id FROM old_rows))
+            AND NOT EXISTS (SELECT 1 FROM new_rows nr WHERE nr.tid = o.tid AND nr.attr = o.attr AND nr.rn = o.rn)
          RETURNING 1
        ), ins AS (
          INSERT INTO metadata_triples (${col}, attribute, value_type, value, num, time, unit, created_by, updated_by)

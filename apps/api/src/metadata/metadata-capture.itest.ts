@@ -103,7 +103,7 @@ describe('metadata: change capture per statement', () => {
     );
   }
 
-  it('captures adds as one batch per statement, changes and removals one change per row, each based on the version held here', async () => {
+  it('captures adds as batches, changes and removals one change per row, each based on the version held here', async () => {
     const paths = [`${base}/a.bin`, `${base}/b.bin`];
     const added = await bulk({
       operations: [
@@ -169,6 +169,37 @@ describe('metadata: change capture per statement', () => {
       expect(d.data).toMatchObject({ attribute: 'project', value: 'coast' });
       expect(await version(d.key)).toMatchObject({ stamp: d.stamp, deleted: true });
     }
+  });
+
+  it('splits a large statement into batches of 10,000 rows that unfold into every row', async () => {
+    const { rows } = await site.query<{ id: string }>(
+      `SELECT o.id FROM data_objects o JOIN collections c ON c.id = o.collection_id
+        WHERE c.path = $1 AND o.name = 'b.bin'`,
+      [base],
+    );
+    const { rows: inserted } = await site.query<{ id: string }>(
+      `INSERT INTO metadata_triples (object_id, attribute, value_type, value)
+       SELECT $1, 'seq', 'text', i::text FROM generate_series(1, 25001) i RETURNING id`,
+      [rows[0]!.id],
+    );
+    const ids = inserted.map((r) => r.id);
+    // The batches whose first row is one of these (not extracted yet, or in the log).
+    const { rows: batches } = await site.query<{ row_count: number }>(
+      `SELECT row_count FROM (
+         SELECT row_count, (data -> 'id' -> 0)::text AS first FROM repl_changes WHERE tbl = 'metadata_triples' AND op = 'B'
+         UNION ALL
+         SELECT jsonb_array_length(x -> 'd' -> 'id'), (x -> 'd' -> 'id' -> 0)::text
+           FROM repl_log l, jsonb_array_elements(l.changes) x WHERE x ->> 't' = 'metadata_triples' AND x ->> 'o' = 'B') b
+        WHERE first = ANY ($1::text[]) ORDER BY row_count DESC`,
+      [ids],
+    );
+    expect(batches.map((b) => b.row_count)).toEqual([10000, 10000, 5001]);
+    const unfolded = await changes(ids);
+    expect(unfolded).toHaveLength(25001);
+    expect(new Set(unfolded.map((c) => c.key))).toEqual(new Set(ids));
+    expect(
+      unfolded.every((c) => c.op === 'I' && c.data.attribute === 'seq' && c.data.id === Number(c.key)),
+    ).toBe(true);
   });
 
   it('does not capture what the injector writes for a peer', async () => {

@@ -18,8 +18,8 @@
 -- Inserts are captured as batch changes, in columns: `{"id": [...], "object_id": [...], ...}`, one array
 -- per replicated column (op `B`, row_key the key column's name, row_count its rows, at most 10,000). Making a
 -- JSON image and a change row per inserted row was 1.5 s of a 3.3 s insert of 100,000 triples; the
--- columns take about 0.2 s. The log carries the batch as captured (and peers receive it so, about a
--- third of the bytes); the peer's collector unfolds it into the per-row inserts it stands for (same
+-- columns take about 0.2 s. The log carries the batch as captured (and peers receive it so, about
+-- half the bytes); the peer's collector unfolds it into the per-row inserts it stands for (same
 -- stamp, no base), so nothing after the collector sees a batch. Each row's version is written here as
 -- before.
 ALTER TABLE "repl_tables" RENAME COLUMN "statement_inserts" TO "statement_capture";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BatchRejectedError, Collector, unfold } from './collector';
-import { rowCount, type Batch, type BatchInsert, type Change, type Db } from './types';
+import { rowCount, type Batch, type BatchInsert, type BatchUpdate, type Change, type Db } from './types';
 
 interface Call {
   text: string;
@@ -276,6 +276,44 @@ describe('Collector', () => {
       ]);
     });
 
+    it('unfolds a batch of updates into per-row updates, each with its own stamp and base', () => {
+      const updates: BatchUpdate = {
+        t: 'metadata_triples',
+        o: 'V',
+        k: 'id',
+        d: {
+          rows: { id: [281474976710700, 281474976710701], value: ['a', 'b'] },
+          s: [1_763_000_000_000_010, 1_763_000_000_000_011],
+          b: [1_763_000_000_000_001, null],
+          bs: ['lsu', null],
+        },
+        s: 1_763_000_000_000_011,
+        b: null,
+        bs: null,
+      };
+      expect(rowCount(updates)).toBe(2);
+      expect(unfold([updates])).toEqual([
+        {
+          t: 'metadata_triples',
+          o: 'U',
+          k: '281474976710700',
+          d: { id: 281474976710700, value: 'a' },
+          s: 1_763_000_000_000_010,
+          b: 1_763_000_000_000_001,
+          bs: 'lsu',
+        },
+        {
+          t: 'metadata_triples',
+          o: 'U',
+          k: '281474976710701',
+          d: { id: 281474976710701, value: 'b' },
+          s: 1_763_000_000_000_011,
+          b: null,
+          bs: null,
+        },
+      ]);
+    });
+
     it('leaves transactions without batches as they are', () => {
       const changes = [change(), change({ o: 'D' })];
       expect(unfold(changes)).toBe(changes);
@@ -287,6 +325,19 @@ describe('Collector', () => {
       ['no rows', batchInsert({ id: [] })],
       ['a key that is not an id', batchInsert({ id: [{ x: 1 }] })],
       ['a column that is not an array', batchInsert({ id: [1], attribute: 'a' as unknown as unknown[] })],
+      [
+        'updates with fewer stamps than rows',
+        {
+          ...batchInsert({}),
+          o: 'V',
+          d: { rows: { id: [1, 2] }, s: [5], b: [null, null], bs: [null, null] },
+        },
+      ],
+      [
+        'updates with a base that is not a stamp',
+        { ...batchInsert({}), o: 'V', d: { rows: { id: [1] }, s: [5], b: ['x'], bs: [null] } },
+      ],
+      ['updates without rows', { ...batchInsert({}), o: 'V', d: { s: [], b: [], bs: [] } }],
     ])('refuses a batch with %s, storing nothing', async (_, bad) => {
       const db = new FakeDb();
       await expectRefused(

@@ -1,5 +1,5 @@
 import { IncomingQueue } from './incoming-queue';
-import type { Ack, Batch, BatchInsert, Change, Db, LoggedChange, OriginTx } from './types';
+import type { Ack, Batch, Change, Db, LoggedChange, OriginTx } from './types';
 
 export class BatchRejectedError extends Error {}
 
@@ -48,11 +48,12 @@ function validateBatch(batch: Batch): void {
         c === null ||
         typeof c.t !== 'string' ||
         typeof c.k !== 'string' ||
-        (c.o !== 'I' && c.o !== 'U' && c.o !== 'D' && c.o !== 'B') ||
+        (c.o !== 'I' && c.o !== 'U' && c.o !== 'D' && c.o !== 'B' && c.o !== 'V') ||
         !Number.isSafeInteger(c.s) ||
         typeof c.d !== 'object' ||
         c.d === null ||
-        (c.o === 'B' && !isBatchData(c))
+        (c.o === 'B' && columnRows(c.d, c.k) === null) ||
+        (c.o === 'V' && !isUpdateBatch(c.d, c.k))
       ) {
         throw new BatchRejectedError(`transaction ${tx.seq} has a malformed change`);
       }
@@ -61,34 +62,67 @@ function validateBatch(batch: Batch): void {
   }
 }
 
-/** A batch's columns: arrays of one length (at least one row), the key column's values ids. */
-function isBatchData(c: BatchInsert): boolean {
-  const columns = Object.values(c.d as unknown as Record<string, unknown>);
-  const keys = (c.d as unknown as Record<string, unknown>)[c.k];
-  if (!Array.isArray(keys) || keys.length === 0) return false;
-  if (!keys.every((k) => typeof k === 'string' || Number.isSafeInteger(k))) return false;
-  return columns.every((col) => Array.isArray(col) && col.length === keys.length);
+/** How many rows a batch's columns hold: arrays of one length (at least one row), the key column's values ids. */
+function columnRows(columns: unknown, key: string): number | null {
+  if (typeof columns !== 'object' || columns === null) return null;
+  const keys = (columns as Record<string, unknown>)[key];
+  if (!Array.isArray(keys) || keys.length === 0) return null;
+  if (!keys.every((k) => typeof k === 'string' || Number.isSafeInteger(k))) return null;
+  const ok = Object.values(columns).every((col) => Array.isArray(col) && col.length === keys.length);
+  return ok ? keys.length : null;
+}
+
+/** A batch of updates: its rows, and a stamp, base stamp and base site for each. */
+function isUpdateBatch(d: unknown, key: string): boolean {
+  const { rows, s, b, bs } = d as Record<string, unknown>;
+  const n = columnRows(rows, key);
+  return (
+    n !== null &&
+    Array.isArray(s) &&
+    s.length === n &&
+    s.every((x) => Number.isSafeInteger(x)) &&
+    Array.isArray(b) &&
+    b.length === n &&
+    b.every((x) => x === null || Number.isSafeInteger(x)) &&
+    Array.isArray(bs) &&
+    bs.length === n &&
+    bs.every((x) => x === null || typeof x === 'string')
+  );
 }
 
 /**
- * The per-row changes a transaction's logged changes stand for: a batch of inserts becomes one
- * insert per row (its stamp, no base), in the batch's order; other changes are kept as they are.
+ * The per-row changes a transaction's logged changes stand for: a batch becomes one insert (its stamp,
+ * no base) or one update (its own stamp and base) per row, in the batch's order; other changes are kept
+ * as they are.
  */
 export function unfold(changes: LoggedChange[]): Change[] {
-  if (!changes.some((c) => c.o === 'B')) return changes as Change[];
+  if (!changes.some((c) => c.o === 'B' || c.o === 'V')) return changes as Change[];
   const out: Change[] = [];
   for (const c of changes) {
-    if (c.o !== 'B') {
+    if (c.o === 'B') {
+      unfoldRows(c.d, c.k, (k, d) => out.push({ t: c.t, o: 'I', k, d, s: c.s, b: null, bs: null }));
+    } else if (c.o === 'V') {
+      const { s, b, bs } = c.d;
+      unfoldRows(c.d.rows, c.k, (k, d, i) =>
+        out.push({ t: c.t, o: 'U', k, d, s: s[i]!, b: b[i] ?? null, bs: bs[i] ?? null }),
+      );
+    } else {
       out.push(c);
-      continue;
-    }
-    const columns = Object.entries(c.d);
-    const keys = c.d[c.k]!;
-    for (let i = 0; i < keys.length; i++) {
-      const d: Record<string, unknown> = {};
-      for (const [name, values] of columns) d[name] = values[i];
-      out.push({ t: c.t, o: 'I', k: String(keys[i]), d, s: c.s, b: null, bs: null });
     }
   }
   return out;
+}
+
+function unfoldRows(
+  columns: Record<string, unknown[]>,
+  key: string,
+  each: (k: string, row: Record<string, unknown>, i: number) => void,
+): void {
+  const entries = Object.entries(columns);
+  const keys = columns[key]!;
+  for (let i = 0; i < keys.length; i++) {
+    const row: Record<string, unknown> = {};
+    for (const [name, values] of entries) row[name] = values[i];
+    each(String(keys[i]), row, i);
+  }
 }

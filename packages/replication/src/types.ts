@@ -45,8 +45,24 @@ export interface BatchInsert {
   bs: null;
 }
 
-/** A change as logged and sent: one row's, or a batch of inserts. */
-export type LoggedChange = Change | BatchInsert;
+/**
+ * A statement's updates of one table, captured in columns like a batch of inserts: `d.rows` holds
+ * the rows after the change, and each row has its own stamp, base stamp and base site (`d.s`, `d.b`,
+ * `d.bs`, in the rows' order); `s` is the latest of the stamps. Unfolded by the receiving collector
+ * into per-row updates.
+ */
+export interface BatchUpdate {
+  t: string;
+  o: 'V';
+  k: string;
+  d: { rows: Record<string, unknown[]>; s: number[]; b: (number | null)[]; bs: (string | null)[] };
+  s: number;
+  b: null;
+  bs: null;
+}
+
+/** A change as logged and sent: one row's, or a batch of inserts or updates. */
+export type LoggedChange = Change | BatchInsert | BatchUpdate;
 
 /** One origin transaction: applied atomically and in `seq` order at every peer. */
 export interface OriginTx {
@@ -56,8 +72,9 @@ export interface OriginTx {
 
 /** How many row changes a logged change stands for. */
 export function rowCount(change: LoggedChange): number {
-  if (change.o !== 'B') return 1;
-  return change.d[change.k]?.length ?? 0;
+  if (change.o === 'B') return change.d[change.k]?.length ?? 0;
+  if (change.o === 'V') return change.d.rows[change.k]?.length ?? 0;
+  return 1;
 }
 
 /** What a site sends a peer: transactions it originated, oldest first. */

@@ -23,7 +23,7 @@
 -- stamp, no base), so nothing after the collector sees a batch. Each row's version is written here as
 -- before.
 ALTER TABLE "repl_tables" RENAME COLUMN "statement_inserts" TO "statement_capture";
-ALTER TABLE "repl_tables" ADD COLUMN "batch_capture_sql" TEXT;
+ALTER TABLE "repl_tables" ADD COLUMN "batch_capture_sql" TEXT, ADD COLUMN "batch_update_sql" TEXT;
 ALTER TABLE "repl_changes" ADD COLUMN "row_count" INTEGER NOT NULL DEFAULT 1;
 
 -- enable_bitmapscan off: the planner costs the per-row version probe as a bitmap scan, six times
@@ -50,8 +50,11 @@ BEGIN
     EXECUTE (SELECT "batch_capture_sql" FROM "repl_tables" WHERE "name" = v_tbl) USING v_stamp, v_site;
     RETURN NULL;
   END IF;
-  -- The rows' images (old for a delete; new for an update, unless nothing replicated changed), each
-  -- made once (MATERIALIZED). The transition tables an operation has differ, so this is dynamic SQL.
+  IF TG_OP = 'UPDATE' THEN
+    EXECUTE (SELECT "batch_update_sql" FROM "repl_tables" WHERE "name" = v_tbl) USING v_stamp, v_site;
+    RETURN NULL;
+  END IF;
+  -- A delete: each row's old image, made once (MATERIALIZED), based on the version held here.
   EXECUTE format($sql$
     WITH images AS MATERIALIZED (%s
     ), versioned AS (
@@ -68,13 +71,7 @@ BEGIN
       SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = EXCLUDED."deleted",
           "base_stamp" = v."stamp", "base_site" = v."site"
     $sql$,
-    CASE TG_OP
-      WHEN 'DELETE' THEN format('SELECT o.%1$I::text AS k, to_jsonb(o) - $5 AS d FROM old_rows o', v_key)
-      ELSE format('SELECT n.%1$I::text AS k, to_jsonb(n) - $5 AS d FROM new_rows n JOIN old_rows o ON o.%1$I = n.%1$I
-                    WHERE %2$s', v_key,
-                  CASE WHEN cardinality(v_locals) = 0 THEN 'n IS DISTINCT FROM o'
-                       ELSE 'to_jsonb(n) - $5 IS DISTINCT FROM to_jsonb(o) - $5' END)
-    END)
+    format('SELECT o.%1$I::text AS k, to_jsonb(o) - $5 AS d FROM old_rows o', v_key))
   USING v_stamp, v_tbl, left(TG_OP, 1), v_site, v_locals;
   RETURN NULL;
 END
@@ -134,6 +131,38 @@ BEGIN
         WHERE a.attrelid = t."name"::regclass AND a.attnum > 0 AND NOT a.attisdropped
           AND a.attname <> ALL (t."local_columns")),
       t."name", t."key_column", t."key_column")
+    WHERE "name" = t."name" AND t."statement_capture";
+    -- A statement's updates in columns too (op V): `{"rows": {column: [...]}, "s": [...], "b": [...],
+    -- "bs": [...]}`, each row stamped later than the version held here and based on it, in batches of
+    -- 10,000 rows; an update that changes nothing replicated is not a change. Each row's version
+    -- names its base itself (the version trigger then does not run).
+    UPDATE "repl_tables" SET "batch_update_sql" = format(
+      'WITH changed AS MATERIALIZED (
+         SELECT n.* FROM new_rows n JOIN old_rows o ON o.%4$I = n.%4$I WHERE %5$s
+       ), versioned AS (
+         SELECT c.*, GREATEST($1, COALESCE(h."stamp", 0) + 1) AS repl_stamp, h."stamp" AS repl_base_stamp,
+                h."site" AS repl_base_site, (row_number() OVER () - 1) / 10000 AS repl_part
+           FROM changed c LEFT JOIN LATERAL (
+             SELECT "stamp", "site" FROM "repl_versions" WHERE "tbl" = %2$L AND "row_key" = c.%4$I::text OFFSET 0) h ON true
+       ), captured AS (
+         INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp", "row_count")
+         SELECT %2$L, ''V'', %3$L,
+                jsonb_build_object(''rows'', jsonb_build_object(%1$s), ''s'', array_agg(repl_stamp),
+                                   ''b'', array_agg(repl_base_stamp), ''bs'', array_agg(repl_base_site)),
+                max(repl_stamp), count(*)::int
+           FROM versioned n GROUP BY repl_part)
+       INSERT INTO "repl_versions" AS v ("tbl", "row_key", "stamp", "site", "deleted")
+       SELECT %2$L, n.%4$I::text, n.repl_stamp, $2, false FROM versioned n
+       ON CONFLICT ("tbl", "row_key") DO UPDATE
+         SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = EXCLUDED."deleted",
+             "base_stamp" = v."stamp", "base_site" = v."site"',
+      (SELECT string_agg(format('%1$L, array_agg(n.%1$I)', a.attname), ', ' ORDER BY a.attnum)
+         FROM pg_attribute a
+        WHERE a.attrelid = t."name"::regclass AND a.attnum > 0 AND NOT a.attisdropped
+          AND a.attname <> ALL (t."local_columns")),
+      t."name", t."key_column", t."key_column",
+      CASE WHEN cardinality(t."local_columns") = 0 THEN 'n IS DISTINCT FROM o'
+           ELSE format('to_jsonb(n) - %1$L::text[] IS DISTINCT FROM to_jsonb(o) - %1$L::text[]', t."local_columns") END)
     WHERE "name" = t."name" AND t."statement_capture";
     v_args := array_to_string(array_prepend(quote_literal(t."key_column"), ARRAY(SELECT quote_literal(c) FROM unnest(t."local_columns") c)), ', ');
     EXECUTE format('DROP TRIGGER IF EXISTS repl_capture ON %I', t."name");

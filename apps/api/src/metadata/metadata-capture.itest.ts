@@ -136,8 +136,15 @@ describe('metadata: change capture per statement', () => {
       expect(await version(c.key)).toEqual({ stamp: c.stamp, site: 'lsu', deleted: false, baseStamp: null });
     }
 
-    // `set` rewrites the size rows in place: an update of each, based on its insert.
+    // `set` rewrites the size rows in place: an update of each, based on its insert, captured as one
+    // batch of updates.
     await bulk({ operations: [{ paths, set: [{ attribute: 'size', value: 20, unit: 'bytes' }] }] });
+    const { rows: updateBatches } = await site.query<{ n: number }>(
+      `SELECT jsonb_array_length(data -> 's') AS n FROM repl_changes WHERE tbl = 'metadata_triples' AND op = 'V'
+       UNION ALL SELECT jsonb_array_length(x -> 'd' -> 's') FROM repl_log l, jsonb_array_elements(l.changes) x
+        WHERE x ->> 't' = 'metadata_triples' AND x ->> 'o' = 'V'`,
+    );
+    expect(updateBatches).toEqual([{ n: 2 }]);
     const sizeIds = before.filter((t) => t.attribute === 'size').map((t) => t.id);
     const updated = (await changes(sizeIds)).filter((c) => c.op === 'U');
     expect(updated).toHaveLength(2);

@@ -2,26 +2,27 @@
 -- triples: bulk tagging changes or removes 100,000 triples in one statement). The row trigger costs
 -- about 40 µs a row (PL/pgSQL, a version lookup and two single-row writes): 4.1 s of a 7.3 s update
 -- of 100,000 triples and 3.7 s of a 4.4 s delete, measured on a catalog of two million triples
--- (docs/metadata.md). A statement trigger writes the same change and version rows with set-based
+-- (docs/metadata.md). Statement triggers write the same changes and versions with set-based
 -- statements over the transition tables.
 --
--- What is captured is what the row trigger captures: per row one `U` or `D` change with its JSON image,
--- stamped later than the version this site holds (and at least the statement's clock), based on that
--- version; the row's version in repl_versions. An update that changes nothing replicated is not a
--- change. Each row's held version is found by one index probe (a lateral subquery), never by a join
--- over the whole version table.
+-- What is captured is what the row trigger captures: per row one `U` or `D` change, stamped later than
+-- the version this site holds (and at least the statement's clock), based on that version; the row's
+-- version in repl_versions. An update that changes nothing replicated is not a change. Each row's held
+-- version is found by one index probe (a lateral subquery), never by a join over the whole version
+-- table.
+--
+-- Inserts and updates are captured as batch changes, in columns: `{"id": [...], "object_id": [...],
+-- ...}`, one array per replicated column (row_key the key column's name, row_count its rows, at most
+-- 10,000). A batch of inserts (op `B`) shares the statement's stamp; a batch of updates (op `V`) holds
+-- `{"rows": {columns}, "s": [stamps], "b": [base stamps], "bs": [base sites]}`. Making a JSON image
+-- and a change row per inserted row was 1.5 s of a 3.3 s insert of 100,000 triples; the columns take
+-- about 0.2 s. The log carries batches as captured (and peers receive them so, about half the bytes);
+-- the peer's collector unfolds each into the per-row changes it stands for, so nothing after the
+-- collector sees a batch. Each row's version is written here as before.
 --
 -- Writes the injector makes for a peer are not captured; a row trigger stays on deletes for them only
 -- (its WHEN clause leaves local deletes alone), because a row removed by the cascade of a peer's
 -- delete is kept aside with its version (repl_parked), as before.
---
--- Inserts are captured as batch changes, in columns: `{"id": [...], "object_id": [...], ...}`, one array
--- per replicated column (op `B`, row_key the key column's name, row_count its rows, at most 10,000). Making a
--- JSON image and a change row per inserted row was 1.5 s of a 3.3 s insert of 100,000 triples; the
--- columns take about 0.2 s. The log carries the batch as captured (and peers receive it so, about
--- half the bytes); the peer's collector unfolds it into the per-row inserts it stands for (same
--- stamp, no base), so nothing after the collector sees a batch. Each row's version is written here as
--- before.
 ALTER TABLE "repl_tables" RENAME COLUMN "statement_inserts" TO "statement_capture";
 ALTER TABLE "repl_tables" ADD COLUMN "batch_capture_sql" TEXT, ADD COLUMN "batch_update_sql" TEXT;
 ALTER TABLE "repl_changes" ADD COLUMN "row_count" INTEGER NOT NULL DEFAULT 1;

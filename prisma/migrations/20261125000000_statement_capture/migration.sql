@@ -55,25 +55,25 @@ BEGIN
     EXECUTE (SELECT "batch_update_sql" FROM "repl_tables" WHERE "name" = v_tbl) USING v_stamp, v_site;
     RETURN NULL;
   END IF;
-  -- A delete: each row's old image, made once (MATERIALIZED), based on the version held here.
+  -- A delete: per row its old image, based on the version held here (built here: the key column is
+  -- the table's).
   EXECUTE format($sql$
-    WITH images AS MATERIALIZED (%s
-    ), versioned AS (
-      SELECT i.k, i.d, GREATEST($1, COALESCE(h."stamp", 0) + 1) AS stamp, h."stamp" AS base_stamp, h."site" AS base_site
-        FROM images i LEFT JOIN LATERAL (
-          SELECT "stamp", "site" FROM "repl_versions" WHERE "tbl" = $2 AND "row_key" = i.k OFFSET 0) h ON true
+    WITH versioned AS (
+      SELECT o.%1$I::text AS k, to_jsonb(o) - $3 AS d, GREATEST($1, COALESCE(h."stamp", 0) + 1) AS stamp,
+             h."stamp" AS base_stamp, h."site" AS base_site
+        FROM old_rows o LEFT JOIN LATERAL (
+          SELECT "stamp", "site" FROM "repl_versions" WHERE "tbl" = $2 AND "row_key" = o.%1$I::text OFFSET 0) h ON true
     ), captured AS (
       INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp", "base_stamp", "base_site")
-      SELECT $2, $3, k, d, stamp, base_stamp, base_site FROM versioned
+      SELECT $2, 'D', k, d, stamp, base_stamp, base_site FROM versioned
       RETURNING "row_key", "stamp")
     INSERT INTO "repl_versions" AS v ("tbl", "row_key", "stamp", "site", "deleted")
-    SELECT $2, "row_key", "stamp", $4, $3 = 'D' FROM captured
+    SELECT $2, "row_key", "stamp", $4, true FROM captured
     ON CONFLICT ("tbl", "row_key") DO UPDATE
       SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = EXCLUDED."deleted",
           "base_stamp" = v."stamp", "base_site" = v."site"
-    $sql$,
-    format('SELECT o.%1$I::text AS k, to_jsonb(o) - $5 AS d FROM old_rows o', v_key))
-  USING v_stamp, v_tbl, left(TG_OP, 1), v_site, v_locals;
+    $sql$, v_key)
+  USING v_stamp, v_tbl, v_locals, v_site;
   RETURN NULL;
 END
 $$;

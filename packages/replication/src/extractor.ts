@@ -18,6 +18,11 @@ export const EXTRACT_LOCK = 7_215_000_001;
  *
  * Transactions are ordered by their last change: a transaction that saw another's writes changed
  * rows after that one committed, so it always sorts after it.
+ *
+ * A transaction's changes are gathered with `to_jsonb(array_agg(...))`, not `jsonb_agg`: PostgreSQL's
+ * `jsonb_agg` copies every string of its input with a `"%s"` format that reads on to the next zero
+ * byte, and a batch change holds columns of thousands of strings with none between them, so its cost
+ * grows with the square of the batch (42 s for the 100,000 triples of 10 batches, against 0.35 s).
  */
 export class Extractor {
   constructor(private readonly db: Db) {}
@@ -40,10 +45,10 @@ export class Extractor {
       `WITH moved AS (DELETE FROM repl_changes RETURNING *),
        grouped AS (
          SELECT max(id) AS last_id, min(captured_at) AS captured_at, sum(row_count)::int AS n,
-                jsonb_agg(jsonb_build_object('t', tbl, 'o', op, 'k', row_key, 'd', data, 's', stamp,
-                                             'b', base_stamp, 'bs', base_site)
-                          || CASE WHEN absorbed IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('h', absorbed) END
-                          ORDER BY id) AS changes
+                to_jsonb(array_agg(jsonb_build_object('t', tbl, 'o', op, 'k', row_key, 'd', data, 's', stamp,
+                                                      'b', base_stamp, 'bs', base_site)
+                                   || CASE WHEN absorbed IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('h', absorbed) END
+                                   ORDER BY id)) AS changes
            FROM moved GROUP BY tx_id),
        logged AS (
          INSERT INTO repl_log (seq, changes, change_count, captured_at)

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import {
   CONFLICT_KINDS,
   ErrorCode,
@@ -73,9 +73,10 @@ interface Rights {
  * once, and applies collections' default policies after each replication cycle.
  */
 @Injectable()
-export class ConflictsService implements OnModuleInit {
+export class ConflictsService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger('Conflicts');
   private applyingPolicies: Promise<void> | undefined;
+  private stopping = false;
 
   constructor(
     private readonly repo: ConflictsRepository,
@@ -88,6 +89,7 @@ export class ConflictsService implements OnModuleInit {
 
   onModuleInit(): void {
     this.replication.afterCycle(() => {
+      if (this.stopping) return;
       this.applyingPolicies ??= this.applyPolicies()
         .then(() => undefined)
         .catch((err: unknown) =>
@@ -97,6 +99,12 @@ export class ConflictsService implements OnModuleInit {
         )
         .finally(() => (this.applyingPolicies = undefined));
     });
+  }
+
+  /** Before the pool ends (SqlPool): no new policy run starts, and a running one finishes. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    await this.applyingPolicies;
   }
 
   async list(

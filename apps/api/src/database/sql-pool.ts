@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 
@@ -10,7 +10,7 @@ export const DATABASE_CONNECTION = Symbol('DATABASE_CONNECTION');
  * Prisma's per-query overhead would dominate a request.
  */
 @Injectable()
-export class SqlPool implements OnModuleDestroy {
+export class SqlPool implements OnApplicationShutdown {
   readonly pool: pg.Pool;
   private readonly statementNames = new Map<string, string>();
 
@@ -33,7 +33,12 @@ export class SqlPool implements OnModuleDestroy {
     return this.pool.query<R>({ name, text, values });
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /**
+   * In the last shutdown phase: services stop their background work (replication cycles, policy
+   * runs, folds) in the earlier ones, and Nest runs the hooks of one phase in module order, which
+   * would otherwise end the pool under a running cycle.
+   */
+  async onApplicationShutdown(): Promise<void> {
     await this.pool.end();
   }
 }

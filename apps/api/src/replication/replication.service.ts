@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import {
   createSnapshot,
   HttpTransport,
@@ -24,7 +24,7 @@ export const SNAPSHOT_PATH = '/api/v1/replication/peer/snapshot';
  * /metrics. A new site configured with JOIN_FROM copies that peer's catalog before anything else.
  */
 @Injectable()
-export class ReplicationService implements OnApplicationShutdown {
+export class ReplicationService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Replication');
   readonly peers: PeerClient;
   /** The configured peer sites' ids. */
@@ -116,7 +116,8 @@ export class ReplicationService implements OnApplicationShutdown {
     if (this.config.replication.enabled) this.engine.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before the pool ends (SqlPool): a running cycle finishes first. */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.engine.stop();
   }
 }

@@ -211,12 +211,21 @@ export class MetadataQueryRepository {
     return Number(rows[0]!.n);
   }
 
+  /**
+   * How many entries match. When the caller sees every object and the query has a condition, the
+   * matching ids come from the triples' (or terms') indexes alone and trashed objects (few, found by
+   * their index) are left out by an anti-join, instead of probing every match's row in
+   * `data_objects` as the page does for its sort (at ten million triples, 1,000 matches: 0.4 ms
+   * instead of 3 ms).
+   */
   async count(spec: QuerySpec): Promise<number> {
     const params = new SqlParams();
-    const { rows } = await this.sql.pool.query<{ n: string }>(
-      `SELECT count(*) AS n ${this.filter(spec, params)}`,
-      params.values,
-    );
+    const sql =
+      isUnrestricted(spec) && spec.where && spec.kind === 'object'
+        ? `SELECT count(DISTINCT m.id) AS n FROM (${new ConditionCompiler(params, 'object_id').idSet(spec.where)}) m(id)
+            WHERE NOT EXISTS (SELECT 1 FROM data_objects d WHERE d.id = m.id AND d.trash_id > 0)`
+        : `SELECT count(*) AS n ${this.filter(spec, params)}`;
+    const { rows } = await this.sql.pool.query<{ n: string }>(sql, params.values);
     return Number(rows[0]!.n);
   }
 
@@ -241,7 +250,7 @@ export class MetadataQueryRepository {
    * joining every triple to its entry; in every other case over the entries of the result.
    */
   async facet(spec: QuerySpec, attribute: string, limit: number): Promise<FacetCount[]> {
-    const unrestricted = spec.visibility.all && spec.scope === '/' && !spec.visibility.confinedTo;
+    const unrestricted = isUnrestricted(spec);
     if (unrestricted && !spec.where && spec.kind === 'object') return this.catalogFacet(attribute, limit);
     const params = new SqlParams();
     const col = spec.kind === 'object' ? 'object_id' : 'collection_id';
@@ -275,4 +284,9 @@ export class MetadataQueryRepository {
     );
     return rows.map((r) => ({ type: r.type, value: r.value, count: Number(r.n) }));
   }
+}
+
+/** The caller sees every entry and the query is not scoped: only liveness limits the result. */
+function isUnrestricted(spec: QuerySpec): boolean {
+  return spec.visibility.all && spec.scope === '/' && !spec.visibility.confinedTo;
 }

@@ -98,14 +98,19 @@ export class ConditionCompiler {
   private conjunction(children: Condition[], id: string): string {
     const terms = children.filter((c) => this.isTerm(c));
     if (terms.length < 2) return `(${children.map((c) => this.predicate(c, id)).join(' AND ')})`;
-    const list = terms.map(
-      (t) => `metadata_term(${this.params.add(t.attribute)}, ${this.params.add(t.values[0]!.text)})`,
-    );
     const parts = [
-      `${id} IN (SELECT object_id FROM metadata_terms WHERE terms @> ARRAY[${list.join(', ')}])`,
+      `${id} IN (SELECT object_id FROM metadata_terms WHERE ${this.termsMatch(terms, 'terms')})`,
       ...children.filter((c) => !this.isTerm(c)).map((c) => this.predicate(c, id, true)),
     ];
     return `(${parts.join(' AND ')})`;
+  }
+
+  /** The terms column `column` holds every one of the text equalities `terms` (a GIN index search). */
+  private termsMatch(terms: Extract<Condition, { kind: 'leaf' }>[], column: string): string {
+    const list = terms.map(
+      (t) => `metadata_term(${this.params.add(t.attribute)}, ${this.params.add(t.values[0]!.text)})`,
+    );
+    return `${column} @> ARRAY[${list.join(', ')}]`;
   }
 
   /** A predicate on the entry whose id is `id`. */
@@ -130,8 +135,18 @@ export class ConditionCompiler {
   idSet(node: Condition): string {
     if (node.kind === 'or') return node.children.map((c) => `(${this.idSet(c)})`).join(' UNION ALL ');
     if (node.kind !== 'leaf') {
-      const [first, ...rest] = node.children;
       const x = this.next('x');
+      const terms = node.children.filter((c) => this.isTerm(c));
+      if (terms.length >= 2) {
+        // As in a conjunction's predicate: the text equalities together from the objects' terms.
+        const others = node.children.filter((c) => !this.isTerm(c));
+        const where = [
+          this.termsMatch(terms, `${x}.terms`),
+          ...others.map((c) => this.predicate(c, `${x}.object_id`, true)),
+        ];
+        return `SELECT ${x}.object_id FROM metadata_terms ${x} WHERE ${where.join(' AND ')}`;
+      }
+      const [first, ...rest] = node.children;
       return `SELECT ${x}.id FROM (${this.idSet(first!)}) ${x}(id) WHERE ${rest.map((c) => this.predicate(c, `${x}.id`)).join(' AND ')}`;
     }
     const t = this.next('t');

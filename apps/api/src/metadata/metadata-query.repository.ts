@@ -124,6 +124,8 @@ export class MetadataQueryRepository {
       sort.cast === '::timestamptz'
         ? `to_char(${sort.expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
         : `${sort.expr}::text`;
+    // The sort and the limit on the entry's id and sort key alone (for objects sorted by name an
+    // index-only lookup per match), then the page's other columns for its rows only.
     const { rows } = await this.sql.pool.query<{
       id: string;
       name: string;
@@ -132,9 +134,12 @@ export class MetadataQueryRepository {
       updated_at: Date;
       sort_value: string;
     }>(
-      `SELECT e.id, e.name, ${pathExpr} AS path, ${sizeExpr} AS size, e.updated_at, ${sortText} AS sort_value
-       ${from}${keyset}
-       ORDER BY ${sort.expr} ${dir}, e.id ${dir} LIMIT ${params.add(spec.limit)}`,
+      `SELECT e.id, e.name, ${pathExpr} AS path, ${sizeExpr} AS size, e.updated_at, p.sort_value
+         FROM (SELECT e.id, ${sort.expr} AS sort_key, ${sortText} AS sort_value
+                 ${from}${keyset}
+                ORDER BY ${sort.expr} ${dir}, e.id ${dir} LIMIT ${params.add(spec.limit)}) p
+         JOIN ${spec.kind === 'object' ? 'data_objects' : 'collections'} e ON e.id = p.id
+        ORDER BY p.sort_key ${dir}, p.id ${dir}`,
       params.values,
     );
     return rows.map((r) => ({

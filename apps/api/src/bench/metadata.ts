@@ -349,7 +349,9 @@ async function main(): Promise<void> {
     // own background work (extraction of 10 M captured triples, the counts' fold, autovacuum of the
     // version table) runs for minutes, on the same two cores as the queries.
     const settleSeconds = await timed(() => settle(sql));
-    say(`settled: the catalog's background work ended ${settleSeconds.toFixed(1)} s after the writes' vacuum`);
+    say(
+      `settled: the catalog's background work ended ${settleSeconds.toFixed(1)} s after the writes' vacuum`,
+    );
     // The API's fixed cost per request on this machine (HTTP, authentication, routing): GET /api/v1/me.
     const floor = await latency(options.runs, () => client.homePath());
     say(`API floor (GET /api/v1/me): p50 ${floor.p50.toFixed(2)} ms, p95 ${floor.p95.toFixed(2)} ms`);

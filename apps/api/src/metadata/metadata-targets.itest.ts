@@ -81,7 +81,10 @@ describe('metadata: references to objects and collections', () => {
     await site.query(sql, params);
     const other = await upload('other.bin');
     const moved = await site
-      .query('UPDATE metadata_triples SET object_id = $2 WHERE object_id = $1', [present.toString(), missing.toString()])
+      .query('UPDATE metadata_triples SET object_id = $2 WHERE object_id = $1', [
+        present.toString(),
+        missing.toString(),
+      ])
       .catch((e: unknown) => e);
     expect(moved).toMatchObject({ code: '23503' });
     await site.query('UPDATE metadata_triples SET object_id = $2 WHERE object_id = $1', [

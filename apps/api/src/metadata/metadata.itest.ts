@@ -441,7 +441,10 @@ describe('metadata', () => {
         }
       };
       await totals();
-      const all = expectStatus(await query(admin, { q: 'filetype = fits', scope: '/', limit: 200 }), 200).body;
+      const all = expectStatus(
+        await query(admin, { q: 'filetype = fits', scope: '/', limit: 200 }),
+        200,
+      ).body;
       expect(all.items.map((i) => i.path)).not.toContain(`${base}/a/f0`);
       expectStatus(await alice.client.post(`/api/v1/trash/${del.body.id}/restore`), 200);
       expect(await names(alice.client, { q: 'filetype = fits' })).toEqual(['f0', 'f2', 'f4', 'f6', 'f8']);

@@ -51,7 +51,9 @@ BEGIN
     -- "bs": [...]}`, each row stamped later than the version held here and based on it, in batches of
     -- 10,000 rows; an update that changes nothing replicated is not a change. The held versions are
     -- bumped by one UPDATE, whose RETURNING gives each row's new stamp and base (the base columns are
-    -- set to the old version, so the version trigger does not run); a row with no version yet gets one.
+    -- set to the old version, so the version trigger does not run); a row with no version yet gets one
+    -- (found with EXCEPT, which reads both sides once whatever the estimates; see
+    -- 20261125100000_triple_target_checks).
     UPDATE "repl_tables" SET "batch_update_sql" = format(
       'WITH changed AS MATERIALIZED (
          SELECT n.* FROM new_rows n JOIN old_rows o ON o.%4$I = n.%4$I WHERE %5$s
@@ -62,8 +64,7 @@ BEGIN
          RETURNING v."row_key", v."stamp", v."base_stamp", v."base_site"
        ), fresh AS (
          INSERT INTO "repl_versions" ("tbl", "row_key", "stamp", "site", "deleted")
-         SELECT %2$L, c.%4$I::text, $1, $2, false FROM changed c
-          WHERE c.%4$I::text NOT IN (SELECT "row_key" FROM bumped)
+         SELECT %2$L, k, $1, $2, false FROM (SELECT c.%4$I::text AS k FROM changed c EXCEPT SELECT "row_key" FROM bumped) k
          RETURNING "row_key", "stamp", "base_stamp", "base_site"
        ), versioned AS (
          SELECT c.*, x."stamp" AS repl_stamp, x."base_stamp" AS repl_base_stamp, x."base_site" AS repl_base_site,

@@ -18,38 +18,38 @@ ALTER TABLE "metadata_triples"
   DROP CONSTRAINT "metadata_triples_object_id_fkey",
   DROP CONSTRAINT "metadata_triples_collection_id_fkey";
 
--- Raises what a foreign key raises for a missing target.
-CREATE FUNCTION metadata_missing_target(p_column TEXT, p_id BIGINT) RETURNS VOID LANGUAGE plpgsql AS $$
+-- Locks the targets `p_ids` of column `p_column` (object_id: data_objects, collection_id: collections)
+-- FOR KEY SHARE, as a foreign key's check does, and raises what the foreign key raises for the first
+-- one that does not exist. Targets are locked by primary key (`= ANY ($1)`), an index probe each. The
+-- missing one is found with EXCEPT, which reads both sides once (hashed or sorted) whatever the
+-- estimates: a `NOT EXISTS` under `LIMIT 1` was planned as a nested loop over the locked rows (a
+-- 200,000-target insert ran for over ten minutes), and a `NOT IN` is only hashed while the list fits
+-- in memory.
+CREATE FUNCTION metadata_require_targets(p_column TEXT, p_ids BIGINT[]) RETURNS VOID LANGUAGE plpgsql AS $$
+DECLARE
+  v_table TEXT := CASE p_column WHEN 'object_id' THEN 'data_objects' ELSE 'collections' END;
+  v_missing BIGINT;
 BEGIN
-  RAISE EXCEPTION 'insert or update on table "metadata_triples" violates foreign key constraint "metadata_triples_%_fkey"', p_column
-    USING ERRCODE = 'foreign_key_violation',
-          DETAIL = format('Key (%s)=(%s) is not present in table "%s".', p_column, p_id,
-                          CASE p_column WHEN 'object_id' THEN 'data_objects' ELSE 'collections' END),
-          TABLE = 'metadata_triples', CONSTRAINT = format('metadata_triples_%s_fkey', p_column);
+  EXECUTE format(
+    'WITH locked AS (SELECT t."id" FROM %I t WHERE t."id" = ANY ($1) FOR KEY SHARE)
+     SELECT id FROM (SELECT unnest($1) AS id EXCEPT SELECT id FROM locked) missing LIMIT 1', v_table)
+    INTO v_missing USING p_ids;
+  IF v_missing IS NOT NULL THEN
+    RAISE EXCEPTION 'insert or update on table "metadata_triples" violates foreign key constraint "metadata_triples_%_fkey"', p_column
+      USING ERRCODE = 'foreign_key_violation',
+            DETAIL = format('Key (%s)=(%s) is not present in table "%s".', p_column, v_missing, v_table),
+            TABLE = 'metadata_triples', CONSTRAINT = format('metadata_triples_%s_fkey', p_column);
+  END IF;
 END
 $$;
 
--- After an insert: each distinct target once. Targets are locked by primary key (`= ANY (ARRAY(...))`),
--- an index probe each, whatever the planner estimates for the transition table. Missing ones are
--- found with EXCEPT, which reads both sides once (hashed or sorted) whatever the estimates: a
--- `NOT EXISTS` under `LIMIT 1` was planned as a nested loop over the locked rows (a 200,000-target
--- insert ran for over ten minutes), and a `NOT IN` is only hashed while the list fits in memory.
+-- After an insert: each distinct target once.
 CREATE FUNCTION metadata_check_targets() RETURNS TRIGGER LANGUAGE plpgsql AS $$
-DECLARE
-  v_missing BIGINT;
 BEGIN
-  WITH wanted AS (SELECT DISTINCT "object_id" AS id FROM new_rows WHERE "object_id" IS NOT NULL),
-  locked AS (SELECT d."id" FROM "data_objects" d WHERE d."id" = ANY (ARRAY(SELECT id FROM wanted)) FOR KEY SHARE)
-  SELECT id INTO v_missing FROM (SELECT id FROM wanted EXCEPT SELECT id FROM locked) missing LIMIT 1;
-  IF v_missing IS NOT NULL THEN
-    PERFORM metadata_missing_target('object_id', v_missing);
-  END IF;
-  WITH wanted AS (SELECT DISTINCT "collection_id" AS id FROM new_rows WHERE "collection_id" IS NOT NULL),
-  locked AS (SELECT c."id" FROM "collections" c WHERE c."id" = ANY (ARRAY(SELECT id FROM wanted)) FOR KEY SHARE)
-  SELECT id INTO v_missing FROM (SELECT id FROM wanted EXCEPT SELECT id FROM locked) missing LIMIT 1;
-  IF v_missing IS NOT NULL THEN
-    PERFORM metadata_missing_target('collection_id', v_missing);
-  END IF;
+  PERFORM metadata_require_targets('object_id',
+    ARRAY(SELECT DISTINCT "object_id" FROM new_rows WHERE "object_id" IS NOT NULL));
+  PERFORM metadata_require_targets('collection_id',
+    ARRAY(SELECT DISTINCT "collection_id" FROM new_rows WHERE "collection_id" IS NOT NULL));
   RETURN NULL;
 END
 $$;
@@ -59,16 +59,10 @@ $$;
 CREATE FUNCTION metadata_check_moved_target() RETURNS TRIGGER LANGUAGE plpgsql AS $$
 BEGIN
   IF NEW."object_id" IS NOT NULL THEN
-    PERFORM 1 FROM "data_objects" WHERE "id" = NEW."object_id" FOR KEY SHARE;
-    IF NOT FOUND THEN
-      PERFORM metadata_missing_target('object_id', NEW."object_id");
-    END IF;
+    PERFORM metadata_require_targets('object_id', ARRAY[NEW."object_id"]);
   END IF;
   IF NEW."collection_id" IS NOT NULL THEN
-    PERFORM 1 FROM "collections" WHERE "id" = NEW."collection_id" FOR KEY SHARE;
-    IF NOT FOUND THEN
-      PERFORM metadata_missing_target('collection_id', NEW."collection_id");
-    END IF;
+    PERFORM metadata_require_targets('collection_id', ARRAY[NEW."collection_id"]);
   END IF;
   RETURN NULL;
 END

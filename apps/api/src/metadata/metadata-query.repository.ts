@@ -100,8 +100,7 @@ export class MetadataQueryRepository {
       where.push(`(${either.join(' OR ')})`);
     }
     if (spec.where) where.push(new ConditionCompiler(params, col).predicate(spec.where, 'e.id'));
-    const table = spec.kind === 'object' ? 'data_objects' : 'collections';
-    return `FROM ${table} e WHERE ${where.join(' AND ')}`;
+    return `FROM ${tableOf(spec.kind)} e WHERE ${where.join(' AND ')}`;
   }
 
   async page(spec: QuerySpec): Promise<QueryHit[]> {
@@ -138,7 +137,7 @@ export class MetadataQueryRepository {
          FROM (SELECT e.id, ${sort.expr} AS sort_key, ${sortText} AS sort_value
                  ${from}${keyset}
                 ORDER BY ${sort.expr} ${dir}, e.id ${dir} LIMIT ${params.add(spec.limit)}) p
-         JOIN ${spec.kind === 'object' ? 'data_objects' : 'collections'} e ON e.id = p.id
+         JOIN ${tableOf(spec.kind)} e ON e.id = p.id
         ORDER BY p.sort_key ${dir}, p.id ${dir}`,
       params.values,
     );
@@ -228,7 +227,7 @@ export class MetadataQueryRepository {
     const sql =
       isUnrestricted(spec) && spec.where && spec.kind === 'object'
         ? `SELECT count(DISTINCT m.id) AS n FROM (${new ConditionCompiler(params, 'object_id').idSet(spec.where)}) m(id)
-            WHERE NOT EXISTS (SELECT 1 FROM data_objects d WHERE d.id = m.id AND d.trash_id > 0)`
+            WHERE ${notTrashed('data_objects', 'm.id')}`
         : `SELECT count(*) AS n ${this.filter(spec, params)}`;
     const { rows } = await this.sql.pool.query<{ n: string }>(sql, params.values);
     return Number(rows[0]!.n);
@@ -262,11 +261,11 @@ export class MetadataQueryRepository {
     const attr = params.add(attribute);
     let entryFilter: string;
     if (unrestricted) {
-      const table = spec.kind === 'object' ? 'data_objects' : 'collections';
+      const table = tableOf(spec.kind);
       const cond = spec.where
         ? ` AND ${new ConditionCompiler(params, col).predicate(spec.where, `f.${col}`)}`
         : '';
-      entryFilter = `f.${col} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${table} d WHERE d.id = f.${col} AND d.trash_id > 0)${cond}`;
+      entryFilter = `f.${col} IS NOT NULL AND ${notTrashed(table, `f.${col}`)}${cond}`;
     } else {
       entryFilter = `f.${col} IN (SELECT e.id ${this.filter(spec, params)})`;
     }
@@ -289,6 +288,17 @@ export class MetadataQueryRepository {
     );
     return rows.map((r) => ({ type: r.type, value: r.value, count: Number(r.n) }));
   }
+}
+
+const tableOf = (kind: EntryKind): 'data_objects' | 'collections' =>
+  kind === 'object' ? 'data_objects' : 'collections';
+
+/**
+ * The entry `id` of `table` is not in the trash, as an anti-join against the few trashed entries
+ * (found by their trash_id index) rather than a probe of each entry's row.
+ */
+function notTrashed(table: 'data_objects' | 'collections', id: string): string {
+  return `NOT EXISTS (SELECT 1 FROM ${table} d WHERE d.id = ${id} AND d.trash_id > 0)`;
 }
 
 /** The caller sees every entry and the query is not scoped: only liveness limits the result. */

@@ -83,7 +83,12 @@ export class MetadataRepository {
     return inTransaction(this.sql.pool, fn);
   }
 
-  /** Live objects and collections by path (a path that is both is impossible). Missing paths are left out. */
+  /**
+   * Live objects and collections by path (a path that is both is impossible). Missing paths are left
+   * out. Each object is one probe of its collection's (collection_id, trash_id, name) index: `OFFSET 0`
+   * keeps it a probe, as a join on the name is otherwise planned as a hash of every object (0.5 s per
+   * 10,000 paths at a million objects).
+   */
   async resolve(paths: string[], db: pg.ClientBase | pg.Pool = this.sql.pool): Promise<MetadataTarget[]> {
     if (paths.length === 0) return [];
     const parents: string[] = [];
@@ -100,7 +105,8 @@ export class MetadataRepository {
        UNION ALL
        SELECT 'object', o.id, i.path, o.owner_id FROM input i
          JOIN collections c ON c.path = i.parent AND c.trash_id = 0
-         JOIN data_objects o ON o.collection_id = c.id AND o.trash_id = 0 AND o.name = i.name`,
+         CROSS JOIN LATERAL (SELECT o.id, o.owner_id FROM data_objects o
+                              WHERE o.collection_id = c.id AND o.trash_id = 0 AND o.name = i.name OFFSET 0) o`,
       [paths, parents, names],
     );
     return rows.map((r) => ({ kind: r.kind, id: BigInt(r.id), path: r.path, ownerId: BigInt(r.owner_id) }));

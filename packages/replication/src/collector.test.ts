@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { BatchRejectedError, Collector, unfold } from './collector';
-import { rowCount, type Batch, type BatchInsert, type BatchUpdate, type Change, type Db } from './types';
+import {
+  rowCount,
+  type Batch,
+  type BatchColumns,
+  type BatchInsert,
+  type BatchUpdate,
+  type Change,
+  type Db,
+} from './types';
 
 interface Call {
   text: string;
@@ -222,7 +230,7 @@ describe('Collector', () => {
   });
 
   describe('batches of inserts', () => {
-    const batchInsert = (d: Record<string, unknown[]>, k = 'id'): BatchInsert => ({
+    const batchInsert = (d: BatchColumns, k = 'id'): BatchInsert => ({
       t: 'metadata_triples',
       o: 'B',
       k,
@@ -314,6 +322,33 @@ describe('Collector', () => {
       ]);
     });
 
+    it('gives every row the value of a column written once for the whole batch', () => {
+      const at = '2026-11-25T13:45:01.123+00:00';
+      const inserts = batchInsert({
+        id: [281474976710700, 281474976710701],
+        attribute: ['project', 'size'],
+        collection_id: { '=': null },
+        created_at: { '=': at },
+      });
+      const updates: BatchUpdate = {
+        t: 'metadata_triples',
+        o: 'V',
+        k: 'id',
+        d: { rows: { id: [7, 8], updated_by: { '=': 3 } }, s: [10, 11], b: [null, null], bs: [null, null] },
+        s: 11,
+        b: null,
+        bs: null,
+      };
+      expect(rowCount(inserts)).toBe(2);
+      expect(rowCount(updates)).toBe(2);
+      expect(unfold([inserts, updates]).map((c) => c.d)).toEqual([
+        { id: 281474976710700, attribute: 'project', collection_id: null, created_at: at },
+        { id: 281474976710701, attribute: 'size', collection_id: null, created_at: at },
+        { id: 7, updated_by: 3 },
+        { id: 8, updated_by: 3 },
+      ]);
+    });
+
     it('leaves transactions without batches as they are', () => {
       const changes = [change(), change({ o: 'D' })];
       expect(unfold(changes)).toBe(changes);
@@ -325,6 +360,11 @@ describe('Collector', () => {
       ['no rows', batchInsert({ id: [] })],
       ['a key that is not an id', batchInsert({ id: [{ x: 1 }] })],
       ['a column that is not an array', batchInsert({ id: [1], attribute: 'a' as unknown as unknown[] })],
+      ['a key written once for all rows', batchInsert({ id: { '=': 1 }, attribute: ['a'] })],
+      [
+        'a column written once with other fields',
+        batchInsert({ id: [1], attribute: { '=': 'a', x: 1 } as unknown as BatchColumns[string] }),
+      ],
       [
         'updates with fewer stamps than rows',
         {

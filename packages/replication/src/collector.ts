@@ -1,5 +1,5 @@
 import { IncomingQueue } from './incoming-queue';
-import type { Ack, Batch, Change, Db, LoggedChange, OriginTx } from './types';
+import type { Ack, Batch, BatchColumns, BatchConstant, Change, Db, LoggedChange, OriginTx } from './types';
 
 export class BatchRejectedError extends Error {}
 
@@ -62,14 +62,23 @@ function validateBatch(batch: Batch): void {
   }
 }
 
-/** How many rows a batch's columns hold: arrays of one length (at least one row), the key column's values ids. */
+/**
+ * How many rows a batch's columns hold: the key column is an array of ids (at least one); every other
+ * column an array of the same length, or one value for every row (`{"=": value}`).
+ */
 function columnRows(columns: unknown, key: string): number | null {
   if (typeof columns !== 'object' || columns === null) return null;
   const keys = (columns as Record<string, unknown>)[key];
   if (!Array.isArray(keys) || keys.length === 0) return null;
   if (!keys.every((k) => typeof k === 'string' || Number.isSafeInteger(k))) return null;
-  const ok = Object.values(columns).every((col) => Array.isArray(col) && col.length === keys.length);
+  const ok = Object.values(columns).every((col) =>
+    Array.isArray(col) ? col.length === keys.length : isConstantColumn(col),
+  );
   return ok ? keys.length : null;
+}
+
+function isConstantColumn(col: unknown): col is BatchConstant {
+  return typeof col === 'object' && col !== null && Object.keys(col).length === 1 && '=' in col;
 }
 
 /** A batch of updates: its rows, and a stamp, base stamp and base site for each. */
@@ -114,15 +123,15 @@ export function unfold(changes: LoggedChange[]): Change[] {
 }
 
 function unfoldRows(
-  columns: Record<string, unknown[]>,
+  columns: BatchColumns,
   key: string,
   each: (k: string, row: Record<string, unknown>, i: number) => void,
 ): void {
   const entries = Object.entries(columns);
-  const keys = columns[key]!;
+  const keys = columns[key] as unknown[];
   for (let i = 0; i < keys.length; i++) {
     const row: Record<string, unknown> = {};
-    for (const [name, values] of entries) row[name] = values[i];
+    for (const [name, values] of entries) row[name] = Array.isArray(values) ? values[i] : values['='];
     each(String(keys[i]), row, i);
   }
 }

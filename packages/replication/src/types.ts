@@ -29,17 +29,26 @@ export interface Change {
   h?: [number, string][];
 }
 
+/** A batch column whose value is the same for every row of the batch, written once. */
+export interface BatchConstant {
+  '=': unknown;
+}
+
+/** A batch's rows in columns: an array per column (always for the key), or one value for all rows. */
+export type BatchColumns = Record<string, unknown[] | BatchConstant>;
+
 /**
  * A statement's inserts into one table, captured in columns (tables with statement capture, such as
- * metadata triples): `k` names the key column and `d` holds one array per replicated column, all of
- * the same length; every row has stamp `s` and no base. It exists only in the origin's log and on
- * the wire: the receiving collector unfolds it into the per-row inserts it stands for.
+ * metadata triples): `k` names the key column and `d` holds each replicated column, as an array of
+ * the rows' values (all of the same length) or as one value every row has; every row has stamp `s`
+ * and no base. It exists only in the origin's log and on the wire: the receiving collector unfolds it
+ * into the per-row inserts it stands for.
  */
 export interface BatchInsert {
   t: string;
   o: 'B';
   k: string;
-  d: Record<string, unknown[]>;
+  d: BatchColumns;
   s: number;
   b: null;
   bs: null;
@@ -55,7 +64,7 @@ export interface BatchUpdate {
   t: string;
   o: 'V';
   k: string;
-  d: { rows: Record<string, unknown[]>; s: number[]; b: (number | null)[]; bs: (string | null)[] };
+  d: { rows: BatchColumns; s: number[]; b: (number | null)[]; bs: (string | null)[] };
   s: number;
   b: null;
   bs: null;
@@ -72,10 +81,13 @@ export interface OriginTx {
 
 /** How many row changes a logged change stands for. */
 export function rowCount(change: LoggedChange): number {
-  if (change.o === 'B') return change.d[change.k]?.length ?? 0;
-  if (change.o === 'V') return change.d.rows[change.k]?.length ?? 0;
+  if (change.o === 'B') return keyCount(change.d[change.k]);
+  if (change.o === 'V') return keyCount(change.d.rows[change.k]);
   return 1;
 }
+
+const keyCount = (keys: unknown[] | BatchConstant | undefined): number =>
+  Array.isArray(keys) ? keys.length : 0;
 
 /** What a site sends a peer: transactions it originated, oldest first. */
 export interface Batch {

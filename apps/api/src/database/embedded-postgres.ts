@@ -140,6 +140,10 @@ export async function startEmbeddedPostgres(
     persistent: options.persistent ?? true,
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: flags,
+    // Code-point order from PostgreSQL's own provider, whatever the machine's locale: the same order
+    // as glibc's C.UTF-8, but compared with memcmp rather than strcoll (a text index's comparisons,
+    // such as the version table's keys, cost about 40% less; docs/metadata.md).
+    initdbFlags: ['--encoding=UTF8', '--locale=C', '--locale-provider=builtin', '--builtin-locale=C.UTF-8'],
     onLog: () => undefined,
     onError: () => undefined,
   });

@@ -126,13 +126,39 @@ describe('metadata: change capture per statement', () => {
         WHERE x ->> 't' = 'metadata_triples'`,
     );
     expect(batches).toEqual([{ op: 'B', row_count: 4 }]);
+    // Columns with one value for the whole batch are written once; the others, and the key, per row.
+    const { rows: forms } = await site.query<{ column: string; form: string }>(
+      `SELECT c.key AS column, jsonb_typeof(c.value) AS form
+         FROM (SELECT data AS d FROM repl_changes WHERE tbl = 'metadata_triples' AND op = 'B'
+               UNION ALL SELECT x -> 'd' FROM repl_log l, jsonb_array_elements(l.changes) x
+                WHERE x ->> 't' = 'metadata_triples' AND x ->> 'o' = 'B') b, jsonb_each(b.d) c`,
+    );
+    const form = Object.fromEntries(forms.map((f) => [f.column, f.form]));
+    expect(form).toMatchObject({
+      id: 'array',
+      object_id: 'array',
+      attribute: 'array',
+      value: 'array',
+      num: 'array',
+      collection_id: 'object',
+      created_at: 'object',
+      updated_at: 'object',
+      created_by: 'object',
+      time: 'object',
+    });
     const inserted = await changes(ids);
     expect(inserted.map((c) => c.op)).toEqual(['I', 'I', 'I', 'I']);
     expect(new Set(inserted.map((c) => c.key))).toEqual(new Set(ids));
     for (const c of inserted) {
       expect(c.baseStamp).toBeNull();
       const t = before.find((b) => b.id === c.key)!;
-      expect(c.data).toMatchObject({ id: Number(t.id), attribute: t.attribute, value: String(t.value) });
+      expect(c.data).toMatchObject({
+        id: Number(t.id),
+        attribute: t.attribute,
+        value: String(t.value),
+        collection_id: null,
+        created_at: expect.any(String),
+      });
       expect(await version(c.key)).toEqual({ stamp: c.stamp, site: 'lsu', deleted: false, baseStamp: null });
     }
 

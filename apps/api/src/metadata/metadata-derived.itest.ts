@@ -200,5 +200,17 @@ describe('metadata: terms and value counts follow the triples', () => {
     // Numbers are counted by value too.
     const exposure = await facetBothWays('exposure');
     expect(exposure.kept).toEqual(exposure.counted);
+
+    // A value whose last triple goes leaves no count behind once folded.
+    const solo = async (): Promise<number> =>
+      (await site.query(`SELECT 1 FROM metadata_value_counts WHERE attribute = 'band' AND value = 'solo'`))
+        .rowCount ?? 0;
+    await bulk({ operations: [{ paths: [path('o6')], add: [{ attribute: 'band', value: 'solo' }] }] });
+    await site.query('SELECT metadata_fold_counts()');
+    expect(await solo()).toBe(1);
+    await bulk({ operations: [{ paths: [path('o6')], remove: [{ attribute: 'band', value: 'solo' }] }] });
+    await site.query('SELECT metadata_fold_counts()');
+    expect(await solo()).toBe(0);
+    expect((await facetBothWays('band')).kept).toEqual((await facetBothWays('band')).counted);
   });
 });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type pg from 'pg';
 import { createSiteApp } from '../app.factory';
-import { loadConfig, type SiteConfig } from '../config/config';
+import { loadConfig, SITE_SEMI_SPACE_MB, type SiteConfig } from '../config/config';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
 import { migrate } from '../database/migrator';
 
@@ -114,7 +114,11 @@ export async function localSite(mode: SiteMode): Promise<BenchSite> {
 export async function startWorker(
   data: SiteWorkerData,
 ): Promise<{ port: number; stop: () => Promise<void> }> {
-  const worker = new Worker(path.join(__dirname, 'site-worker.js'), { workerData: data });
+  // A worker's young generation is three semi-spaces (two and the large-object space).
+  const worker = new Worker(path.join(__dirname, 'site-worker.js'), {
+    workerData: data,
+    resourceLimits: { maxYoungGenerationSizeMb: 3 * SITE_SEMI_SPACE_MB },
+  });
   const first = await Promise.race([
     once(worker, 'message') as Promise<[SiteWorkerMessage]>,
     once(worker, 'error').then(([err]: unknown[]) => {

@@ -3,7 +3,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../config/config';
+import { ConfigError, loadConfig, SITE_SEMI_SPACE_MB } from '../config/config';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
 import { fail, runSite, siteBanner, type SiteReady } from './site';
 
@@ -97,6 +97,7 @@ async function main(): Promise<void> {
     };
     const child = fork(path.join(__dirname, 'site.js'), [], {
       env,
+      execArgv: [...process.execArgv, `--max-semi-space-size=${SITE_SEMI_SPACE_MB}`],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     children.push(child);

@@ -507,6 +507,36 @@ describe('metadata', () => {
       expect(await names(alice.client, { q: 'reviewed exists' })).toEqual([]);
     });
 
+    it('adds a triple once to a target that several operations name, and not again if it is there', async () => {
+      const f5 = `${base}/b/f5`;
+      const f6 = `${base}/b/f6`;
+      const tag = { attribute: 'batchmark', value: 'one' };
+      const res = expectStatus(
+        await bulk(alice.client, {
+          operations: [
+            { paths: [f5, f6], add: [tag, { ...tag }] },
+            { paths: [f5], add: [tag, { attribute: 'batchmark', value: 'two' }] },
+            { under: `${base}/b`, include: 'objects', add: [tag] },
+          ],
+        }),
+        200,
+      );
+      const tagged = await names(alice.client, { q: 'batchmark exists' });
+      expect(tagged).toEqual(['f5', 'f6', 'f7', 'f8', 'f9']);
+      expect(res.body.added).toBe(6);
+      expect(await names(alice.client, { q: 'batchmark = two' })).toEqual(['f5']);
+      const listed = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path: f5 } }),
+        200,
+      ).body.triples.filter((t) => t.attribute === 'batchmark');
+      expect(listed.map((t) => t.value).sort()).toEqual(['one', 'two']);
+      const again = expectStatus(
+        await bulk(alice.client, { operations: [{ paths: [f5, f6], add: [tag] }] }),
+        200,
+      );
+      expect(again.body.added).toBe(0);
+    });
+
     it('is all or nothing: one unknown path or one bad triple changes nothing', async () => {
       const tag = { attribute: 'atomic', value: 'x' };
       const missing = expectError(

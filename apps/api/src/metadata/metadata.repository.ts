@@ -26,6 +26,12 @@ export interface TripleRecord {
   updatedAt: Date;
 }
 
+/** Triples for targets: every triple of a group applies to every target of it. */
+export interface TripleGroup {
+  targets: bigint[];
+  triples: CheckedTriple[];
+}
+
 /** A removal: every value of the attribute (`value` null), or one value; `unit` undefined matches any. */
 export interface TripleMatchRow {
   attribute: string;
@@ -248,15 +254,10 @@ export class MetadataRepository {
    * Adds triples, one row per (target, triple); a triple identical to one the target already has
    * (attribute, type, value, unit) is not added again. Returns the new rows' ids and targets.
    */
-  async add(
-    db: pg.ClientBase,
-    kind: EntryKind,
-    rows: { target: bigint; triple: CheckedTriple }[],
-    by: bigint,
-  ): Promise<number> {
-    if (rows.length === 0) return 0;
+  async add(db: pg.ClientBase, kind: EntryKind, groups: TripleGroup[], by: bigint): Promise<number> {
+    const a = tripleColumns(groups);
+    if (a[0].length === 0) return 0;
     const col = columnOf(kind);
-    const a = tripleArrays(rows);
     const { rowCount } = await db.query(insertNew(col), [...a, by.toString()]);
     return rowCount ?? 0;
   }
@@ -270,7 +271,7 @@ export class MetadataRepository {
     by: bigint,
   ): Promise<TripleRecord[]> {
     const col = columnOf(kind);
-    const a = tripleArrays(triples.map((triple) => ({ target, triple })));
+    const a = tripleColumns([{ targets: [target], triples }]);
     const { rows } = await db.query<TripleRow>(insertNew(col, `RETURNING ${TRIPLE_COLUMNS}`), [
       ...a,
       by.toString(),
@@ -287,12 +288,12 @@ export class MetadataRepository {
   async set(
     db: pg.ClientBase,
     kind: EntryKind,
-    rows: { target: bigint; triple: CheckedTriple }[],
+    groups: TripleGroup[],
     by: bigint,
   ): Promise<{ updated: number; removed: number; added: number }> {
-    if (rows.length === 0) return { updated: 0, removed: 0, added: 0 };
+    const a = tripleColumns(groups);
+    if (a[0].length === 0) return { updated: 0, removed: 0, added: 0 };
     const col = columnOf(kind);
-    const a = tripleArrays(rows);
     const { rows: counts } = await db.query<{ updated: string; removed: string; added: string }>(
       `WITH r AS (
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::timestamptz[], $7::text[])
@@ -335,24 +336,34 @@ export class MetadataRepository {
   }
 }
 
-function tripleArrays(rows: { target: bigint; triple: CheckedTriple }[]): unknown[] {
-  const n = rows.length;
-  const tid = new Array<string>(n);
-  const attr = new Array<string>(n);
-  const typ = new Array<string>(n);
-  const val = new Array<string>(n);
-  const num = new Array<number | null>(n);
-  const tm = new Array<string | null>(n);
-  const unit = new Array<string | null>(n);
-  for (let i = 0; i < n; i++) {
-    const { target, triple } = rows[i]!;
-    tid[i] = target.toString();
-    attr[i] = triple.attribute;
-    typ[i] = triple.type;
-    val[i] = triple.value;
-    num[i] = triple.num ?? null;
-    tm[i] = triple.time ?? null;
-    unit[i] = triple.unit;
+/**
+ * The statements' arrays ($1..$7: target, attribute, type, value, number, time, unit), one element per
+ * (target, triple) of each group, built directly from the groups (a bulk request's 100,000 pairs are
+ * not made into objects first).
+ */
+function tripleColumns(
+  groups: TripleGroup[],
+): [string[], string[], string[], string[], (number | null)[], (string | null)[], (string | null)[]] {
+  const tid: string[] = [];
+  const attr: string[] = [];
+  const typ: string[] = [];
+  const val: string[] = [];
+  const num: (number | null)[] = [];
+  const tm: (string | null)[] = [];
+  const unit: (string | null)[] = [];
+  for (const { targets, triples } of groups) {
+    for (const target of targets) {
+      const id = target.toString();
+      for (const triple of triples) {
+        tid.push(id);
+        attr.push(triple.attribute);
+        typ.push(triple.type);
+        val.push(triple.value);
+        num.push(triple.num ?? null);
+        tm.push(triple.time ?? null);
+        unit.push(triple.unit);
+      }
+    }
   }
   return [tid, attr, typ, val, num, tm, unit];
 }

@@ -20,6 +20,7 @@ import { parseCondition } from './query-condition';
 import { MetadataQueryRepository, type QuerySort, type QuerySpec } from './metadata-query.repository';
 import {
   MetadataRepository,
+  type TripleGroup,
   type EntryKind,
   type MetadataTarget,
   type TripleRecord,
@@ -248,19 +249,13 @@ export class MetadataService {
         for (const kind of ['object', 'collection'] as const) {
           const mine = work.filter((w) => w.kind === kind);
           for (const w of mine) result.removed += await this.repo.remove(db, kind, w.ids, w.op.remove);
-          const sets = mine.flatMap((w) => {
-            const triples = dedupe(w.op.set);
-            return w.ids.flatMap((target) => triples.map((triple) => ({ target, triple })));
-          });
+          const sets = mine.map((w) => ({ targets: w.ids, triples: dedupe(w.op.set) }));
           const s = await this.repo.set(db, kind, sets, principal.userId);
           result.updated += s.updated;
           result.removed += s.removed;
           result.added += s.added;
-          const adds = mine.flatMap((w) => {
-            const triples = dedupe(w.op.add);
-            return w.ids.flatMap((target) => triples.map((triple) => ({ target, triple })));
-          });
-          result.added += await this.repo.add(db, kind, dedupeRows(adds), principal.userId);
+          const adds = mine.map((w) => ({ targets: w.ids, triples: dedupe(w.op.add) }));
+          result.added += await this.repo.add(db, kind, distinctPairs(adds), principal.userId);
         }
         return result;
       }),
@@ -383,16 +378,37 @@ function dedupe(triples: CheckedTriple[]): CheckedTriple[] {
   });
 }
 
-function dedupeRows(
-  rows: { target: bigint; triple: CheckedTriple }[],
-): { target: bigint; triple: CheckedTriple }[] {
-  const seen = new Set<string>();
-  return rows.filter((r) => {
-    const k = `${r.target}\u0000${tripleKey(r.triple)}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
+/**
+ * The groups with each (target, triple) pair once. Within a group the triples and the targets are
+ * distinct already, so only a target named by more than one operation can repeat a pair; when none
+ * is, the groups are returned as they are.
+ */
+function distinctPairs(groups: TripleGroup[]): TripleGroup[] {
+  const targets = new Set<bigint>();
+  let repeated = false;
+  for (const g of groups) {
+    for (const t of g.targets) {
+      if (targets.has(t)) repeated = true;
+      targets.add(t);
+    }
+  }
+  if (!repeated) return groups;
+  const seen = new Map<bigint, Set<string>>();
+  const out: TripleGroup[] = [];
+  for (const g of groups) {
+    for (const target of g.targets) {
+      let have = seen.get(target);
+      if (!have) seen.set(target, (have = new Set()));
+      const triples = g.triples.filter((t) => {
+        const k = tripleKey(t);
+        if (have.has(k)) return false;
+        have.add(k);
+        return true;
+      });
+      if (triples.length) out.push({ targets: [target], triples });
+    }
+  }
+  return out;
 }
 
 function encodeCursor(sort: QuerySort, order: string, value: string, id: bigint): string {

@@ -252,7 +252,7 @@ export class MetadataRepository {
 
   /**
    * Adds triples, one row per (target, triple); a triple identical to one the target already has
-   * (attribute, type, value, unit) is not added again. Returns the new rows' ids and targets.
+   * (attribute, type, value, unit) is not added again. Returns how many were added.
    */
   async add(db: pg.ClientBase, kind: EntryKind, groups: TripleGroup[], by: bigint): Promise<number> {
     const a = tripleColumns(groups);

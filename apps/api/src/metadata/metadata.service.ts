@@ -20,9 +20,9 @@ import { parseCondition } from './query-condition';
 import { MetadataQueryRepository, type QuerySort, type QuerySpec } from './metadata-query.repository';
 import {
   MetadataRepository,
-  type TripleGroup,
   type EntryKind,
   type MetadataTarget,
+  type TripleGroup,
   type TripleRecord,
 } from './metadata.repository';
 
@@ -369,7 +369,11 @@ function tripleKey(t: CheckedTriple): string {
 }
 
 function dedupe(triples: CheckedTriple[]): CheckedTriple[] {
-  const seen = new Set<string>();
+  return notSeen(triples, new Set());
+}
+
+/** The triples whose key is not in `seen` yet (each once), adding their keys to it. */
+function notSeen(triples: CheckedTriple[], seen: Set<string>): CheckedTriple[] {
   return triples.filter((t) => {
     const k = tripleKey(t);
     if (seen.has(k)) return false;
@@ -399,12 +403,7 @@ function distinctPairs(groups: TripleGroup[]): TripleGroup[] {
     for (const target of g.targets) {
       let have = seen.get(target);
       if (!have) seen.set(target, (have = new Set()));
-      const triples = g.triples.filter((t) => {
-        const k = tripleKey(t);
-        if (have.has(k)) return false;
-        have.add(k);
-        return true;
-      });
+      const triples = notSeen(g.triples, have);
       if (triples.length) out.push({ targets: [target], triples });
     }
   }

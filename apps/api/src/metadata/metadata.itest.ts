@@ -438,6 +438,9 @@ describe('metadata', () => {
           const page = expectStatus(await query(admin, { q, scope: '/', limit: 200 }), 200).body;
           expect(page.nextCursor, q).toBeUndefined();
           expect(page.total, q).toBe(page.items.length);
+          // The total of a request without a page agrees too.
+          const counted = expectStatus(await query(admin, { q, scope: '/', limit: 0 }), 200).body;
+          expect(counted.total, q).toBe(page.items.length);
         }
       };
       await totals();
@@ -468,6 +471,18 @@ describe('metadata', () => {
       );
       expect(await names(bob.client, { q: 'size exists' })).toEqual(['f5', 'f6', 'f7', 'f8', 'f9']);
       expect((await query(bob.client, { q: 'size exists', scope: '/' })).body.total).toBe(5);
+      expect((await query(bob.client, { q: 'size exists', scope: '/', limit: 0 })).body.total).toBe(5);
+      const second = expectStatus(
+        await query(bob.client, {
+          q: 'size exists',
+          scope: '/',
+          limit: 2,
+          cursor: (await query(bob.client, { q: 'size exists', scope: '/', limit: 2 })).body.nextCursor,
+        }),
+        200,
+      ).body;
+      expect(second.items).toHaveLength(2);
+      expect(second.total).toBe(5);
       // The administrator sees everything.
       expect((await query(admin, { q: 'size exists', scope: base })).body.total).toBe(10);
       // Reading is not writing.

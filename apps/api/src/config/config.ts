@@ -168,7 +168,6 @@ function parsePeers(value: string | undefined, self: string): PeerConfig[] {
   return parsed.data;
 }
 
-/** Size of each site's slice of the bigint id space: 2^48 ids, room for 32767 sites. */
 /**
  * The young generation of a site's JavaScript heap, per semi-space (V8's default is 16 MB). A bulk
  * request makes several hundred thousand short-lived objects; with 64 MB they mostly die before a
@@ -176,6 +175,7 @@ function parsePeers(value: string | undefined, self: string): PeerConfig[] {
  */
 export const SITE_SEMI_SPACE_MB = 64;
 
+/** Size of each site's slice of the bigint id space: 2^48 ids, room for 32767 sites. */
 export const ID_RANGE_SIZE = 2n ** 48n;
 
 export function idRangeFor(siteIndex: number): { start: bigint; end: bigint } {

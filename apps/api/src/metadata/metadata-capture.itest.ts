@@ -235,6 +235,50 @@ describe('metadata: change capture per statement', () => {
     ).toBe(true);
   });
 
+  it('writes over the version a key already has (a tombstone) when a row with that key is inserted again', async () => {
+    const [triple] = expectStatus(
+      await admin.post<TripleDto[]>(
+        '/api/v1/metadata',
+        { triples: [{ attribute: 'again', value: 'one' }] },
+        { query: { path: `${base}/a.bin` } },
+      ),
+      201,
+    ).body;
+    const id = triple!.id;
+    const { rows } = await site.query<Record<string, unknown>>(
+      'SELECT * FROM metadata_triples WHERE id = $1',
+      [id],
+    );
+    await site.query('DELETE FROM metadata_triples WHERE id = $1', [id]);
+    const tombstone = (await version(id))!;
+    expect(tombstone.deleted).toBe(true);
+    // The same row back, with its key, and a new one beside it in the same statement.
+    const row = rows[0]!;
+    await site.query(
+      `INSERT INTO metadata_triples (id, object_id, attribute, value_type, value)
+       VALUES ($1, $2, 'again', 'text', 'one'), (DEFAULT, $2, 'again', 'text', 'two')`,
+      [id, row.object_id],
+    );
+    const back = (await changes([id])).at(-1)!;
+    expect(back.op).toBe('I');
+    expect(await version(id)).toEqual({
+      stamp: back.stamp,
+      site: 'lsu',
+      deleted: false,
+      baseStamp: tombstone.stamp,
+    });
+    const { rows: fresh } = await site.query<{ id: string }>(
+      `SELECT id FROM metadata_triples WHERE object_id = $1 AND attribute = 'again' AND value = 'two'`,
+      [row.object_id],
+    );
+    expect(await version(fresh[0]!.id)).toEqual({
+      stamp: back.stamp,
+      site: 'lsu',
+      deleted: false,
+      baseStamp: null,
+    });
+  });
+
   it('does not capture what the injector writes for a peer', async () => {
     const [triple] = expectStatus(
       await admin.post<TripleDto[]>(

@@ -44,15 +44,27 @@ describe('metadata: terms and value counts follow the triples', () => {
       .sort();
   }
 
-  /** The terms table against the triples: equal for every object, or the differences. */
+  /** The terms table (terms and measures) against the triples: equal for every object, or the differences. */
   async function termsMismatches(): Promise<unknown[]> {
     const { rows } = await site.query(
-      `WITH want AS (SELECT object_id, array_agg(DISTINCT metadata_term(attribute, value) ORDER BY metadata_term(attribute, value)) AS terms
-                       FROM metadata_triples WHERE object_id IS NOT NULL AND value_type = 'text' GROUP BY object_id),
-            have AS (SELECT object_id, ARRAY(SELECT x FROM unnest(terms) x ORDER BY x) AS terms FROM metadata_terms)
-       SELECT w.object_id AS want_id, w.terms AS want, h.object_id AS have_id, h.terms AS have
+      `WITH want AS (
+              SELECT object_id,
+                     COALESCE(array_agg(DISTINCT metadata_term(attribute, value) ORDER BY metadata_term(attribute, value))
+                                FILTER (WHERE value_type = 'text'), '{}') AS terms,
+                     ARRAY(SELECT x FROM unnest(array_agg(CASE value_type WHEN 'number' THEN 'n:' || attribute || '=' || num::text
+                                                                          ELSE 't:' || attribute || '=' || value END)
+                                                  FILTER (WHERE value_type <> 'text')) x ORDER BY x) AS measures
+                FROM metadata_triples WHERE object_id IS NOT NULL GROUP BY object_id),
+            have AS (
+              SELECT object_id, ARRAY(SELECT x FROM unnest(terms) x ORDER BY x) AS terms,
+                     ARRAY(SELECT CASE WHEN k LIKE 'n:%' THEN k || '=' || v::text
+                                       ELSE k || '=' || to_char(to_timestamp(v / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END
+                             FROM unnest(measure_keys, measures) AS m(k, v) ORDER BY 1) AS measures
+                FROM metadata_terms)
+       SELECT w.object_id AS want_id, w.terms AS want, w.measures AS want_measures,
+              h.object_id AS have_id, h.terms AS have, h.measures AS have_measures
          FROM want w FULL JOIN have h ON h.object_id = w.object_id
-        WHERE w.terms IS DISTINCT FROM h.terms`,
+        WHERE w.terms IS DISTINCT FROM h.terms OR w.measures IS DISTINCT FROM h.measures`,
     );
     return rows;
   }
@@ -125,6 +137,29 @@ describe('metadata: terms and value counts follow the triples', () => {
     await bulk({
       operations: [{ paths: [path('o7')], remove: [{ attribute: 'kind' }, { attribute: 'band' }] }],
     });
+    expect(await termsMismatches()).toEqual([]);
+  });
+
+  it("answers a conjunction's number and time ranges from the measures after changes", async () => {
+    const q = (rest: string): Promise<string[]> => names({ q: `kind = raw and band = red and ${rest}` });
+    expect(await q('exposure >= 20')).toEqual(['o2', 'o6']);
+    await bulk({
+      operations: [
+        {
+          paths: [path('o2')],
+          set: [{ attribute: 'exposure', value: 5 }],
+          add: [{ attribute: 'seen', value: '2024-05-01T10:00:00Z', type: 'time' }],
+        },
+      ],
+    });
+    expect(await q('exposure >= 20')).toEqual(['o6']);
+    expect(await q('exposure in (5, 60)')).toEqual(['o2', 'o6']);
+    expect(await q('seen between 2024-05-01 and 2024-05-02')).toEqual(['o2']);
+    expect(await q('seen < 2024-05-01T10:00:00Z')).toEqual([]);
+    expect(await q('seen <= 2024-05-01T10:00:00Z')).toEqual(['o2']);
+    // A text value that looks like a number is not a number.
+    await bulk({ operations: [{ paths: [path('o6')], set: [{ attribute: 'exposure', value: '60' }] }] });
+    expect(await q('exposure >= 20')).toEqual([]);
     expect(await termsMismatches()).toEqual([]);
   });
 

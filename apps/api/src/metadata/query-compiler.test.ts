@@ -21,14 +21,30 @@ describe('ConditionCompiler', () => {
   });
 
   it("answers two or more text equalities of a conjunction together from the objects' terms", () => {
-    const { sql, values } = compile('filetype = fits and project = coast-017 and size > 1e9');
+    const { sql, values } = compile("filetype = fits and project = coast-017 and name like 'obj%'");
     expect(sql).toMatch(
-      /^\(e\.id IN \(SELECT object_id FROM metadata_terms WHERE terms @> ARRAY\[metadata_term\(\$1, \$2\), metadata_term\(\$3, \$4\)\]\) AND EXISTS /,
+      /^\(e\.id IN \(SELECT x1\.object_id FROM metadata_terms x1 WHERE x1\.terms @> ARRAY\[metadata_term\(\$1, \$2\), metadata_term\(\$3, \$4\)\]\) AND EXISTS /,
     );
-    // Only the range is left, as a probe per candidate (OFFSET 0: not turned into a join).
+    // Only the pattern is left, as a probe per candidate (OFFSET 0: not turned into a join).
     expect(sql.match(/EXISTS/g)).toHaveLength(1);
-    expect(sql).toMatch(/t\d+\.num > \$6::float8\) OFFSET 0\)\)$/);
-    expect(values).toEqual(['filetype', 'fits', 'project', 'coast-017', 'size', 1e9]);
+    expect(sql).toMatch(/t\d+\.value LIKE \$6\) OFFSET 0\)\)$/);
+    expect(values).toEqual(['filetype', 'fits', 'project', 'coast-017', 'name', 'obj%']);
+  });
+
+  it("checks a conjunction's number and time comparisons on the same terms row (its measures)", () => {
+    const { sql, values } = compile(
+      'filetype = fits and project = coast-017 and size between 1e9 and 5e9 and d >= 2020-01-01 and r in (1, 2)',
+    );
+    expect(sql).not.toContain('metadata_triples');
+    expect(sql).toContain(
+      'EXISTS (SELECT 1 FROM unnest(x1.measure_keys, x1.measures) AS m2(k, v) WHERE m2.k = $5 AND m2.v BETWEEN $6::float8 AND $7::float8)',
+    );
+    expect(sql).toContain('m3.k = $8 AND m3.v >= metadata_time_measure($9::timestamptz)');
+    expect(sql).toContain('m4.k = $10 AND m4.v IN ($11::float8, $12::float8)');
+    expect(values.slice(4)).toEqual(['n:size', 1e9, 5e9, 't:d', '2020-01-01T00:00:00.000Z', 'n:r', 1, 2]);
+    // A comparison the measures cannot answer stays a probe of the triples.
+    expect(compile('a = x and b = y and size != 3').sql).toContain('metadata_triples');
+    expect(compile("a = x and b = y and r in (1, 'two')").sql).toContain('metadata_triples');
   });
 
   it('leaves terms out for one equality, numbers, collections and disjunctions', () => {

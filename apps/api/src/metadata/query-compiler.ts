@@ -27,6 +27,8 @@ const PRESENT = {
   time: 'time IS NOT NULL',
 } as const;
 const CAST = { text: '', number: '::float8', time: '::timestamptz' } as const;
+/** The comparisons a terms row's measures answer (not `!=`, `exists`, `like`). */
+const MEASURE_OPS = new Set(['=', '<', '<=', '>', '>=', 'between', 'in']);
 const ARRAY_CAST = { text: '::text[]', number: '::float8[]', time: '::timestamptz[]' } as const;
 
 function literal(v: TypedValue): string | number {
@@ -88,29 +90,60 @@ export class ConditionCompiler {
   }
 
   /**
+   * A comparison of numbers or times, which the terms row's measures can answer (an object's numbers
+   * and times, `n:attribute` / `t:attribute`, the times in milliseconds).
+   */
+  private isMeasure(c: Condition): c is Extract<Condition, { kind: 'leaf' }> {
+    if (c.kind !== 'leaf' || !MEASURE_OPS.has(c.op)) return false;
+    const ty = c.values[0]?.type;
+    return (ty === 'number' || ty === 'time') && c.values.every((v) => v.type === ty);
+  }
+
+  /**
    * A conjunction on objects with two or more text equalities answers them together from the
    * objects' terms (`metadata_terms`, `attribute=value` for each text triple): a GIN index intersects
    * them before any row is read, where an EXISTS per equality probes the triples once per candidate.
-   * The other conditions are then checked per candidate. Left to the planner, a range would often be
-   * joined instead: its row estimate mixes every attribute's numbers (`size between 1e9 and 5e9`
-   * estimated at 7,500 triples, 372,000 in fact, which took 450 ms instead of 7 ms at 10 M triples).
+   * Comparisons of numbers and times are checked on the same row (its measures); the other
+   * conditions are then checked per candidate. Left to the planner, a range would often be joined
+   * instead: its row estimate mixes every attribute's numbers (`size between 1e9 and 5e9` estimated
+   * at 7,500 triples, 372,000 in fact, which took 450 ms instead of 7 ms at 10 M triples).
    */
   private conjunction(children: Condition[], id: string): string {
     const terms = children.filter((c) => this.isTerm(c));
     if (terms.length < 2) return `(${children.map((c) => this.predicate(c, id)).join(' AND ')})`;
+    const x = this.next('x');
     const parts = [
-      `${id} IN (SELECT object_id FROM metadata_terms WHERE ${this.termsMatch(terms, 'terms')})`,
-      ...children.filter((c) => !this.isTerm(c)).map((c) => this.predicate(c, id, true)),
+      `${id} IN (SELECT ${x}.object_id FROM metadata_terms ${x} WHERE ${this.onTerms(children, x)})`,
+      ...children
+        .filter((c) => !this.isTerm(c) && !this.isMeasure(c))
+        .map((c) => this.predicate(c, id, true)),
     ];
     return `(${parts.join(' AND ')})`;
   }
 
-  /** The terms column `column` holds every one of the text equalities `terms` (a GIN index search). */
-  private termsMatch(terms: Extract<Condition, { kind: 'leaf' }>[], column: string): string {
-    const list = terms.map(
-      (t) => `metadata_term(${this.params.add(t.attribute)}, ${this.params.add(t.values[0]!.text)})`,
-    );
-    return `${column} @> ARRAY[${list.join(', ')}]`;
+  /** What the terms row `x` answers of a conjunction: its text equalities and its measures. */
+  private onTerms(children: Condition[], x: string): string {
+    const list = children
+      .filter((c) => this.isTerm(c))
+      .map((t) => `metadata_term(${this.params.add(t.attribute)}, ${this.params.add(t.values[0]!.text)})`);
+    const measures = children.filter((c) => this.isMeasure(c)).map((c) => this.measure(c, x));
+    return [`${x}.terms @> ARRAY[${list.join(', ')}]`, ...measures].join(' AND ');
+  }
+
+  /** One of the measures of the terms row `x` satisfies the comparison `leaf`. */
+  private measure(leaf: Extract<Condition, { kind: 'leaf' }>, x: string): string {
+    const ty = leaf.values[0]!.type as 'number' | 'time';
+    const v = (tv: TypedValue): string =>
+      ty === 'number'
+        ? this.params.add(tv.num!, '::float8')
+        : `metadata_time_measure(${this.params.add(tv.time!, '::timestamptz')})`;
+    const key = this.params.add(`${ty === 'number' ? 'n' : 't'}:${leaf.attribute}`);
+    const m = this.next('m');
+    let test: string;
+    if (leaf.op === 'between') test = `${m}.v BETWEEN ${v(leaf.values[0]!)} AND ${v(leaf.values[1]!)}`;
+    else if (leaf.op === 'in') test = `${m}.v IN (${leaf.values.map(v).join(', ')})`;
+    else test = `${m}.v ${leaf.op} ${v(leaf.values[0]!)}`;
+    return `EXISTS (SELECT 1 FROM unnest(${x}.measure_keys, ${x}.measures) AS ${m}(k, v) WHERE ${m}.k = ${key} AND ${test})`;
   }
 
   /** A predicate on the entry whose id is `id`. */
@@ -138,10 +171,10 @@ export class ConditionCompiler {
       const x = this.next('x');
       const terms = node.children.filter((c) => this.isTerm(c));
       if (terms.length >= 2) {
-        // As in a conjunction's predicate: the text equalities together from the objects' terms.
-        const others = node.children.filter((c) => !this.isTerm(c));
+        // As in a conjunction's predicate: the text equalities and measures from the objects' terms.
+        const others = node.children.filter((c) => !this.isTerm(c) && !this.isMeasure(c));
         const where = [
-          this.termsMatch(terms, `${x}.terms`),
+          this.onTerms(node.children, x),
           ...others.map((c) => this.predicate(c, `${x}.object_id`, true)),
         ];
         return `SELECT ${x}.object_id FROM metadata_terms ${x} WHERE ${where.join(' AND ')}`;

@@ -7,6 +7,7 @@ import type {
 } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
+import { ValueCountsFolder } from './value-counts.folder';
 
 /**
  * The tables derived from the triples for queries (migration 20261122200000_metadata_terms): each
@@ -193,6 +194,26 @@ describe('metadata: terms and value counts follow the triples', () => {
     const purged = await admin.delete(`/api/v1/trash/${again.id}`);
     expect(purged.status).toBe(204);
     expect(await termsMismatches()).toEqual([]);
+  });
+
+  it("merges the terms index's pending list at each fold", async () => {
+    const pending = async (): Promise<number> =>
+      Number(
+        (
+          await site.query<{ n: string }>(
+            `SELECT gin_clean_pending_list('metadata_terms_terms_idx'::regclass) AS n`,
+          )
+        ).rows[0]!.n,
+      );
+    await pending();
+    const targets = Array.from({ length: 8 }, (_, i) => path(`o${i}`));
+    await bulk({ operations: [{ paths: targets, add: [{ attribute: 'pending', value: 'yes' }] }] });
+    await site.siteApp.app.get(ValueCountsFolder).fold();
+    // Nothing left to merge: the fold did it (the tags themselves went to the list).
+    expect(await pending()).toBe(0);
+    await bulk({ operations: [{ paths: targets, add: [{ attribute: 'pending', value: 'again' }] }] });
+    expect(await pending()).toBeGreaterThan(0);
+    expect(await names({ q: 'pending = yes and pending = again' })).toHaveLength(8);
   });
 
   it('keeps every term when two requests tag the same objects at once', async () => {

@@ -216,6 +216,19 @@ export class MetadataQueryRepository {
   }
 
   /**
+   * Merges the terms index's pending list into the index; returns how many pages it held. Writes add
+   * their terms to that list (GIN's fast update), which every conjunction reads in full until it is
+   * merged: 10,000 tagged objects made the benchmark's conjunction 2 to 3 ms slower at ten million
+   * triples. Autovacuum merges it too, but only after many more writes.
+   */
+  async mergePendingTerms(): Promise<number> {
+    const { rows } = await this.sql.query<{ n: string }>(
+      `SELECT gin_clean_pending_list('metadata_terms_terms_idx'::regclass) AS n`,
+    );
+    return Number(rows[0]!.n);
+  }
+
+  /**
    * How many entries match. When the caller sees every object and the query has a condition, the
    * matching ids come from the triples' (or terms') indexes alone and trashed objects (few, found by
    * their index) are left out by an anti-join, instead of probing every match's row in

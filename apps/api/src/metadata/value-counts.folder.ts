@@ -8,7 +8,8 @@ export const FOLD_INTERVAL_MS = 30_000;
  * Folds the deltas that writes of triples append (`metadata_value_deltas`) into one count per value
  * (`metadata_value_counts`), so a whole-catalog facet reads about one row per value whatever was
  * written since. Writers never update a count row themselves: concurrent bulk writes would otherwise
- * queue behind each other on the counts of common values.
+ * queue behind each other on the counts of common values. Each run also merges the terms index's
+ * pending list, which conjunctions would otherwise read in full.
  */
 @Injectable()
 export class ValueCountsFolder implements OnApplicationBootstrap, OnModuleDestroy {
@@ -32,6 +33,7 @@ export class ValueCountsFolder implements OnApplicationBootstrap, OnModuleDestro
   fold(): Promise<void> {
     this.running ??= this.queries
       .foldCounts()
+      .then(() => this.queries.mergePendingTerms())
       .then(() => undefined)
       .catch((err: unknown) =>
         this.log.warn(

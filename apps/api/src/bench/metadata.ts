@@ -403,17 +403,22 @@ async function main(): Promise<void> {
 }
 
 /**
- * Waits until nothing but this connection is working on the catalog (no active statement from the
- * site, no autovacuum worker) in three samples a second apart; gives up after 15 minutes.
+ * Waits until the site's background work on the writes has ended: every captured change extracted
+ * (the replication cycle, every 30 s), every value-count delta folded (the fold, every 30 s), and
+ * nothing but this connection working on the catalog (no active statement, no autovacuum worker), in
+ * three samples a second apart; gives up after 15 minutes. (Without the first two, a cycle that had
+ * not come round yet could start while the queries are timed.)
  */
 async function settle(sql: pg.Client): Promise<void> {
   const deadline = Date.now() + 15 * 60_000;
   let quiet = 0;
   while (quiet < 3 && Date.now() < deadline) {
     const { rows } = await sql.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_activity
-        WHERE pid <> pg_backend_pid() AND datname = current_database()
-          AND (state = 'active' OR backend_type = 'autovacuum worker')`,
+      `SELECT (SELECT count(*) FROM pg_stat_activity
+                WHERE pid <> pg_backend_pid() AND datname = current_database()
+                  AND (state = 'active' OR backend_type = 'autovacuum worker'))
+              + (SELECT count(*) FROM (SELECT 1 FROM repl_changes LIMIT 1) c)
+              + (SELECT count(*) FROM (SELECT 1 FROM metadata_value_deltas LIMIT 1) d) AS n`,
     );
     quiet = Number(rows[0]!.n) === 0 ? quiet + 1 : 0;
     await new Promise((r) => setTimeout(r, 1000));

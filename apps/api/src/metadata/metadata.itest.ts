@@ -552,6 +552,90 @@ describe('metadata', () => {
       expect(again.body.added).toBe(0);
     });
 
+    it('adds a table of triples: one value per path and column, null for none', async () => {
+      const paths = [`${base}/a/f0`, `${base}/a/f1`, `${base}/a`, `${base}/a/f0`];
+      const res = expectStatus(
+        await bulk(alice.client, {
+          operations: [
+            {
+              paths,
+              columns: [
+                { attribute: 'tabular', values: ['t0', 't1', 'dir', 't0'] },
+                { attribute: 'exposure', unit: 's', values: [30, null, 5, null] },
+                {
+                  attribute: 'observed',
+                  type: 'time',
+                  values: ['2024-05-01T10:00:00Z', '2024-05-02', null, null],
+                },
+                { attribute: 'tabular', values: [null, 'extra', null, 't0-again'] },
+              ],
+            },
+          ],
+        }),
+        200,
+      );
+      // f0: tabular t0 (twice in the table: once), exposure, observed, t0-again; f1: t1, observed,
+      // extra; the collection: dir, exposure.
+      expect(res.body).toEqual({ targets: 3, added: 9, updated: 0, removed: 0 });
+      expect(await names(alice.client, { q: 'tabular exists and observed < 2024-05-02T00:00:01Z' })).toEqual([
+        'f0',
+        'f1',
+      ]);
+      expect(await names(alice.client, { q: 'exposure > 10' })).toEqual(['f0']);
+      const f0 = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path: `${base}/a/f0` } }),
+        200,
+      ).body.triples.filter((t) => ['tabular', 'exposure', 'observed'].includes(t.attribute));
+      expect(f0.map((t) => [t.attribute, t.value, t.unit]).sort()).toEqual([
+        ['exposure', 30, 's'],
+        ['observed', '2024-05-01T10:00:00.000Z', null],
+        ['tabular', 't0', null],
+        ['tabular', 't0-again', null],
+      ]);
+      const dir = expectStatus(
+        await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path: `${base}/a` } }),
+        200,
+      ).body.triples.filter((t) => ['tabular', 'exposure', 'observed'].includes(t.attribute));
+      expect(dir.map((t) => [t.attribute, t.value]).sort()).toEqual([
+        ['exposure', 5],
+        ['tabular', 'dir'],
+      ]);
+
+      // A column of the wrong length, a bad value, or columns without paths: 422 naming the place.
+      const short = expectError(
+        await bulk(alice.client, {
+          operations: [{ paths: paths.slice(0, 2), columns: [{ attribute: 'tabular', values: ['x'] }] }],
+        }),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+      expect(Object.keys(short.details!)).toEqual(['operations.0.columns.0.values']);
+      expect(String(short.details!['operations.0.columns.0.values'])).toMatch(/1 values for 2 paths/);
+      const bad = expectError(
+        await bulk(alice.client, {
+          operations: [
+            { paths: [`${base}/a/f2`], add: [{ attribute: 'tabular', value: 'ok' }] },
+            {
+              paths: paths.slice(0, 2),
+              columns: [{ attribute: 'exposure', type: 'number', values: [1, 'many'] }],
+            },
+          ],
+        }),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+      expect(Object.keys(bad.details!)).toEqual(['operations.1.columns.0.values.1']);
+      expectError(
+        await bulk(alice.client, {
+          operations: [{ under: `${base}/a`, columns: [{ attribute: 'tabular', values: [] }] }],
+        }),
+        422,
+        ErrorCode.ValidationFailed,
+      );
+      // Nothing of the refused requests was written.
+      expect(await names(alice.client, { q: "tabular = 'ok' or tabular = x" })).toEqual([]);
+    });
+
     it('is all or nothing: one unknown path or one bad triple changes nothing', async () => {
       const tag = { attribute: 'atomic', value: 'x' };
       const missing = expectError(

@@ -6,6 +6,7 @@ import {
   typedValue,
   type BulkMetadataResult,
   type CheckedTriple,
+  type CheckedTripleColumn,
   type Condition,
   type EntryTriplesDto,
   type MetadataAttributesDto,
@@ -45,6 +46,7 @@ export interface BulkOperation {
   add: CheckedTriple[];
   set: CheckedTriple[];
   remove: { attribute: string; value: string | null; unit: string | null | undefined }[];
+  columns: CheckedTripleColumn[];
 }
 
 export interface QueryInput {
@@ -230,9 +232,14 @@ export class MetadataService {
             }
           }
         }
+        const tables = { object: [] as TripleGroup[], collection: [] as TripleGroup[] };
+        for (const op of operations) {
+          if (op.columns.length) tableRows(op.paths!, op.columns, byPath, tables);
+        }
         const rows = work.reduce(
           (n, w) => n + w.ids.length * (w.op.add.length + w.op.set.length + w.op.remove.length),
-          0,
+          tables.object.reduce((n, g) => n + g.triples.length, 0) +
+            tables.collection.reduce((n, g) => n + g.triples.length, 0),
         );
         if (rows > MAX_BULK_ROWS) {
           throw new DomainError(
@@ -255,6 +262,7 @@ export class MetadataService {
           result.removed += s.removed;
           result.added += s.added;
           const adds = mine.map((w) => ({ targets: w.ids, triples: dedupe(w.op.add) }));
+          adds.push(...tables[kind]);
           result.added += await this.repo.add(db, kind, distinctPairs(adds), principal.userId);
         }
         return result;
@@ -366,6 +374,39 @@ function covers(v: Visibility, e: MetadataTarget, userId: bigint): boolean {
 
 function tripleKey(t: CheckedTriple): string {
   return `${t.attribute}\u0000${t.type}\u0000${t.value}\u0000${t.unit ?? ''}`;
+}
+
+/**
+ * The rows of a table of triples (bulk `columns`) as one group per path, by the kind of entry: path i
+ * gets each column's value i (none where it is null). A path's triples are made distinct only when
+ * two columns name the same attribute (otherwise they cannot repeat).
+ */
+function tableRows(
+  paths: string[],
+  columns: CheckedTripleColumn[],
+  byPath: Map<string, MetadataTarget>,
+  out: Record<EntryKind, TripleGroup[]>,
+): void {
+  const repeats = new Set(columns.map((c) => c.attribute)).size < columns.length;
+  paths.forEach((path, i) => {
+    const target = byPath.get(path)!;
+    const triples: CheckedTriple[] = [];
+    for (const c of columns) {
+      const v = c.values[i];
+      if (v) {
+        triples.push({
+          attribute: c.attribute,
+          type: v.type,
+          value: v.text,
+          num: v.num,
+          time: v.time,
+          unit: c.unit,
+        });
+      }
+    }
+    if (triples.length)
+      out[target.kind].push({ targets: [target.id], triples: repeats ? dedupe(triples) : triples });
+  });
 }
 
 function dedupe(triples: CheckedTriple[]): CheckedTriple[] {

@@ -6,6 +6,7 @@ import {
   typedValue,
   type ConditionJson,
   type MetadataValueType,
+  type TypedValue,
 } from '../metadata-query';
 import { IdSchema, PathSchema, text } from './common';
 
@@ -69,6 +70,43 @@ export const TripleMatchSchema = z
   });
 export type TripleMatch = z.input<typeof TripleMatchSchema>;
 
+/** Most issues reported for one column of a table of triples (the rest would repeat them). */
+const MAX_COLUMN_ISSUES = 10;
+
+/**
+ * A column of a table of triples (bulk `columns`): one attribute's value for each of the operation's
+ * paths, in the same order; `null` where a path gets none. Every value is read as `type` (default: JSON
+ * numbers are numbers, strings text), with the column's unit.
+ */
+export const TripleColumnSchema = z
+  .object({
+    attribute: AttributeSchema,
+    type: z.enum(METADATA_VALUE_TYPES).optional(),
+    unit: UnitSchema,
+    values: z.array(z.union([z.string(), z.number(), z.null()])).max(100_000),
+  })
+  .transform((c, ctx) => {
+    const values: (TypedValue | null)[] = new Array<TypedValue | null>(c.values.length);
+    let issues = 0;
+    for (let i = 0; i < c.values.length && issues < MAX_COLUMN_ISSUES; i++) {
+      const v = c.values[i]!;
+      if (v === null) {
+        values[i] = null;
+        continue;
+      }
+      try {
+        values[i] = typedValue(v, c.type);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', path: ['values', i], message: (err as Error).message });
+        issues += 1;
+      }
+    }
+    if (issues) return z.NEVER;
+    return { attribute: c.attribute, unit: c.unit || null, values };
+  });
+export type TripleColumn = z.input<typeof TripleColumnSchema>;
+export type CheckedTripleColumn = z.output<typeof TripleColumnSchema>;
+
 export const AddTriplesSchema = z.object({ triples: z.array(TripleInputSchema).min(1).max(1000) });
 export type AddTriplesRequest = z.input<typeof AddTriplesSchema>;
 
@@ -103,12 +141,37 @@ export const BulkOperationSchema = z
     set: z.array(TripleInputSchema).max(1000).default([]),
     /** Triples removed. */
     remove: z.array(TripleMatchSchema).max(1000).default([]),
+    /**
+     * Triples added from a table: each column gives one attribute's value for each path, in the order
+     * of `paths` (one value per path, `null` for none). Added like `add`.
+     */
+    columns: z.array(TripleColumnSchema).max(1000).default([]),
   })
   .refine(
     (o) => (o.paths === undefined) !== (o.under === undefined),
     'give exactly one of "paths" or "under"',
   )
-  .refine((o) => o.add.length + o.set.length + o.remove.length > 0, 'give at least one of add, set, remove');
+  .refine(
+    (o) => o.add.length + o.set.length + o.remove.length + o.columns.length > 0,
+    'give at least one of add, set, remove, columns',
+  )
+  .superRefine((o, ctx) => {
+    o.columns.forEach((c, i) => {
+      if (o.paths === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['columns', i],
+          message: 'columns need "paths" (one value per path)',
+        });
+      } else if (c.values.length !== o.paths.length) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['columns', i, 'values'],
+          message: `has ${c.values.length} values for ${o.paths.length} paths: give one per path (null for none)`,
+        });
+      }
+    });
+  });
 
 export const BulkMetadataSchema = z.object({ operations: z.array(BulkOperationSchema).min(1).max(100_000) });
 export type BulkMetadataRequest = z.input<typeof BulkMetadataSchema>;

@@ -82,6 +82,16 @@ describe('metadata: change capture per statement', () => {
       .map((c) => ({ op: c.o, key: c.k, data: c.d, stamp: c.s, baseStamp: c.b, baseSite: c.bs }));
   }
 
+  /** Adds one triple to a.bin through the API; returns its id. */
+  async function addOne(attribute: string, value: string): Promise<string> {
+    const res = await admin.post<TripleDto[]>(
+      '/api/v1/metadata',
+      { triples: [{ attribute, value }] },
+      { query: { path: `${base}/a.bin` } },
+    );
+    return expectStatus(res, 201).body[0]!.id;
+  }
+
   async function version(id: string): Promise<HeldVersion | undefined> {
     const { rows } = await site.query<{
       stamp: string;
@@ -236,15 +246,7 @@ describe('metadata: change capture per statement', () => {
   });
 
   it('writes over the version a key already has (a tombstone) when a row with that key is inserted again', async () => {
-    const [triple] = expectStatus(
-      await admin.post<TripleDto[]>(
-        '/api/v1/metadata',
-        { triples: [{ attribute: 'again', value: 'one' }] },
-        { query: { path: `${base}/a.bin` } },
-      ),
-      201,
-    ).body;
-    const id = triple!.id;
+    const id = await addOne('again', 'one');
     const { rows } = await site.query<Record<string, unknown>>(
       'SELECT * FROM metadata_triples WHERE id = $1',
       [id],
@@ -280,15 +282,7 @@ describe('metadata: change capture per statement', () => {
   });
 
   it('does not capture what the injector writes for a peer', async () => {
-    const [triple] = expectStatus(
-      await admin.post<TripleDto[]>(
-        '/api/v1/metadata',
-        { triples: [{ attribute: 'x', value: 'one' }] },
-        { query: { path: `${base}/a.bin` } },
-      ),
-      201,
-    ).body;
-    const id = triple!.id;
+    const id = await addOne('x', 'one');
     await site.query(
       `BEGIN;
        SET LOCAL tributary.origin = 'tulane';

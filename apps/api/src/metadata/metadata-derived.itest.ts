@@ -158,6 +158,8 @@ describe('metadata: terms and value counts follow the triples', () => {
     expect(await q('seen between 2024-05-01 and 2024-05-02')).toEqual(['o2']);
     expect(await q('seen < 2024-05-01T10:00:00Z')).toEqual([]);
     expect(await q('seen <= 2024-05-01T10:00:00Z')).toEqual(['o2']);
+    expect(await q('seen in (2024-05-01T10:00:00Z, 2025-01-01)')).toEqual(['o2']);
+    expect(await q('seen in (2024-05-01T10:00:00.001Z)')).toEqual([]);
     // A text value that looks like a number is not a number.
     await bulk({ operations: [{ paths: [path('o6')], set: [{ attribute: 'exposure', value: '60' }] }] });
     expect(await q('exposure >= 20')).toEqual([]);

@@ -141,8 +141,19 @@ export class ConditionCompiler {
     const m = this.next('m');
     let test: string;
     if (leaf.op === 'between') test = `${m}.v BETWEEN ${v(leaf.values[0]!)} AND ${v(leaf.values[1]!)}`;
-    else if (leaf.op === 'in') test = `${m}.v IN (${leaf.values.map(v).join(', ')})`;
-    else test = `${m}.v ${leaf.op} ${v(leaf.values[0]!)}`;
+    else if (leaf.op === 'in') {
+      // One array parameter, as for the triples (an `in` may list 1,000 values).
+      test =
+        ty === 'number'
+          ? `${m}.v = ANY(${this.params.add(
+              leaf.values.map((x) => x.num!),
+              '::float8[]',
+            )})`
+          : `${m}.v = ANY(ARRAY(SELECT metadata_time_measure(t) FROM unnest(${this.params.add(
+              leaf.values.map((x) => x.time!),
+              '::timestamptz[]',
+            )}) AS t))`;
+    } else test = `${m}.v ${leaf.op} ${v(leaf.values[0]!)}`;
     return `EXISTS (SELECT 1 FROM unnest(${x}.measure_keys, ${x}.measures) AS ${m}(k, v) WHERE ${m}.k = ${key} AND ${test})`;
   }
 

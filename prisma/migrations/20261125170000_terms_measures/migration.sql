@@ -97,3 +97,7 @@ SELECT "object_id",
  GROUP BY "object_id"
 ON CONFLICT ("object_id") DO UPDATE
   SET "terms" = EXCLUDED."terms", "measure_keys" = EXCLUDED."measure_keys", "measures" = EXCLUDED."measures";
+
+-- Rewriting every row left the GIN index with an entry for each old and new row version: at ten million
+-- triples a conjunction's search took 5 ms instead of 1.1 ms until the index was rebuilt (7 s).
+REINDEX INDEX "metadata_terms_terms_idx";

@@ -1050,6 +1050,13 @@ export interface components {
                     type?: "text" | "number" | "time";
                     unit?: string | null;
                 }[];
+                columns?: {
+                    attribute: string;
+                    /** @enum {string} */
+                    type?: "text" | "number" | "time";
+                    unit?: string | null;
+                    values: (string | number | null)[];
+                }[];
             }[];
         };
         MetadataQueryDto: {

@@ -51,6 +51,13 @@ describe('bulk columns (a table of triples)', () => {
         message: 'has 2 values for 3 paths: give one per path (null for none)',
       }),
     ]);
+    const notValue = BulkMetadataSchema.safeParse({
+      operations: [{ paths, columns: [{ attribute: 'n', values: [1, { a: 1 }, true] }] }],
+    });
+    expect(notValue.error!.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['operations.0.columns.0.values.1', 'must be a string, a number or null'],
+      ['operations.0.columns.0.values.2', 'must be a string, a number or null'],
+    ]);
     const under = BulkMetadataSchema.safeParse({
       operations: [{ under: '/p', columns: [{ attribute: 'n', values: [] }] }],
     });

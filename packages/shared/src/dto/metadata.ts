@@ -83,7 +83,9 @@ export const TripleColumnSchema = z
     attribute: AttributeSchema,
     type: z.enum(METADATA_VALUE_TYPES).optional(),
     unit: UnitSchema,
-    values: z.array(z.union([z.string(), z.number(), z.null()])).max(100_000),
+    values: z
+      .array(z.union([z.string(), z.number(), z.null()], { error: 'must be a string, a number or null' }))
+      .max(100_000),
   })
   .transform((c, ctx) => {
     const values: (TypedValue | null)[] = new Array<TypedValue | null>(c.values.length);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import {
+  checkedTriple,
   ErrorCode,
   isWithin,
   MAX_BULK_ROWS,
@@ -393,16 +394,7 @@ function tableRows(
     const triples: CheckedTriple[] = [];
     for (const c of columns) {
       const v = c.values[i];
-      if (v) {
-        triples.push({
-          attribute: c.attribute,
-          type: v.type,
-          value: v.text,
-          num: v.num,
-          time: v.time,
-          unit: c.unit,
-        });
-      }
+      if (v) triples.push(checkedTriple(c.attribute, v, c.unit));
     }
     if (triples.length)
       out[target.kind].push({ targets: [target.id], triples: repeats ? dedupe(triples) : triples });

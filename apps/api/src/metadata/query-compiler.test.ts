@@ -37,11 +37,13 @@ describe('ConditionCompiler', () => {
     );
     expect(sql).not.toContain('metadata_triples');
     expect(sql).toContain(
-      'EXISTS (SELECT 1 FROM unnest(x1.measure_keys, x1.measures) AS m2(k, v) WHERE m2.k = $5 AND m2.v BETWEEN $6::float8 AND $7::float8)',
+      "EXISTS (SELECT 1 FROM unnest(x1.measure_keys, x1.measures) AS m2(k, v) WHERE m2.k = metadata_measure_key('number', $5) AND m2.v BETWEEN $6::float8 AND $7::float8)",
     );
-    expect(sql).toContain('m3.k = $8 AND m3.v >= metadata_time_measure($9::timestamptz)');
-    expect(sql).toContain('m4.k = $10 AND m4.v = ANY($11::float8[])');
-    expect(values.slice(4)).toEqual(['n:size', 1e9, 5e9, 't:d', '2020-01-01T00:00:00.000Z', 'n:r', [1, 2]]);
+    expect(sql).toContain(
+      "m3.k = metadata_measure_key('time', $8) AND m3.v >= metadata_time_measure($9::timestamptz)",
+    );
+    expect(sql).toContain("m4.k = metadata_measure_key('number', $10) AND m4.v = ANY($11::float8[])");
+    expect(values.slice(4)).toEqual(['size', 1e9, 5e9, 'd', '2020-01-01T00:00:00.000Z', 'r', [1, 2]]);
     // A comparison the measures cannot answer stays a probe of the triples.
     expect(compile('a = x and b = y and size != 3').sql).toContain('metadata_triples');
     expect(compile("a = x and b = y and r in (1, 'two')").sql).toContain('metadata_triples');

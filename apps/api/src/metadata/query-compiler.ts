@@ -137,7 +137,7 @@ export class ConditionCompiler {
       ty === 'number'
         ? this.params.add(tv.num!, '::float8')
         : `metadata_time_measure(${this.params.add(tv.time!, '::timestamptz')})`;
-    const key = this.params.add(`${ty === 'number' ? 'n' : 't'}:${leaf.attribute}`);
+    const key = `metadata_measure_key('${ty}', ${this.params.add(leaf.attribute)})`;
     const m = this.next('m');
     let test: string;
     if (leaf.op === 'between') test = `${m}.v BETWEEN ${v(leaf.values[0]!)} AND ${v(leaf.values[1]!)}`;

@@ -22,6 +22,11 @@ export const AttributeSchema = z.string().refine((v) => {
 const UnitSchema = text(0, MAX_UNIT_LENGTH).nullable().optional();
 const RawValueSchema = z.union([z.string(), z.number()]);
 
+/** A triple as the API checked it: its value read into `value` (canonical text) and `num` or `time`. */
+export function checkedTriple(attribute: string, v: TypedValue, unit: string | null) {
+  return { attribute, type: v.type, value: v.text, num: v.num, time: v.time, unit };
+}
+
 /** A triple to add or set: the value is read as `type` (default: JSON numbers are numbers, strings text). */
 export const TripleInputSchema = z
   .object({
@@ -32,15 +37,7 @@ export const TripleInputSchema = z
   })
   .transform((t, ctx) => {
     try {
-      const v = typedValue(t.value, t.type);
-      return {
-        attribute: t.attribute,
-        type: v.type,
-        value: v.text,
-        num: v.num,
-        time: v.time,
-        unit: t.unit || null,
-      };
+      return checkedTriple(t.attribute, typedValue(t.value, t.type), t.unit || null);
     } catch (err) {
       ctx.addIssue({ code: 'custom', path: ['value'], message: (err as Error).message });
       return z.NEVER;

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type {
   BulkMetadataResult,
   EntryTriplesDto,
@@ -270,5 +271,100 @@ describe('metadata: terms and value counts follow the triples', () => {
     await site.query('SELECT metadata_fold_counts()');
     expect(await solo()).toBe(0);
     expect((await facetBothWays('band')).kept).toEqual((await facetBothWays('band')).counted);
+  });
+  /** Rows of a catalog table for one attribute. */
+  async function rowsFor(table: string, attribute: string): Promise<number> {
+    const { rows } = await site.query<{ n: string }>(
+      `SELECT count(*) AS n FROM ${table} WHERE attribute = $1`,
+      [attribute],
+    );
+    return Number(rows[0]!.n);
+  }
+
+  it('counts an attribute from its first whole-catalog facet on; writes leave other attributes uncounted', async () => {
+    await bulk({
+      operations: [
+        { paths: [0, 1, 2, 3].map((i) => path(`o${i}`)), add: [{ attribute: 'survey', value: 'north' }] },
+        { paths: [path('o4')], add: [{ attribute: 'survey', value: 'south' }] },
+      ],
+    });
+    // Nobody has asked for a facet on it: no count, no delta.
+    expect(await rowsFor('metadata_counted_attributes', 'survey')).toBe(0);
+    expect(await rowsFor('metadata_value_deltas', 'survey')).toBe(0);
+    expect(await rowsFor('metadata_value_counts', 'survey')).toBe(0);
+
+    const first = await facetBothWays('survey');
+    expect(first.kept).toEqual(first.counted);
+    expect(first.kept).toEqual([
+      expect.objectContaining({ value: 'north', count: 4 }),
+      expect.objectContaining({ value: 'south', count: 1 }),
+    ]);
+    expect(await rowsFor('metadata_counted_attributes', 'survey')).toBe(1);
+    expect(await rowsFor('metadata_value_counts', 'survey')).toBe(2);
+
+    // From now on its writes append deltas; an attribute nobody faceted on still gets none.
+    await bulk({
+      operations: [
+        {
+          paths: [path('o5')],
+          add: [
+            { attribute: 'survey', value: 'south' },
+            { attribute: 'pass', value: 'p1' },
+          ],
+        },
+      ],
+    });
+    expect(await rowsFor('metadata_value_deltas', 'survey')).toBe(1);
+    expect(await rowsFor('metadata_value_deltas', 'pass')).toBe(0);
+    const after = await facetBothWays('survey');
+    expect(after.kept).toEqual(after.counted);
+    expect(after.kept).toEqual(
+      expect.arrayContaining([expect.objectContaining({ value: 'south', count: 2 })]),
+    );
+    await bulk({ operations: [{ paths: [path('o0')], remove: [{ attribute: 'survey', value: 'north' }] }] });
+    await site.query('SELECT metadata_fold_counts()');
+    const removed = await facetBothWays('survey');
+    expect(removed.kept).toEqual(removed.counted);
+    expect(removed.kept).toEqual(
+      expect.arrayContaining([expect.objectContaining({ value: 'north', count: 3 })]),
+    );
+  });
+
+  it("a first facet waits for a writer in flight and counts that writer's triples once", async () => {
+    const { rows } = await site.query<{ id: string }>(
+      `SELECT o.id FROM data_objects o JOIN collections c ON c.id = o.collection_id
+        WHERE c.path = $1 AND o.name IN ('o1', 'o2') ORDER BY o.name`,
+      [base],
+    );
+    const [o1, o2] = rows.map((r) => r.id);
+    await bulk({ operations: [{ paths: [path('o3')], add: [{ attribute: 'epoch', value: 'e1' }] }] });
+    const writer = new pg.Client(site.connection);
+    await writer.connect();
+    try {
+      // A writer adds a triple and keeps its transaction open while the attribute's first facet is asked.
+      await writer.query('BEGIN');
+      await writer.query(
+        `INSERT INTO metadata_triples (object_id, attribute, value_type, value) VALUES ($1, 'epoch', 'text', 'e1')`,
+        [o1],
+      );
+      let answered = false;
+      const pending = facetBothWays('epoch').finally(() => (answered = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(answered).toBe(false);
+      await writer.query('COMMIT');
+      const first = await pending;
+      expect(first.kept).toEqual(first.counted);
+      expect(first.kept).toEqual([expect.objectContaining({ value: 'e1', count: 2 })]);
+      // Written after the count: a delta, counted once.
+      await writer.query(
+        `INSERT INTO metadata_triples (object_id, attribute, value_type, value) VALUES ($1, 'epoch', 'text', 'e1')`,
+        [o2],
+      );
+      const next = await facetBothWays('epoch');
+      expect(next.kept).toEqual(next.counted);
+      expect(next.kept).toEqual([expect.objectContaining({ value: 'e1', count: 3 })]);
+    } finally {
+      await writer.end();
+    }
   });
 });

@@ -425,3 +425,155 @@ describe('conflicts between sites', () => {
     for (const site of SITES) expect(await settledAt(site), site).not.toBeNull();
   });
 });
+
+/**
+ * Metadata triples state the version of their insert in their own columns (insert_stamp, insert_site;
+ * migration 20261126110000_implied_insert_versions) instead of a row in repl_versions: the conflict
+ * rules must meet that implied version exactly as they meet a version row.
+ */
+describe('conflicts on metadata triples (versions implied by the insert)', () => {
+  async function addTriple(
+    site: string,
+    objectId: string,
+    attribute: string,
+    value: string,
+  ): Promise<string> {
+    return (
+      await one<{ id: string }>(
+        site,
+        `INSERT INTO metadata_triples (object_id, attribute, value_type, value) VALUES ($1, $2, 'text', $3) RETURNING id`,
+        [objectId, attribute, value],
+      )
+    ).id;
+  }
+
+  /** The version each site holds for a row: [stamp, site, deleted, implied], and its base if a row. */
+  async function heldEverywhere(key: string): Promise<unknown[]> {
+    return Promise.all(
+      SITES.map((site) =>
+        one<unknown>(
+          site,
+          `SELECT h.stamp, h.site, h.deleted, h.implied, v.base_stamp, v.base_site
+             FROM repl_held_version('metadata_triples', $1) h
+             LEFT JOIN repl_versions v ON v.tbl = 'metadata_triples' AND v.row_key = $1`,
+          [key],
+        ),
+      ),
+    );
+  }
+
+  it('a triple needs no version row anywhere; concurrent updates of it make one update conflict, equal everywhere', async () => {
+    const { proj } = await base();
+    const obj = await addObject('lsu', proj, 'scan.fits');
+    await converge();
+    const id = await addTriple('lsu', obj, 'band', 'red');
+    await converge();
+    const inserted = await heldEverywhere(id);
+    for (const [i, held] of inserted.entries()) {
+      expect(held, SITES[i]).toMatchObject({ site: 'lsu', deleted: false, implied: true, base_stamp: null });
+    }
+    expect(new Set(inserted.map((h) => JSON.stringify(h))).size).toBe(1);
+
+    // One site's update, based on the insert it holds implied, applies everywhere without a conflict.
+    await db('lsu').query(`UPDATE metadata_triples SET value = 'amber' WHERE id = $1`, [id]);
+    await converge();
+    for (const site of SITES) expect(await conflicts(site), site).toEqual([]);
+
+    await db('tulane').query(`UPDATE metadata_triples SET value = 'green' WHERE id = $1`, [id]);
+    await db('uno').query(`UPDATE metadata_triples SET value = 'blue' WHERE id = $1`, [id]);
+    await converge();
+    for (const site of SITES) {
+      const t = await one<{ value: string }>(site, 'SELECT value FROM metadata_triples WHERE id = $1', [id]);
+      expect(t.value, site).toBe('blue');
+      const records = await conflicts(site);
+      expect(records, site).toHaveLength(1);
+      expect(records[0]).toMatchObject({
+        kind: 'update',
+        tbl: 'metadata_triples',
+        row_key: id,
+        winner_site: 'uno',
+      });
+      expect(records[0]!.versions.map((v) => [v.site, v.data?.value])).toEqual([
+        ['tulane', 'green'],
+        ['uno', 'blue'],
+      ]);
+    }
+    expect(
+      new Set((await Promise.all(SITES.map((s) => conflicts(s)))).map((c) => JSON.stringify(c))).size,
+    ).toBe(1);
+  });
+
+  it('an update of a triple meets its removal elsewhere: the same outcome at every site, nothing left aside', async () => {
+    const { proj } = await base();
+    const obj = await addObject('lsu', proj, 'cube.fits');
+    await converge();
+    const id = await addTriple('tulane', obj, 'band', 'red');
+    await converge();
+    await db('lsu').query(`UPDATE metadata_triples SET value = 'green' WHERE id = $1`, [id]);
+    await db('uno').query(`DELETE FROM metadata_triples WHERE id = $1`, [id]);
+    await converge();
+    const states = await Promise.all(
+      SITES.map((site) =>
+        one<{ n: string }>(site, 'SELECT count(*) AS n FROM metadata_triples WHERE id = $1', [id]),
+      ),
+    );
+    expect(new Set(states.map((s) => s.n)).size).toBe(1);
+    for (const site of SITES) {
+      const parked = await one<{ n: string }>(
+        site,
+        `SELECT count(*) AS n FROM repl_parked WHERE tbl = 'metadata_triples'`,
+      );
+      expect(parked.n, site).toBe('0');
+      expect((await conflicts(site)).length, site).toBe(1);
+    }
+    const held = await heldEverywhere(id);
+    expect(
+      new Set(held.map((h) => JSON.stringify({ ...(h as object), base_stamp: null, base_site: null }))).size,
+    ).toBe(1);
+  });
+
+  it("a triple's insert delivered again is recognised as applied, and its object's removal parks it with the implied version", async () => {
+    const { proj } = await base();
+    const obj = await addObject('lsu', proj, 'again.fits');
+    await converge();
+    const id = await addTriple('lsu', obj, 'band', 'red');
+    await converge();
+    // tulane applies the archived insert again, change by change: nothing happens, nothing is written.
+    const archived = await one<{ changes: { t: string; k: string }[] }>(
+      'tulane',
+      `SELECT changes FROM repl_archive WHERE origin = 'lsu'
+         AND changes @> jsonb_build_array(jsonb_build_object('t', 'metadata_triples', 'k', $1::text))`,
+      [id],
+    );
+    const idx = archived.changes.findIndex((c) => c.t === 'metadata_triples' && c.k === id);
+    expect(idx).toBeGreaterThanOrEqual(0);
+    const client = await db('tulane').connect();
+    try {
+      await client.query('BEGIN');
+      const stop = await client.query(`SELECT * FROM repl_apply('lsu', $1::jsonb, $2, 1)`, [
+        JSON.stringify(archived.changes),
+        idx,
+      ]);
+      expect(stop.rows).toEqual([]);
+      const versions = await client.query(
+        `SELECT 1 FROM repl_versions WHERE tbl = 'metadata_triples' AND row_key = $1`,
+        [id],
+      );
+      expect(versions.rowCount).toBe(0);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    // The object is purged at uno while lsu changes the triple: at tulane the purge's cascade removes
+    // the triple, kept aside with the version it held (the implied insert) until the update decides.
+    await db('lsu').query(`UPDATE metadata_triples SET value = 'green' WHERE id = $1`, [id]);
+    await db('uno').query('DELETE FROM data_objects WHERE id = $1', [obj]);
+    await converge();
+    const outcome = await Promise.all(
+      SITES.map((site) =>
+        one<{ n: string }>(site, 'SELECT count(*) AS n FROM metadata_triples WHERE id = $1', [id]),
+      ),
+    );
+    expect(new Set(outcome.map((o) => o.n)).size).toBe(1);
+  });
+});

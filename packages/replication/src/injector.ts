@@ -393,7 +393,7 @@ export class Injector {
     change: Change,
   ): Promise<{ stamp: number | null; site: string | null; deleted: boolean }> {
     const res = await client.query<{ stamp: string; site: string; deleted: boolean }>(
-      'SELECT stamp, site, deleted FROM repl_versions WHERE tbl = $1 AND row_key = $2',
+      'SELECT stamp, site, deleted FROM repl_held_version($1, $2) WHERE stamp IS NOT NULL',
       [change.t, change.k],
     );
     const row = res.rows[0];

@@ -17,6 +17,8 @@ interface HeldVersion {
   site: string;
   deleted: boolean;
   baseStamp: number | null;
+  /** No row in repl_versions: the version is the insert the row states (insert_stamp, insert_site). */
+  implied: boolean;
 }
 
 /**
@@ -92,14 +94,19 @@ describe('metadata: change capture per statement', () => {
     return expectStatus(res, 201).body[0]!.id;
   }
 
+  /** The version held here for a triple (`repl_held_version`), with the base of a version row. */
   async function version(id: string): Promise<HeldVersion | undefined> {
     const { rows } = await site.query<{
       stamp: string;
       site: string;
       deleted: boolean;
+      implied: boolean;
       base_stamp: string | null;
     }>(
-      `SELECT stamp, site, deleted, base_stamp FROM repl_versions WHERE tbl = 'metadata_triples' AND row_key = $1`,
+      `SELECT h.stamp, h.site, h.deleted, h.implied, v.base_stamp
+         FROM repl_held_version('metadata_triples', $1) h
+         LEFT JOIN repl_versions v ON v.tbl = 'metadata_triples' AND v.row_key = $1
+        WHERE h.stamp IS NOT NULL`,
       [id],
     );
     const r = rows[0];
@@ -109,6 +116,7 @@ describe('metadata: change capture per statement', () => {
         site: r.site,
         deleted: r.deleted,
         baseStamp: r.base_stamp === null ? null : Number(r.base_stamp),
+        implied: r.implied,
       }
     );
   }
@@ -155,6 +163,8 @@ describe('metadata: change capture per statement', () => {
       updated_at: 'object',
       created_by: 'object',
       time: 'object',
+      insert_stamp: 'object',
+      insert_site: 'object',
     });
     const inserted = await changes(ids);
     expect(inserted.map((c) => c.op)).toEqual(['I', 'I', 'I', 'I']);
@@ -169,7 +179,15 @@ describe('metadata: change capture per statement', () => {
         collection_id: null,
       });
       expect(typeof c.data.created_at).toBe('string');
-      expect(await version(c.key)).toEqual({ stamp: c.stamp, site: 'lsu', deleted: false, baseStamp: null });
+      // The row states its insert; no version row is written for it.
+      expect(c.data).toMatchObject({ insert_stamp: c.stamp, insert_site: 'lsu' });
+      expect(await version(c.key)).toEqual({
+        stamp: c.stamp,
+        site: 'lsu',
+        deleted: false,
+        baseStamp: null,
+        implied: true,
+      });
     }
 
     // `set` rewrites the size rows in place: an update of each, based on its insert, captured as one
@@ -194,6 +212,7 @@ describe('metadata: change capture per statement', () => {
         site: 'lsu',
         deleted: false,
         baseStamp: insert.stamp,
+        implied: false,
       });
     }
 
@@ -210,7 +229,13 @@ describe('metadata: change capture per statement', () => {
       const insert = inserted.find((c) => c.key === d.key)!;
       expect(d).toMatchObject({ baseStamp: insert.stamp, baseSite: 'lsu' });
       expect(d.data).toMatchObject({ attribute: 'project', value: 'coast' });
-      expect(await version(d.key)).toMatchObject({ stamp: d.stamp, deleted: true });
+      expect(await version(d.key)).toEqual({
+        stamp: d.stamp,
+        site: 'lsu',
+        deleted: true,
+        baseStamp: insert.stamp,
+        implied: false,
+      });
     }
   });
 
@@ -268,16 +293,22 @@ describe('metadata: change capture per statement', () => {
       site: 'lsu',
       deleted: false,
       baseStamp: tombstone.stamp,
+      implied: false,
     });
+    // The new row beside it states its own insert, which its change carries.
     const { rows: fresh } = await site.query<{ id: string }>(
       `SELECT id FROM metadata_triples WHERE object_id = $1 AND attribute = 'again' AND value = 'two'`,
       [row.object_id],
     );
+    const freshChange = (await changes([fresh[0]!.id])).at(-1)!;
+    expect(freshChange.op).toBe('I');
+    expect(freshChange.data).toMatchObject({ insert_stamp: freshChange.stamp, insert_site: 'lsu' });
     expect(await version(fresh[0]!.id)).toEqual({
-      stamp: back.stamp,
+      stamp: freshChange.stamp,
       site: 'lsu',
       deleted: false,
       baseStamp: null,
+      implied: true,
     });
   });
 

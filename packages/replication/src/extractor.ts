@@ -19,6 +19,11 @@ export const EXTRACT_LOCK = 7_215_000_001;
  * Transactions are ordered by their last change: a transaction that saw another's writes changed
  * rows after that one committed, so it always sorts after it.
  *
+ * The data of a batch change (op B or V: thousands of rows in columns) is not copied into the entry:
+ * it moves to `repl_log_data` as stored (compressed, not taken apart), and the entry's change names it
+ * (`x`, the change id); `withBatchData` puts it back for the dispatcher (migration
+ * 20261126120000_log_batch_data).
+ *
  * A transaction's changes are gathered with `to_jsonb(array_agg(...))`, not `jsonb_agg`: PostgreSQL's
  * `jsonb_agg` copies every string of its input with a `"%s"` format that reads on to the next zero
  * byte, and a batch change holds columns of thousands of strings with none between them, so its cost
@@ -43,16 +48,25 @@ export class Extractor {
     const before = Number(local.rows[0]?.last_seq ?? 0);
     const moved = await client.query<{ txs: string; changes: string | null }>(
       `WITH moved AS (DELETE FROM repl_changes RETURNING *),
+       txs AS (
+         SELECT tx_id, $1::bigint + row_number() OVER (ORDER BY max(id)) AS seq, min(captured_at) AS captured_at,
+                sum(row_count)::int AS n
+           FROM moved GROUP BY tx_id),
+       batch_data AS (
+         INSERT INTO repl_log_data (seq, change_id, data)
+         SELECT t.seq, m.id, m.data FROM moved m JOIN txs t USING (tx_id) WHERE m.op IN ('B', 'V')),
        grouped AS (
-         SELECT max(id) AS last_id, min(captured_at) AS captured_at, sum(row_count)::int AS n,
-                to_jsonb(array_agg(jsonb_build_object('t', tbl, 'o', op, 'k', row_key, 'd', data, 's', stamp,
+         SELECT tx_id,
+                to_jsonb(array_agg(jsonb_build_object('t', tbl, 'o', op, 'k', row_key,
+                                                      'd', CASE WHEN op IN ('B', 'V') THEN NULL ELSE data END, 's', stamp,
                                                       'b', base_stamp, 'bs', base_site)
+                                   || CASE WHEN op IN ('B', 'V') THEN jsonb_build_object('x', id) ELSE '{}'::jsonb END
                                    || CASE WHEN absorbed IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('h', absorbed) END
                                    ORDER BY id)) AS changes
            FROM moved GROUP BY tx_id),
        logged AS (
          INSERT INTO repl_log (seq, changes, change_count, captured_at)
-         SELECT $1::bigint + row_number() OVER (ORDER BY last_id), changes, n, captured_at FROM grouped
+         SELECT t.seq, g.changes, t.n, t.captured_at FROM txs t JOIN grouped g USING (tx_id)
          RETURNING change_count)
        SELECT count(*) AS txs, sum(change_count) AS changes FROM logged`,
       [before],

@@ -1,4 +1,24 @@
-import type { Db, OriginTx } from './types';
+import type { BatchInsert, BatchUpdate, Db, LoggedChange, OriginTx } from './types';
+
+/** A change as the log stores it: a batch's data is in `repl_log_data`, named by `x` (its change id). */
+type StoredChange = LoggedChange | (Omit<BatchInsert | BatchUpdate, 'd'> & { d: null; x: number | string });
+
+/** The data of a batch change: its columns (inserts) or its rows with their versions (updates). */
+type BatchData = BatchInsert['d'] | BatchUpdate['d'];
+
+/**
+ * A log entry's changes as peers receive them: each batch's data (kept beside the entry, in
+ * `repl_log_data`, by change id) back in its change. Throws when the data of a batch is missing.
+ */
+export function withBatchData(changes: StoredChange[], batches: Map<string, BatchData>): LoggedChange[] {
+  return changes.map((stored) => {
+    if (!('x' in stored)) return stored;
+    const { x, ...change } = stored;
+    const data = batches.get(String(x));
+    if (data === undefined) throw new Error(`the data of logged change ${String(x)} is missing`);
+    return { ...change, d: data } as LoggedChange;
+  });
+}
 
 export interface QueueBacklog {
   txs: number;
@@ -34,11 +54,18 @@ export class OutgoingQueue {
       total += row.change_count;
     }
     if (seqs.length === 0) return [];
-    const rows = await this.db.query<{ seq: string; changes: OriginTx['changes'] }>(
-      'SELECT seq, changes FROM repl_log WHERE seq = ANY($1::bigint[]) ORDER BY seq',
-      [seqs],
-    );
-    return rows.rows.map((r) => ({ seq: Number(r.seq), changes: r.changes }));
+    const [rows, data] = await Promise.all([
+      this.db.query<{ seq: string; changes: StoredChange[] }>(
+        'SELECT seq, changes FROM repl_log WHERE seq = ANY($1::bigint[]) ORDER BY seq',
+        [seqs],
+      ),
+      this.db.query<{ change_id: string; data: BatchData }>(
+        'SELECT change_id, data FROM repl_log_data WHERE seq = ANY($1::bigint[])',
+        [seqs],
+      ),
+    ]);
+    const batches = new Map(data.rows.map((r) => [r.change_id, r.data]));
+    return rows.rows.map((r) => ({ seq: Number(r.seq), changes: withBatchData(r.changes, batches) }));
   }
 
   /** Drops every entry up to `seq` (the peer has them). */

@@ -1,4 +1,5 @@
-import { unfold, type LoggedChange } from '@tributary/replication';
+import { Extractor, unfold, type LoggedChange } from '@tributary/replication';
+import pg from 'pg';
 import type { BulkMetadataResult, TripleDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
@@ -70,7 +71,7 @@ describe('metadata: change capture per statement', () => {
     const { rows } = await site.query<{ change: LoggedChange }>(
       `SELECT change FROM (
          SELECT l.seq AS seq, x.n AS n, x.c AS change
-           FROM repl_log l, jsonb_array_elements(l.changes) WITH ORDINALITY AS x(c, n)
+           FROM repl_log l, jsonb_array_elements(repl_log_changes(l.seq)) WITH ORDINALITY AS x(c, n)
           WHERE x.c ->> 't' = 'metadata_triples'
          UNION ALL
          SELECT 9223372036854775807, id, jsonb_build_object('t', tbl, 'o', op, 'k', row_key, 'd', data, 's', stamp,
@@ -140,7 +141,7 @@ describe('metadata: change capture per statement', () => {
     const { rows: batches } = await site.query<{ op: string; row_count: number }>(
       `SELECT op, row_count FROM repl_changes WHERE tbl = 'metadata_triples'
        UNION ALL SELECT x ->> 'o', CASE WHEN x ->> 'o' = 'B' THEN jsonb_array_length(x -> 'd' -> 'id') ELSE 1 END
-         FROM repl_log l, jsonb_array_elements(l.changes) x
+         FROM repl_log l, jsonb_array_elements(repl_log_changes(l.seq)) x
         WHERE x ->> 't' = 'metadata_triples'`,
     );
     expect(batches).toEqual([{ op: 'B', row_count: 4 }]);
@@ -148,7 +149,7 @@ describe('metadata: change capture per statement', () => {
     const { rows: forms } = await site.query<{ column: string; form: string }>(
       `SELECT c.key AS column, jsonb_typeof(c.value) AS form
          FROM (SELECT data AS d FROM repl_changes WHERE tbl = 'metadata_triples' AND op = 'B'
-               UNION ALL SELECT x -> 'd' FROM repl_log l, jsonb_array_elements(l.changes) x
+               UNION ALL SELECT x -> 'd' FROM repl_log l, jsonb_array_elements(repl_log_changes(l.seq)) x
                 WHERE x ->> 't' = 'metadata_triples' AND x ->> 'o' = 'B') b, jsonb_each(b.d) c`,
     );
     const form = Object.fromEntries(forms.map((f) => [f.column, f.form]));
@@ -195,7 +196,7 @@ describe('metadata: change capture per statement', () => {
     await bulk({ operations: [{ paths, set: [{ attribute: 'size', value: 20, unit: 'bytes' }] }] });
     const { rows: updateBatches } = await site.query<{ n: number }>(
       `SELECT jsonb_array_length(data -> 's') AS n FROM repl_changes WHERE tbl = 'metadata_triples' AND op = 'V'
-       UNION ALL SELECT jsonb_array_length(x -> 'd' -> 's') FROM repl_log l, jsonb_array_elements(l.changes) x
+       UNION ALL SELECT jsonb_array_length(x -> 'd' -> 's') FROM repl_log l, jsonb_array_elements(repl_log_changes(l.seq)) x
         WHERE x ->> 't' = 'metadata_triples' AND x ->> 'o' = 'V'`,
     );
     expect(updateBatches).toEqual([{ n: 2 }]);
@@ -257,7 +258,7 @@ describe('metadata: change capture per statement', () => {
          SELECT row_count, (data -> 'id' -> 0)::text AS first FROM repl_changes WHERE tbl = 'metadata_triples' AND op = 'B'
          UNION ALL
          SELECT jsonb_array_length(x -> 'd' -> 'id'), (x -> 'd' -> 'id' -> 0)::text
-           FROM repl_log l, jsonb_array_elements(l.changes) x WHERE x ->> 't' = 'metadata_triples' AND x ->> 'o' = 'B') b
+           FROM repl_log l, jsonb_array_elements(repl_log_changes(l.seq)) x WHERE x ->> 't' = 'metadata_triples' AND x ->> 'o' = 'B') b
         WHERE first = ANY ($1::text[]) ORDER BY row_count DESC`,
       [ids],
     );
@@ -268,6 +269,28 @@ describe('metadata: change capture per statement', () => {
     expect(
       unfolded.every((c) => c.op === 'I' && c.data.attribute === 'seq' && c.data.id === Number(c.key)),
     ).toBe(true);
+
+    // Extracted into the log, each batch's data is kept beside the entry, not inside it, and comes
+    // back whole (repl_log_changes; the dispatcher does the same).
+    const pool = new pg.Pool(site.connection);
+    try {
+      await new Extractor(pool).extract([]);
+    } finally {
+      await pool.end();
+    }
+    const { rows: logged } = await site.query<{ inline: unknown; named: boolean; stored: number }>(
+      `SELECT x -> 'd' AS inline, x ? 'x' AS named,
+              (SELECT jsonb_array_length(d.data -> 'id') FROM repl_log_data d
+                WHERE d.seq = l.seq AND d.change_id = (x ->> 'x')::bigint) AS stored
+         FROM repl_log l, jsonb_array_elements(l.changes) x
+        WHERE x ->> 't' = 'metadata_triples' AND x ->> 'o' = 'B'
+          AND EXISTS (SELECT 1 FROM repl_log_data d WHERE d.seq = l.seq AND d.data -> 'id' -> 0 = to_jsonb($1::bigint))`,
+      [ids[0]],
+    );
+    expect(logged).toHaveLength(3);
+    expect(logged.every((r) => r.inline === null && r.named)).toBe(true);
+    expect(logged.map((r) => r.stored).sort()).toEqual([10000, 10000, 5001].sort());
+    expect(await changes(ids)).toEqual(unfolded);
   });
 
   it('writes over the version a key already has (a tombstone) when a row with that key is inserted again', async () => {

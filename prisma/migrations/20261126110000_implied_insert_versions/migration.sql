@@ -138,9 +138,8 @@ BEGIN
        ), b AS (
          SELECT repl_implied, CASE WHEN repl_implied THEN min("insert_stamp") ELSE $1 END AS s,
                 count(*)::int AS n, jsonb_build_object(%1$s) AS d
-           FROM (SELECT n.*, (row_number() OVER (PARTITION BY repl_implied, CASE WHEN repl_implied THEN "insert_stamp" END) - 1) / 10000 AS part
-                   FROM stamped n) n
-          GROUP BY repl_implied, CASE WHEN repl_implied THEN "insert_stamp" END, part
+           FROM (SELECT n.*, (row_number() OVER () - 1) / 10000 AS part FROM stamped n) n
+          GROUP BY part, repl_implied, CASE WHEN repl_implied THEN "insert_stamp" END
        ), captured AS (
          INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp", "row_count")
          SELECT %2$L, ''B'', %3$L, d, s, n FROM b)

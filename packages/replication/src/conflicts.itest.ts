@@ -447,6 +447,15 @@ describe('conflicts on metadata triples (versions implied by the insert)', () =>
     ).id;
   }
 
+  /** How many triples a site keeps aside (repl_parked). */
+  async function parkedTriples(site: string): Promise<number> {
+    const res = await one<{ n: string }>(
+      site,
+      `SELECT count(*) AS n FROM repl_parked WHERE tbl = 'metadata_triples'`,
+    );
+    return Number(res.n);
+  }
+
   /** How many rows with this id each site has, in SITES order. */
   async function copiesEverywhere(id: string): Promise<number[]> {
     return Promise.all(
@@ -527,11 +536,7 @@ describe('conflicts on metadata triples (versions implied by the insert)', () =>
     // The removal came later: it stands everywhere.
     expect(await copiesEverywhere(id)).toEqual([0, 0, 0]);
     for (const site of SITES) {
-      const parked = await one<{ n: string }>(
-        site,
-        `SELECT count(*) AS n FROM repl_parked WHERE tbl = 'metadata_triples'`,
-      );
-      expect(parked.n, site).toBe('0');
+      expect(await parkedTriples(site), site).toBe(0);
       expect((await conflicts(site)).length, site).toBe(1);
     }
     const held = await heldEverywhere(id);
@@ -580,11 +585,7 @@ describe('conflicts on metadata triples (versions implied by the insert)', () =>
     await db('uno').query('DELETE FROM data_objects WHERE id = $1', [obj]);
     await converge();
     for (const site of SITES) {
-      const parked = await one<{ n: string }>(
-        site,
-        `SELECT count(*) AS n FROM repl_parked WHERE tbl = 'metadata_triples'`,
-      );
-      expect(parked.n, site).toBe('0');
+      expect(await parkedTriples(site), site).toBe(0);
       const tomb = await one<{ deleted: boolean; site: string; base_stamp: string; base_site: string }>(
         site,
         `SELECT deleted, site, base_stamp, base_site FROM repl_versions WHERE tbl = 'metadata_triples' AND row_key = $1`,

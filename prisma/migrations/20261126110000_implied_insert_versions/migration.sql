@@ -103,52 +103,36 @@ BEGIN
         t."name", t."key_column", v_keytype) END
     WHERE "name" = t."name";
     -- A statement's inserts in columns (one array per replicated column, all in the same order), in
-    -- batches of 10,000 rows (a JSON value is limited to 256 MB, and peers receive about 10,000 changes
-    -- a request), and each row's version ($1 the stamp, $2 this site): a plain insert, after one sweep
-    -- of the key index updates the versions a key already has (a tombstone).
-    UPDATE "repl_tables" SET "batch_capture_sql" = format(
-      'WITH b AS (
-         SELECT count(*)::int AS n, jsonb_build_object(%1$s) AS d
-           FROM (SELECT n.*, (row_number() OVER () - 1) / 10000 AS part FROM new_rows n) n GROUP BY part),
-       captured AS (
-         INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp", "row_count")
-         SELECT %2$L, ''B'', %3$L, d, $1, n FROM b),
-       held AS (
-         UPDATE "repl_versions" v SET "stamp" = $1, "site" = $2, "deleted" = false
-          WHERE v."tbl" = %2$L AND v."row_key" = ANY (ARRAY(SELECT n.%4$I::text FROM new_rows n))
-         RETURNING v."row_key")
-       INSERT INTO "repl_versions" ("tbl", "row_key", "stamp", "site", "deleted")
-       SELECT %2$L, n.%4$I::text, $1, $2, false FROM new_rows n
-        WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h."row_key" = n.%4$I::text)',
-      repl_batch_columns(t."name"::regclass, t."local_columns", t."key_column"),
-      t."name", t."key_column", t."key_column")
-    WHERE "name" = t."name" AND t."statement_capture" AND NOT v_implied;
-    -- Rows that state their insert (made here, with a stamp) and have no version here (no tombstone of
-    -- their key) are captured in batches stamped with their own insert_stamp and get no version row;
-    -- the others as above.
+    -- batches of at most 10,000 rows (a JSON value is limited to 256 MB, and peers receive about 10,000
+    -- changes a request). A key that already has a version here (a tombstone) gets it overwritten, by
+    -- one sweep of the key index, with $1 (the stamp) and $2 (this site). Rows that state their insert
+    -- (tables with insert_stamp and insert_site: made here, with a stamp) and had no version are captured
+    -- in batches stamped with their own insert_stamp and get no version row; the others are stamped $1
+    -- and their versions inserted plainly.
     UPDATE "repl_tables" SET "batch_capture_sql" = format(
       'WITH held AS (
          UPDATE "repl_versions" v SET "stamp" = $1, "site" = $2, "deleted" = false
           WHERE v."tbl" = %2$L AND v."row_key" = ANY (ARRAY(SELECT n.%4$I::text FROM new_rows n))
          RETURNING v."row_key"
        ), stamped AS MATERIALIZED (
-         SELECT n.*, (n."insert_site" IS NOT DISTINCT FROM $2 AND n."insert_stamp" IS NOT NULL
-                      AND NOT EXISTS (SELECT 1 FROM held h WHERE h."row_key" = n.%4$I::text)) AS repl_implied
+         SELECT n.*, x.held AS repl_held, (%5$s AND NOT x.held) AS repl_implied, %6$s AS repl_insert_stamp
            FROM new_rows n
+          CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM held h WHERE h."row_key" = n.%4$I::text) AS held) x
        ), b AS (
-         SELECT repl_implied, CASE WHEN repl_implied THEN min("insert_stamp") ELSE $1 END AS s,
+         SELECT CASE WHEN repl_implied THEN min(repl_insert_stamp) ELSE $1 END AS s,
                 count(*)::int AS n, jsonb_build_object(%1$s) AS d
            FROM (SELECT n.*, (row_number() OVER () - 1) / 10000 AS part FROM stamped n) n
-          GROUP BY part, repl_implied, CASE WHEN repl_implied THEN "insert_stamp" END
+          GROUP BY part, repl_implied, CASE WHEN repl_implied THEN repl_insert_stamp END
        ), captured AS (
          INSERT INTO "repl_changes" ("tbl", "op", "row_key", "data", "stamp", "row_count")
          SELECT %2$L, ''B'', %3$L, d, s, n FROM b)
        INSERT INTO "repl_versions" ("tbl", "row_key", "stamp", "site", "deleted")
-       SELECT %2$L, n.%4$I::text, $1, $2, false FROM stamped n
-        WHERE NOT n.repl_implied AND NOT EXISTS (SELECT 1 FROM held h WHERE h."row_key" = n.%4$I::text)',
+       SELECT %2$L, n.%4$I::text, $1, $2, false FROM stamped n WHERE NOT n.repl_implied AND NOT n.repl_held',
       repl_batch_columns(t."name"::regclass, t."local_columns", t."key_column"),
-      t."name", t."key_column", t."key_column")
-    WHERE "name" = t."name" AND v_implied;
+      t."name", t."key_column", t."key_column",
+      CASE WHEN v_implied THEN 'n."insert_site" IS NOT DISTINCT FROM $2 AND n."insert_stamp" IS NOT NULL' ELSE 'false' END,
+      CASE WHEN v_implied THEN 'n."insert_stamp"' ELSE 'NULL::BIGINT' END)
+    WHERE "name" = t."name" AND t."statement_capture";
     -- A statement's updates in columns too (op V): `{"rows": {column: [...]}, "s": [...], "b": [...],
     -- "bs": [...]}`, each row stamped later than the version held here and based on it, in batches of
     -- 10,000 rows; an update that changes nothing replicated is not a change. The held versions are

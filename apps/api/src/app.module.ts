@@ -5,6 +5,7 @@ import { createZodValidationPipe, ZodValidationException } from 'nestjs-zod';
 import type pg from 'pg';
 import { AccessModule } from './access/access.module';
 import { AuthModule } from './auth/auth.module';
+import { CredentialCache } from './auth/credential-cache';
 import { ConflictsModule } from './conflicts/conflicts.module';
 import { AllExceptionsFilter } from './common/exception.filter';
 import { SITE_CONFIG, type SiteConfig } from './config/config';
@@ -53,10 +54,13 @@ export class AppModule {
       providers: [
         { provide: SITE_CONFIG, useValue: config },
         { provide: DATABASE_CONNECTION, useValue: connection },
+        // Global: the repositories that change accounts, tokens and groups tell it (AuthModule
+        // depends on UsersModule, so it cannot be exported from there).
+        CredentialCache,
         { provide: APP_PIPE, useClass: ValidationPipe },
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
       ],
-      exports: [SITE_CONFIG, DATABASE_CONNECTION],
+      exports: [SITE_CONFIG, DATABASE_CONNECTION, CredentialCache],
     };
   }
 }

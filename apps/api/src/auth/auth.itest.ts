@@ -195,11 +195,14 @@ describe('authentication', () => {
     it('an expired session is refused with 401 UNAUTHENTICATED', async () => {
       const client = await site.login(ADMIN_USERNAME, ADMIN_PASSWORD);
       expectStatus(await client.get('/api/v1/me'), 200);
-      await site.query(`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, [
-        createHash('sha256')
-          .update(client.sessionCookie ?? '')
-          .digest('hex'),
-      ]);
+      await site.changeCredentials(
+        `UPDATE sessions SET expires_at = now() - interval '1 second' WHERE id = $1`,
+        [
+          createHash('sha256')
+            .update(client.sessionCookie ?? '')
+            .digest('hex'),
+        ],
+      );
       expectError(await client.get('/api/v1/me'), 401, ErrorCode.Unauthenticated);
     });
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { TokenScope } from '@tributary/shared';
 import { PrismaService } from '../database/prisma.service';
 import { SqlPool } from '../database/sql-pool';
+import { CredentialCache } from './credential-cache';
 
 export interface AccountRecord {
   id: bigint;
@@ -66,6 +67,7 @@ export class AuthRepository {
   constructor(
     private readonly prisma: PrismaService,
     private readonly sql: SqlPool,
+    private readonly credentials: CredentialCache,
   ) {}
 
   async findAccount(username: string): Promise<AccountRecord | null> {
@@ -99,6 +101,7 @@ export class AuthRepository {
 
   async deleteSession(id: string): Promise<void> {
     await this.prisma.session.deleteMany({ where: { id } });
+    this.credentials.forget();
   }
 
   async deleteExpiredSessions(now: Date): Promise<void> {

@@ -6,7 +6,8 @@ import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { SiteContext } from '../sites/site-context';
 import { UsersService } from '../users/users.service';
-import { AccountRecord, AuthRepository } from './auth.repository';
+import { AccountRecord, AuthRepository, type SessionRecord, type TokenRecord } from './auth.repository';
+import { CredentialCache } from './credential-cache';
 import {
   DUMMY_PASSWORD_HASH,
   hashSecret,
@@ -27,6 +28,7 @@ export interface LoginResult {
 export class AuthService {
   constructor(
     private readonly repo: AuthRepository,
+    private readonly credentials: CredentialCache,
     private readonly users: UsersService,
     private readonly site: SiteContext,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
@@ -84,7 +86,7 @@ export class AuthService {
     const cookies = req.cookies as Record<string, string> | undefined;
     const cookie = cookies?.[SESSION_COOKIE];
     if (!cookie) return null;
-    const session = await this.repo.findSession(hashSecret(cookie));
+    const session = await this.sessionFor(hashSecret(cookie));
     if (!session || session.expiresAt.getTime() <= Date.now()) {
       throw new DomainError(ErrorCode.Unauthenticated, 'the session has ended; sign in again');
     }
@@ -95,6 +97,25 @@ export class AuthService {
     };
   }
 
+  /** A token by its hash, from the credential cache or the catalog (kept there when it exists). */
+  private async tokenFor(secretHash: string): Promise<TokenRecord | null> {
+    const kept = this.credentials.token(secretHash);
+    if (kept) return kept;
+    const mark = this.credentials.mark;
+    const token = await this.repo.findToken(secretHash);
+    if (token) this.credentials.keepToken(secretHash, token, mark);
+    return token;
+  }
+
+  private async sessionFor(idHash: string): Promise<SessionRecord | null> {
+    const kept = this.credentials.session(idHash);
+    if (kept) return kept;
+    const mark = this.credentials.mark;
+    const session = await this.repo.findSession(idHash);
+    if (session) this.credentials.keepSession(idHash, session, mark);
+    return session;
+  }
+
   private async fromToken(secret: string): Promise<Principal> {
     if (!secret.startsWith(TOKEN_PREFIX)) {
       throw new DomainError(
@@ -102,7 +123,7 @@ export class AuthService {
         `not a Tributary token (they start with "${TOKEN_PREFIX}")`,
       );
     }
-    const token = await this.repo.findToken(hashSecret(secret));
+    const token = await this.tokenFor(hashSecret(secret));
     if (!token) throw new DomainError(ErrorCode.TokenInvalid, 'unknown token; create a new one');
     const now = new Date();
     if (token.revokedAt)
@@ -124,6 +145,8 @@ export class AuthService {
     // put a durable commit on every scripted call.
     if (!token.lastUsedAt || now.getTime() - token.lastUsedAt.getTime() > TOKEN_TOUCH_INTERVAL_MS) {
       await this.repo.touchToken(token.id, now);
+      // The kept answer is this same object: the next requests see the touch and skip it.
+      token.lastUsedAt = now;
     }
     return {
       ...this.principalFor(token.user),

@@ -465,14 +465,12 @@ interface ExplainBody {
 /** Prints the plans of the statements the API runs for a query (as an administrator, scope /). */
 async function explain(sql: pg.Client, name: string, body: ExplainBody): Promise<void> {
   const statements: { text: string; values: unknown[] }[] = [];
-  const recorder = {
-    pool: {
-      query: (text: string, values: unknown[]) => {
-        statements.push({ text, values });
-        return Promise.resolve({ rows: [] });
-      },
-    },
-  } as unknown as SqlPool;
+  // The repository sends statements both through the pool and as named statements (`query`).
+  const record = (text: string, values: unknown[] = []): Promise<{ rows: never[] }> => {
+    statements.push({ text, values });
+    return Promise.resolve({ rows: [] });
+  };
+  const recorder = { pool: { query: record }, query: record } as unknown as SqlPool;
   const repo = new MetadataQueryRepository(recorder);
   const spec: QuerySpec = {
     kind: 'object',

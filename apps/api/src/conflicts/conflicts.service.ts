@@ -21,6 +21,7 @@ import {
 import { compareVersions, isTrashed, scalarText, type ConflictVersion } from '@tributary/replication';
 import type pg from 'pg';
 import { AccessService, levelAtLeast } from '../access/access.service';
+import { CredentialCache } from '../auth/credential-cache';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { redactSecrets } from '../common/serialize';
@@ -85,6 +86,7 @@ export class ConflictsService implements OnModuleInit, BeforeApplicationShutdown
     private readonly replication: ReplicationService,
     private readonly site: SiteContext,
     @Inject(ConflictClock) private readonly clock: ConflictClock,
+    private readonly credentials: CredentialCache,
   ) {}
 
   onModuleInit(): void {
@@ -380,6 +382,8 @@ export class ConflictsService implements OnModuleInit, BeforeApplicationShutdown
       if (status !== 'open') throw closed(check, 'it was decided meanwhile');
       await write(client);
     });
+    // A decision may rewrite an account, token or membership; the next request must see it.
+    this.credentials.forget();
   }
 
   private async ownedCollection(p: Principal, path: string): Promise<string> {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma } from '@prisma/client';
 import { joinPath } from '@tributary/shared';
+import { CredentialCache } from '../auth/credential-cache';
 import { PrismaService } from '../database/prisma.service';
 import { PROJECTS_ROOT } from '../sites/site-context';
 
@@ -35,7 +36,10 @@ const toRecord = (row: GroupRow): GroupRecord => ({
 
 @Injectable()
 export class GroupsRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly credentials: CredentialCache,
+  ) {}
 
   async findByName(name: string): Promise<GroupRecord | null> {
     const row = await this.prisma.projectGroup.findUnique({ where: { name }, select: groupSelect });
@@ -93,6 +97,7 @@ export class GroupsRepository {
 
   async delete(id: bigint): Promise<void> {
     await this.prisma.projectGroup.delete({ where: { id } });
+    this.credentials.forget();
   }
 
   async upsertMember(groupId: bigint, userId: bigint, role: 'member' | 'manager', by: bigint): Promise<void> {
@@ -101,17 +106,20 @@ export class GroupsRepository {
       create: { userId, groupId, role, createdBy: by },
       update: { role, updatedBy: by },
     });
+    this.credentials.forget();
   }
 
   /** Removes the membership and, if it was the user's active group, clears that. */
   async removeMember(groupId: bigint, userId: bigint): Promise<boolean> {
-    return this.prisma.$transaction(async (tx) => {
-      const removed = await tx.membership.deleteMany({ where: { groupId, userId } });
+    const removed = await this.prisma.$transaction(async (tx) => {
+      const deleted = await tx.membership.deleteMany({ where: { groupId, userId } });
       await tx.user.updateMany({
         where: { id: userId, activeGroupId: groupId },
         data: { activeGroupId: null },
       });
-      return removed.count > 0;
+      return deleted.count > 0;
     });
+    this.credentials.forget();
+    return removed;
   }
 }

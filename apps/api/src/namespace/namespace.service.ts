@@ -13,6 +13,7 @@ import {
   type TrashEntryDto,
 } from '@tributary/shared';
 import { AccessService, levelAtLeast, maxLevel } from '../access/access.service';
+import { CredentialCache } from '../auth/credential-cache';
 import { DomainError, notFound } from '../common/domain-error';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import type { Principal } from '../common/principal';
@@ -39,6 +40,7 @@ export class NamespaceService {
     private readonly site: SiteContext,
     private readonly storage: StorageService,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
+    private readonly credentials: CredentialCache,
   ) {}
 
   private get cycleSeconds(): number {
@@ -234,6 +236,8 @@ export class NamespaceService {
         await this.repo.moveObject(tx, entry.id, toParent.id, toName, principal.userId);
       }
     });
+    // Tokens confined to a moved collection follow it from the next request on.
+    if (entry.kind === 'collection') this.credentials.forget();
     const moved = await this.resolve(to);
     return toEntryDto(moved!, await this.access.levelOf(principal, target(moved!)));
   }
@@ -248,6 +252,8 @@ export class NamespaceService {
     const trashId = await this.repo.transaction((tx) =>
       this.repo.trash(tx, entry, principal.userId, this.site.siteId),
     );
+    // Tokens confined to a deleted collection stop from the next request on.
+    if (entry.kind === 'collection') this.credentials.forget();
     return toTrashDto((await this.repo.findTrash(trashId))!);
   }
 
@@ -298,6 +304,7 @@ export class NamespaceService {
       await this.repo.restore(tx, trash, parentCollection.id, principal.userId);
       return trash.originalPath;
     });
+    this.credentials.forget();
     const restored = await this.resolve(restoredPath);
     if (!restored) throw notFound(`${restoredPath} (it was moved or deleted meanwhile)`);
     return toEntryDto(restored, await this.access.levelOf(principal, target(restored)));

@@ -7,6 +7,7 @@ import type { ErrorBody, ErrorCode, SessionDto, UserDto } from '@tributary/share
 import pg from 'pg';
 import { expect } from 'vitest';
 import { createSiteApp, type SiteApp } from '../app.factory';
+import { CredentialCache } from '../auth/credential-cache';
 import { loadConfig, type SiteConfig } from '../config/config';
 import { ReplicationService } from '../replication/replication.service';
 import { adminConnection, cloneTemplate, dropDatabase, withClient } from './databases';
@@ -181,6 +182,11 @@ export interface TestSite {
     sql: string,
     params?: unknown[],
   ): Promise<pg.QueryResult<R>>;
+  /**
+   * Runs SQL that changes accounts, tokens or sessions behind the site's back (as a peer's applied
+   * change would) and returns once the site has had the catalog's notice of it (auth/credential-cache.ts).
+   */
+  changeCredentials(sql: string, params?: unknown[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -262,6 +268,16 @@ export async function startTestSite(overrides: Record<string, string> = {}): Pro
     },
     query<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params?: unknown[]) {
       return withClient(connection, (client) => client.query<R>(sql, params));
+    },
+    async changeCredentials(sql: string, params?: unknown[]) {
+      const credentials = siteApp.app.get(CredentialCache);
+      const before = credentials.mark;
+      await site.query(sql, params);
+      const deadline = Date.now() + 5000;
+      while (credentials.mark === before) {
+        if (Date.now() > deadline) throw new Error('the site had no credential notice within 5 s');
+        await new Promise((r) => setTimeout(r, 10));
+      }
     },
     async close() {
       try {

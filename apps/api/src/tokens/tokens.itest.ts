@@ -129,9 +129,10 @@ describe('API tokens', () => {
     const { client } = carol;
     const created = await createToken(client, { scope: 'read' });
     expectStatus(await site.asToken(created.secret).get('/api/v1/me'), 200);
-    await site.query(`UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE id = $1`, [
-      created.id,
-    ]);
+    await site.changeCredentials(
+      `UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE id = $1`,
+      [created.id],
+    );
     expectError(await site.asToken(created.secret).get('/api/v1/me'), 401, ErrorCode.TokenExpired);
   });
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { TokenScope } from '@tributary/shared';
+import { CredentialCache } from '../auth/credential-cache';
 import { PrismaService } from '../database/prisma.service';
 
 export interface TokenRow {
@@ -28,7 +29,10 @@ const select = {
 
 @Injectable()
 export class TokensRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly credentials: CredentialCache,
+  ) {}
 
   async collectionId(path: string): Promise<bigint | null> {
     const row = await this.prisma.collection.findFirst({ where: { path, trashId: 0 }, select: { id: true } });
@@ -66,5 +70,6 @@ export class TokensRepository {
       where: { id, revokedAt: null },
       data: { revokedAt: new Date(), updatedBy: by },
     });
+    this.credentials.forget();
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma } from '@prisma/client';
 import { joinPath } from '@tributary/shared';
+import { CredentialCache } from '../auth/credential-cache';
 import { PrismaService } from '../database/prisma.service';
 import { HOME_ROOT } from '../sites/site-context';
 
@@ -58,7 +59,10 @@ function toRecord(row: UserRow): UserRecord {
 
 @Injectable()
 export class UsersRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly credentials: CredentialCache,
+  ) {}
 
   async findById(id: bigint): Promise<UserRecord | null> {
     const row = await this.prisma.user.findUnique({ where: { id }, select: userSelect });
@@ -128,6 +132,7 @@ export class UsersRepository {
     updatedBy: bigint,
   ): Promise<UserRecord> {
     await this.prisma.user.update({ where: { id }, data: { ...data, updatedBy } });
+    this.credentials.forget();
     return (await this.findById(id)) as UserRecord;
   }
 
@@ -136,5 +141,6 @@ export class UsersRepository {
     await this.prisma.session.deleteMany({
       where: { userId, ...(exceptSessionId ? { id: { not: exceptSessionId } } : {}) },
     });
+    this.credentials.forget();
   }
 }

@@ -1,0 +1,150 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import pg from 'pg';
+import { DATABASE_CONNECTION } from '../database/sql-pool';
+import type { SessionRecord, TokenRecord } from './auth.repository';
+
+export const CREDENTIALS_CHANNEL = 'tributary_credentials';
+/** How long an answer is kept at most, even with no notice (a backstop; notices end it sooner). */
+export const CREDENTIAL_TTL_MS = 10_000;
+/** Answers kept at most, per kind; the oldest go first (a burst of distinct tokens cannot grow it). */
+export const CREDENTIAL_CACHE_ENTRIES = 10_000;
+const RECONNECT_MS = 1_000;
+
+interface Entry<T> {
+  record: T;
+  until: number;
+}
+
+/**
+ * Recently resolved credentials (bearer tokens and session cookies, by their hash), so that a run of
+ * requests costs one catalog round trip a few seconds rather than one per request.
+ *
+ * Kept only while the site listens on `tributary_credentials`: the catalog's triggers notify every
+ * committed change to tokens, sessions, accounts, memberships, group names and collection paths
+ * (this site's, a peer's applied by replication, or one written by hand), and each notice forgets
+ * everything. While the listening connection is down nothing is kept, so a missed notice cannot
+ * leave a revoked token working. This site's own writes also call `forget()` as they commit, so
+ * the request after a revocation never races its notice.
+ */
+@Injectable()
+export class CredentialCache implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('Credentials');
+  private readonly tokens = new Map<string, Entry<TokenRecord>>();
+  private readonly sessions = new Map<string, Entry<SessionRecord>>();
+  private client: pg.Client | undefined;
+  /** Counts forgets: an answer read from the catalog before a forget must not be kept after it. */
+  private generation = 0;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(@Inject(DATABASE_CONNECTION) private readonly connection: pg.ClientConfig) {}
+
+  async onModuleInit(): Promise<void> {
+    // The site starts without the cache if the catalog cannot be reached yet; it retries.
+    await this.listen().catch((err: unknown) => this.retry(err));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    const client = this.client;
+    this.client = undefined;
+    this.forget();
+    await client?.end().catch(() => undefined);
+  }
+
+  /** True while notices arrive, that is, while answers may be kept. */
+  get listening(): boolean {
+    return this.client !== undefined;
+  }
+
+  /** Answers held now (for tests and metrics). */
+  get size(): number {
+    return this.tokens.size + this.sessions.size;
+  }
+
+  /** Taken before reading a credential from the catalog, and handed back to `keep...`. */
+  get mark(): number {
+    return this.generation;
+  }
+
+  token(secretHash: string): TokenRecord | undefined {
+    return this.read(this.tokens, secretHash);
+  }
+
+  /** Keeps an answer read from the catalog after `mark` was taken, unless a forget came between. */
+  keepToken(secretHash: string, record: TokenRecord, mark: number): void {
+    this.keep(this.tokens, secretHash, record, mark);
+  }
+
+  session(idHash: string): SessionRecord | undefined {
+    return this.read(this.sessions, idHash);
+  }
+
+  keepSession(idHash: string, record: SessionRecord, mark: number): void {
+    this.keep(this.sessions, idHash, record, mark);
+  }
+
+  /** Forgets every answer: after any write that may change what a credential resolves to. */
+  forget(): void {
+    this.generation += 1;
+    this.tokens.clear();
+    this.sessions.clear();
+  }
+
+  private read<T>(map: Map<string, Entry<T>>, key: string): T | undefined {
+    const entry = map.get(key);
+    if (!entry) return undefined;
+    if (entry.until <= Date.now()) {
+      map.delete(key);
+      return undefined;
+    }
+    return entry.record;
+  }
+
+  private keep<T>(map: Map<string, Entry<T>>, key: string, record: T, mark: number): void {
+    if (!this.client || mark !== this.generation) return;
+    map.delete(key);
+    if (map.size >= CREDENTIAL_CACHE_ENTRIES) map.delete(map.keys().next().value!);
+    map.set(key, { record, until: Date.now() + CREDENTIAL_TTL_MS });
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ ...this.connection, application_name: 'tributary-credentials' });
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (msg) => {
+      if (msg.channel === CREDENTIALS_CHANNEL) this.forget();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${CREDENTIALS_CHANNEL}`);
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    // Answers kept before now were not covered by notices.
+    this.forget();
+    this.client = client;
+  }
+
+  private lost(client: pg.Client, err?: Error): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.forget();
+    client.end().catch(() => undefined);
+    if (!this.closed) this.retry(err);
+  }
+
+  private retry(err?: unknown): void {
+    if (this.closed) return;
+    this.logger.warn(
+      `credential notices: ${err instanceof Error ? err.message : 'connection ended'}; ` +
+        'every request asks the catalog until they are back',
+    );
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => {
+      if (this.closed || this.client) return;
+      this.listen().catch((e: unknown) => this.retry(e));
+    }, RECONNECT_MS);
+  }
+}

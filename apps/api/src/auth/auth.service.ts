@@ -6,7 +6,7 @@ import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { SiteContext } from '../sites/site-context';
 import { UsersService } from '../users/users.service';
-import { AccountRecord, AuthRepository, type SessionRecord, type TokenRecord } from './auth.repository';
+import { AccountRecord, AuthRepository } from './auth.repository';
 import { CredentialCache } from './credential-cache';
 import {
   DUMMY_PASSWORD_HASH,
@@ -86,7 +86,8 @@ export class AuthService {
     const cookies = req.cookies as Record<string, string> | undefined;
     const cookie = cookies?.[SESSION_COOKIE];
     if (!cookie) return null;
-    const session = await this.sessionFor(hashSecret(cookie));
+    const idHash = hashSecret(cookie);
+    const session = await this.credentials.resolveSession(idHash, () => this.repo.findSession(idHash));
     if (!session || session.expiresAt.getTime() <= Date.now()) {
       throw new DomainError(ErrorCode.Unauthenticated, 'the session has ended; sign in again');
     }
@@ -97,25 +98,6 @@ export class AuthService {
     };
   }
 
-  /** A token by its hash, from the credential cache or the catalog (kept there when it exists). */
-  private async tokenFor(secretHash: string): Promise<TokenRecord | null> {
-    const kept = this.credentials.token(secretHash);
-    if (kept) return kept;
-    const mark = this.credentials.mark;
-    const token = await this.repo.findToken(secretHash);
-    if (token) this.credentials.keepToken(secretHash, token, mark);
-    return token;
-  }
-
-  private async sessionFor(idHash: string): Promise<SessionRecord | null> {
-    const kept = this.credentials.session(idHash);
-    if (kept) return kept;
-    const mark = this.credentials.mark;
-    const session = await this.repo.findSession(idHash);
-    if (session) this.credentials.keepSession(idHash, session, mark);
-    return session;
-  }
-
   private async fromToken(secret: string): Promise<Principal> {
     if (!secret.startsWith(TOKEN_PREFIX)) {
       throw new DomainError(
@@ -123,7 +105,8 @@ export class AuthService {
         `not a Tributary token (they start with "${TOKEN_PREFIX}")`,
       );
     }
-    const token = await this.tokenFor(hashSecret(secret));
+    const secretHash = hashSecret(secret);
+    const token = await this.credentials.resolveToken(secretHash, () => this.repo.findToken(secretHash));
     if (!token) throw new DomainError(ErrorCode.TokenInvalid, 'unknown token; create a new one');
     const now = new Date();
     if (token.revokedAt)

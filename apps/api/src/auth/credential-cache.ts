@@ -63,8 +63,8 @@ export class CredentialCache implements OnModuleInit, OnApplicationShutdown {
     return this.tokens.size + this.sessions.size;
   }
 
-  /** Taken before reading a credential from the catalog, and handed back to `keep...`. */
-  get mark(): number {
+  /** Counts forgets (tests wait on it for a notice to arrive). */
+  get forgets(): number {
     return this.generation;
   }
 
@@ -72,17 +72,17 @@ export class CredentialCache implements OnModuleInit, OnApplicationShutdown {
     return this.read(this.tokens, secretHash);
   }
 
-  /** Keeps an answer read from the catalog after `mark` was taken, unless a forget came between. */
-  keepToken(secretHash: string, record: TokenRecord, mark: number): void {
-    this.keep(this.tokens, secretHash, record, mark);
-  }
-
   session(idHash: string): SessionRecord | undefined {
     return this.read(this.sessions, idHash);
   }
 
-  keepSession(idHash: string, record: SessionRecord, mark: number): void {
-    this.keep(this.sessions, idHash, record, mark);
+  /** The token with this hash: kept, or loaded and kept (an unknown token is not kept). */
+  resolveToken(secretHash: string, load: () => Promise<TokenRecord | null>): Promise<TokenRecord | null> {
+    return this.resolve(this.tokens, secretHash, load);
+  }
+
+  resolveSession(idHash: string, load: () => Promise<SessionRecord | null>): Promise<SessionRecord | null> {
+    return this.resolve(this.sessions, idHash, load);
   }
 
   /** Forgets every answer: after any write that may change what a credential resolves to. */
@@ -102,8 +102,21 @@ export class CredentialCache implements OnModuleInit, OnApplicationShutdown {
     return entry.record;
   }
 
-  private keep<T>(map: Map<string, Entry<T>>, key: string, record: T, mark: number): void {
-    if (!this.client || mark !== this.generation) return;
+  private async resolve<T>(
+    map: Map<string, Entry<T>>,
+    key: string,
+    load: () => Promise<T | null>,
+  ): Promise<T | null> {
+    const kept = this.read(map, key);
+    if (kept) return kept;
+    const before = this.generation;
+    const record = await load();
+    // A forget while the catalog answered may mean the answer is already out of date.
+    if (record && this.client && before === this.generation) this.keep(map, key, record);
+    return record;
+  }
+
+  private keep<T>(map: Map<string, Entry<T>>, key: string, record: T): void {
     map.delete(key);
     if (map.size >= CREDENTIAL_CACHE_ENTRIES) map.delete(map.keys().next().value!);
     map.set(key, { record, until: Date.now() + CREDENTIAL_TTL_MS });

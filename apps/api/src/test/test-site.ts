@@ -271,10 +271,10 @@ export async function startTestSite(overrides: Record<string, string> = {}): Pro
     },
     async changeCredentials(sql: string, params?: unknown[]) {
       const credentials = siteApp.app.get(CredentialCache);
-      const before = credentials.mark;
+      const before = credentials.forgets;
       await site.query(sql, params);
       const deadline = Date.now() + 5000;
-      while (credentials.mark === before) {
+      while (credentials.forgets === before) {
         if (Date.now() > deadline) throw new Error('the site had no credential notice within 5 s');
         await new Promise((r) => setTimeout(r, 10));
       }

@@ -17,7 +17,7 @@ interface Entry<T> {
 
 /**
  * Recently resolved credentials (bearer tokens and session cookies, by their hash), so that a run of
- * requests costs one catalog round trip a few seconds rather than one per request.
+ * requests costs one catalog round trip every few seconds rather than one per request.
  *
  * Kept only while the site listens on `tributary_credentials`: the catalog's triggers notify every
  * committed change to tokens, sessions, accounts, memberships, group names and collection paths

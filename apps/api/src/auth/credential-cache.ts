@@ -72,10 +72,6 @@ export class CredentialCache implements OnModuleInit, OnApplicationShutdown {
     return this.read(this.tokens, secretHash);
   }
 
-  session(idHash: string): SessionRecord | undefined {
-    return this.read(this.sessions, idHash);
-  }
-
   /** The token with this hash: kept, or loaded and kept (an unknown token is not kept). */
   resolveToken(secretHash: string, load: () => Promise<TokenRecord | null>): Promise<TokenRecord | null> {
     return this.resolve(this.tokens, secretHash, load);

@@ -12,6 +12,7 @@ import { loadConfig, type SiteConfig } from '../config/config';
 import { ReplicationService } from '../replication/replication.service';
 import { adminConnection, cloneTemplate, dropDatabase, withClient } from './databases';
 import { newPassword, uniqueUsername } from './factories';
+import { waitFor } from './storage';
 import './provided-context';
 
 export const ADMIN_USERNAME = 'admin';
@@ -273,11 +274,8 @@ export async function startTestSite(overrides: Record<string, string> = {}): Pro
       const credentials = siteApp.app.get(CredentialCache);
       const before = credentials.forgets;
       await site.query(sql, params);
-      const deadline = Date.now() + 5000;
-      while (credentials.forgets === before) {
-        if (Date.now() > deadline) throw new Error('the site had no credential notice within 5 s');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      if (!(await waitFor(() => Promise.resolve(credentials.forgets !== before))))
+        throw new Error('the site had no credential notice within 5 s');
     },
     async close() {
       try {

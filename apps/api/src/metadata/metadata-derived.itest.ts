@@ -46,7 +46,10 @@ describe('metadata: terms and value counts follow the triples', () => {
       .sort();
   }
 
-  /** The terms table (terms and measures) against the triples: equal for every object, or the differences. */
+  /**
+   * The terms table (terms, measures and the object's name) against the triples and the objects: equal
+   * for every object, or the differences.
+   */
   async function termsMismatches(): Promise<unknown[]> {
     const { rows } = await site.query(
       `WITH want AS (
@@ -55,18 +58,19 @@ describe('metadata: terms and value counts follow the triples', () => {
                                 FILTER (WHERE value_type = 'text'), '{}') AS terms,
                      ARRAY(SELECT x FROM unnest(array_agg(CASE value_type WHEN 'number' THEN 'n:' || attribute || '=' || num::text
                                                                           ELSE 't:' || attribute || '=' || value END)
-                                                  FILTER (WHERE value_type <> 'text')) x ORDER BY x) AS measures
+                                                  FILTER (WHERE value_type <> 'text')) x ORDER BY x) AS measures,
+                     (SELECT o.name FROM data_objects o WHERE o.id = object_id) AS name
                 FROM metadata_triples WHERE object_id IS NOT NULL GROUP BY object_id),
             have AS (
               SELECT object_id, ARRAY(SELECT x FROM unnest(terms) x ORDER BY x) AS terms,
                      ARRAY(SELECT CASE WHEN k LIKE 'n:%' THEN k || '=' || v::text
                                        ELSE k || '=' || to_char(to_timestamp(v / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END
-                             FROM unnest(measure_keys, measures) AS m(k, v) ORDER BY 1) AS measures
+                             FROM unnest(measure_keys, measures) AS m(k, v) ORDER BY 1) AS measures, name
                 FROM metadata_terms)
-       SELECT w.object_id AS want_id, w.terms AS want, w.measures AS want_measures,
-              h.object_id AS have_id, h.terms AS have, h.measures AS have_measures
+       SELECT w.object_id AS want_id, w.terms AS want, w.measures AS want_measures, w.name AS want_name,
+              h.object_id AS have_id, h.terms AS have, h.measures AS have_measures, h.name AS have_name
          FROM want w FULL JOIN have h ON h.object_id = w.object_id
-        WHERE w.terms IS DISTINCT FROM h.terms OR w.measures IS DISTINCT FROM h.measures`,
+        WHERE w.terms IS DISTINCT FROM h.terms OR w.measures IS DISTINCT FROM h.measures OR w.name IS DISTINCT FROM h.name`,
     );
     return rows;
   }
@@ -328,6 +332,117 @@ describe('metadata: terms and value counts follow the triples', () => {
     expect(removed.kept).toEqual(
       expect.arrayContaining([expect.objectContaining({ value: 'north', count: 3 })]),
     );
+  });
+
+  it('sorts pages by name from the terms rows as from the objects, through renames, trash and cursors', async () => {
+    // Objects whose names sort differently from their ids (uploaded in this order).
+    const order = ['m5', 'b2', 'x9', 'a1', 'k3', 'c7'];
+    for (const n of order) await upload(n);
+    await bulk({
+      operations: [
+        {
+          paths: order.map(path),
+          add: [
+            { attribute: 'shelf', value: 'sorted' },
+            { attribute: 'tier', value: 'one' },
+          ],
+        },
+        { paths: [path('x9'), path('a1')], add: [{ attribute: 'flag', value: 'odd' }] },
+      ],
+    });
+    /**
+     * Every page of a query walked with its cursor, in the order returned: at scope `/` (the terms
+     * rows' names, for this admin) and at the collection's scope (the objects' own names).
+     */
+    const walk = async (q: string, scope: string, order: 'asc' | 'desc' = 'asc'): Promise<string[]> => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (;;) {
+        const res = await admin.post<MetadataQueryResult>('/api/v1/metadata/query', {
+          q,
+          scope,
+          sort: 'name',
+          order,
+          limit: 2,
+          ...(cursor ? { cursor } : {}),
+        });
+        const body = expectStatus(res, 200).body;
+        seen.push(...body.items.map((i) => i.name));
+        if (!body.nextCursor) return seen;
+        cursor = body.nextCursor;
+      }
+    };
+    const both = async (q: string, want: string[], dir: 'asc' | 'desc' = 'asc'): Promise<void> => {
+      expect(await walk(q, '/', dir)).toEqual(want);
+      expect(await walk(q, base, dir)).toEqual(want);
+    };
+    await both('shelf = sorted', ['a1', 'b2', 'c7', 'k3', 'm5', 'x9']);
+    await both('shelf = sorted', ['x9', 'm5', 'k3', 'c7', 'b2', 'a1'], 'desc');
+    // Two equalities, and one with a condition left to check per object.
+    await both('shelf = sorted and tier = one', ['a1', 'b2', 'c7', 'k3', 'm5', 'x9']);
+    await both('shelf = sorted and tier = one and flag exists', ['a1', 'x9']);
+    await both('shelf = sorted and tier = one and flag != odd', []);
+
+    // A rename moves the object in the order; a trashed object leaves it.
+    expectStatus(await admin.post('/api/v1/namespace/move', { from: path('x9'), to: path('a0') }), 200);
+    expectStatus(await admin.delete('/api/v1/namespace', { query: { path: path('k3') } }), 200);
+    await both('shelf = sorted', ['a0', 'a1', 'b2', 'c7', 'm5']);
+    await both('shelf = sorted and tier = one and flag = odd', ['a0', 'a1']);
+    expect(await termsMismatches()).toEqual([]);
+  });
+
+  it("a rename and an object's first tag at once leave its terms row with the new name", async () => {
+    await upload('race');
+    const { rows } = await site.query<{ id: string }>(
+      `SELECT o.id FROM data_objects o JOIN collections c ON c.id = o.collection_id
+        WHERE c.path = $1 AND o.name = 'race'`,
+      [base],
+    );
+    const id = rows[0]!.id;
+    const nameOf = async (): Promise<string | undefined> =>
+      (await site.query<{ name: string }>('SELECT name FROM metadata_terms WHERE object_id = $1', [id]))
+        .rows[0]?.name;
+    const tagger = new pg.Client(site.connection);
+    const renamer = new pg.Client(site.connection);
+    await Promise.all([tagger.connect(), renamer.connect()]);
+    try {
+      // The tag first: the rename waits for it, then renames its new row.
+      await tagger.query('BEGIN');
+      await tagger.query(
+        `INSERT INTO metadata_triples (object_id, attribute, value_type, value) VALUES ($1, 'race', 'text', 'one')`,
+        [id],
+      );
+      let renamed = false;
+      const rename = renamer
+        .query(`UPDATE data_objects SET name = 'race-2' WHERE id = $1`, [id])
+        .finally(() => (renamed = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(renamed).toBe(false);
+      await tagger.query('COMMIT');
+      await rename;
+      expect(await nameOf()).toBe('race-2');
+
+      // The rename first: a first tag (after its last triple went) waits, then reads the new name.
+      await site.query(`DELETE FROM metadata_triples WHERE object_id = $1`, [id]);
+      expect(await nameOf()).toBeUndefined();
+      await renamer.query('BEGIN');
+      await renamer.query(`UPDATE data_objects SET name = 'race-3' WHERE id = $1`, [id]);
+      let tagged = false;
+      const tag = tagger
+        .query(
+          `INSERT INTO metadata_triples (object_id, attribute, value_type, value) VALUES ($1, 'race', 'text', 'two')`,
+          [id],
+        )
+        .finally(() => (tagged = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(tagged).toBe(false);
+      await renamer.query('COMMIT');
+      await tag;
+      expect(await nameOf()).toBe('race-3');
+    } finally {
+      await Promise.all([tagger.end(), renamer.end()]);
+    }
+    expect(await termsMismatches()).toEqual([]);
   });
 
   it("a first facet waits for a writer in flight and counts that writer's triples once", async () => {

@@ -112,25 +112,21 @@ export class MetadataQueryRepository {
   async page(spec: QuerySpec): Promise<QueryHit[]> {
     if (spec.limit === 0) return [];
     const params = new SqlParams();
-    const from = this.filter(spec, params);
     const sort = SORT_EXPR[spec.kind][spec.sort];
     const dir = spec.order === 'asc' ? 'ASC' : 'DESC';
-    let keyset = '';
-    if (spec.after) {
+    const keyset = (key: string, id: string): string => {
+      if (!spec.after) return '';
       const cmp = spec.order === 'asc' ? '>' : '<';
-      keyset = ` AND (${sort.expr}, e.id) ${cmp} (${params.add(spec.after.value, sort.cast)}, ${params.add(spec.after.id.toString())}::bigint)`;
-    }
+      return ` AND (${key}, ${id}) ${cmp} (${params.add(spec.after.value, sort.cast)}, ${params.add(spec.after.id.toString())}::bigint)`;
+    };
     const pathExpr =
       spec.kind === 'object'
         ? `(SELECT CASE WHEN c.path = '/' THEN '/' ELSE c.path || '/' END FROM collections c WHERE c.id = e.collection_id) || e.name`
         : 'e.path';
     const sizeExpr = spec.kind === 'object' ? 'e.size' : '0::bigint';
-    const sortText =
-      sort.cast === '::timestamptz'
-        ? `to_char(${sort.expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
-        : `${sort.expr}::text`;
     // The sort and the limit on the entry's id and sort key alone (for objects sorted by name an
-    // index-only lookup per match), then the page's other columns for its rows only.
+    // index-only lookup per match, or the terms rows' names), then the page's other columns for its
+    // rows only.
     const { rows } = await this.sql.pool.query<{
       id: string;
       name: string;
@@ -139,11 +135,9 @@ export class MetadataQueryRepository {
       updated_at: Date;
       sort_value: string;
     }>(
-      `SELECT e.id, e.name, ${pathExpr} AS path, ${sizeExpr} AS size, e.updated_at, p.sort_value
-         FROM (SELECT e.id, ${sort.expr} AS sort_key, ${sortText} AS sort_value
-                 ${from}${keyset}
-                ORDER BY ${sort.expr} ${dir}, e.id ${dir} LIMIT ${params.add(spec.limit)}) p
-         JOIN ${tableOf(spec.kind)} e ON e.id = p.id
+      `${this.sortedByTerms(spec, params, dir, keyset) ?? this.sortedByEntry(spec, params, dir, keyset)}
+       SELECT e.id, e.name, ${pathExpr} AS path, ${sizeExpr} AS size, e.updated_at, p.sort_value
+         FROM p JOIN ${tableOf(spec.kind)} e ON e.id = p.id
         ORDER BY p.sort_key ${dir}, p.id ${dir}`,
       params.values,
     );
@@ -155,6 +149,46 @@ export class MetadataQueryRepository {
       updatedAt: r.updated_at,
       sortValue: r.sort_value,
     }));
+  }
+
+  /** `WITH p(id, sort_key, sort_value)`: the page's entries, sorted and limited in the entries' table. */
+  private sortedByEntry(spec: QuerySpec, params: SqlParams, dir: string, keyset: Keyset): string {
+    const sort = SORT_EXPR[spec.kind][spec.sort];
+    const sortText =
+      sort.cast === '::timestamptz'
+        ? `to_char(${sort.expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+        : `${sort.expr}::text`;
+    return `WITH p AS (
+       SELECT e.id, ${sort.expr} AS sort_key, ${sortText} AS sort_value
+         ${this.filter(spec, params)}${keyset(sort.expr, 'e.id')}
+        ORDER BY ${sort.expr} ${dir}, e.id ${dir} LIMIT ${params.add(spec.limit)})`;
+  }
+
+  /**
+   * `WITH p(id, sort_key, sort_value)` from the objects' terms rows, which carry each object's name:
+   * for objects sorted by name whose condition the terms drive (a text equality, or two or more in a
+   * conjunction), for a caller who sees every object in scope `/`. The GIN search's rows are sorted by
+   * their name, and objects are looked up in that order until the page is full, so only about a
+   * page's worth are read rather than every match (docs/metadata.md, "How a query runs"). In a scope,
+   * or for a caller who sees part of the catalog, the objects' own filter may be the better place to
+   * start, which the planner weighs in `sortedByEntry`. Null when this does not apply.
+   */
+  private sortedByTerms(spec: QuerySpec, params: SqlParams, dir: string, keyset: Keyset): string | null {
+    if (spec.kind !== 'object' || spec.sort !== 'name' || !spec.where || !isUnrestricted(spec)) return null;
+    const compiler = new ConditionCompiler(params, 'object_id');
+    const driven = compiler.termsDriven(spec.where, 'x');
+    if (!driven) return null;
+    const checks = ['e.trash_id = 0', ...driven.rest.map((c) => compiler.predicate(c, 'e.id', true))];
+    // Materialized, so the sort happens once over the GIN search's rows and the limit stops the
+    // lookups; its order carries to the outer ORDER BY (PostgreSQL 17 and later), with no sort again.
+    return `WITH s AS MATERIALIZED (
+       SELECT x.object_id AS id, x.name FROM metadata_terms x
+        WHERE ${driven.onTerms}${keyset('x.name', 'x.object_id')}
+        ORDER BY x.name ${dir}, x.object_id ${dir}),
+     p AS (
+       SELECT s.id, s.name AS sort_key, s.name AS sort_value FROM s
+        WHERE EXISTS (SELECT 1 FROM data_objects e WHERE e.id = s.id AND ${checks.join(' AND ')})
+        ORDER BY s.name ${dir}, s.id ${dir} LIMIT ${params.add(spec.limit)})`;
   }
 
   /**
@@ -318,6 +352,9 @@ export class MetadataQueryRepository {
     return rows.map((r) => ({ type: r.type, value: r.value, count: Number(r.n) }));
   }
 }
+
+/** A keyset condition on (sort key, id) after the previous page's last entry, or nothing. */
+type Keyset = (key: string, id: string) => string;
 
 const tableOf = (kind: EntryKind): 'data_objects' | 'collections' =>
   kind === 'object' ? 'data_objects' : 'collections';

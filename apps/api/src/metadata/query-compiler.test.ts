@@ -31,6 +31,26 @@ describe('ConditionCompiler', () => {
     expect(values).toEqual(['filetype', 'fits', 'project', 'coast-017', 'name', 'obj%']);
   });
 
+  it('says when the terms drive a condition on objects: one text equality, or two or more in a conjunction', () => {
+    const driven = (q: string, column: 'object_id' | 'collection_id' = 'object_id') =>
+      new ConditionCompiler(new SqlParams(), column).termsDriven(checkCondition(parseQueryText(q)), 'x');
+    expect(driven("creator = 'user-0042'")).toEqual({
+      onTerms: 'x.terms @> ARRAY[metadata_term($1, $2)]',
+      rest: [],
+    });
+    const both = driven("filetype = fits and project = coast-017 and size > 1e9 and name like 'obj%'");
+    expect(both?.onTerms).toMatch(
+      /^x\.terms @> ARRAY\[metadata_term\(\$1, \$2\), metadata_term\(\$3, \$4\)\] AND EXISTS/,
+    );
+    // The range is on the terms row; only the pattern is left for each object.
+    expect(both?.rest).toEqual([expect.objectContaining({ attribute: 'name', op: 'like' })]);
+    // One equality beside other conditions, a number, a disjunction, collections: the planner chooses.
+    expect(driven("filetype = fits and name like 'obj%'")).toBeNull();
+    expect(driven('size = 5')).toBeNull();
+    expect(driven('a = x or b = y')).toBeNull();
+    expect(driven('a = x', 'collection_id')).toBeNull();
+  });
+
   it("checks a conjunction's number and time comparisons on the same terms row (its measures)", () => {
     const { sql, values } = compile(
       'filetype = fits and project = coast-017 and size between 1e9 and 5e9 and d >= 2020-01-01 and r in (1, 2)',

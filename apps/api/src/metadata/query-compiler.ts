@@ -121,6 +121,20 @@ export class ConditionCompiler {
     return `(${parts.join(' AND ')})`;
   }
 
+  /**
+   * When the objects' terms drive a condition (a single text equality, or a conjunction with two or
+   * more, as in `conjunction`): what the terms row `x` answers of it, and the conditions left to
+   * check per object. Otherwise null.
+   */
+  termsDriven(node: Condition, x: string): { onTerms: string; rest: Condition[] } | null {
+    if (this.isTerm(node)) return { onTerms: this.onTerms([node], x), rest: [] };
+    if (node.kind !== 'and' || node.children.filter((c) => this.isTerm(c)).length < 2) return null;
+    return {
+      onTerms: this.onTerms(node.children, x),
+      rest: node.children.filter((c) => !this.isTerm(c) && !this.isMeasure(c)),
+    };
+  }
+
   /** What the terms row `x` answers of a conjunction: its text equalities and its measures. */
   private onTerms(children: Condition[], x: string): string {
     const list = children

@@ -7,6 +7,7 @@ import type {
   TrashEntryDto,
 } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectToWaitUntil } from '../test/storage';
 import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
 import { ValueCountsFolder } from './value-counts.folder';
 
@@ -412,14 +413,10 @@ describe('metadata: terms and value counts follow the triples', () => {
         `INSERT INTO metadata_triples (object_id, attribute, value_type, value) VALUES ($1, 'race', 'text', 'one')`,
         [id],
       );
-      let renamed = false;
-      const rename = renamer
-        .query(`UPDATE data_objects SET name = 'race-2' WHERE id = $1`, [id])
-        .finally(() => (renamed = true));
-      await new Promise((r) => setTimeout(r, 300));
-      expect(renamed).toBe(false);
-      await tagger.query('COMMIT');
-      await rename;
+      await expectToWaitUntil(
+        renamer.query(`UPDATE data_objects SET name = 'race-2' WHERE id = $1`, [id]),
+        () => tagger.query('COMMIT'),
+      );
       expect(await nameOf()).toBe('race-2');
 
       // The rename first: a first tag (after its last triple went) waits, then reads the new name.
@@ -427,17 +424,13 @@ describe('metadata: terms and value counts follow the triples', () => {
       expect(await nameOf()).toBeUndefined();
       await renamer.query('BEGIN');
       await renamer.query(`UPDATE data_objects SET name = 'race-3' WHERE id = $1`, [id]);
-      let tagged = false;
-      const tag = tagger
-        .query(
+      await expectToWaitUntil(
+        tagger.query(
           `INSERT INTO metadata_triples (object_id, attribute, value_type, value) VALUES ($1, 'race', 'text', 'two')`,
           [id],
-        )
-        .finally(() => (tagged = true));
-      await new Promise((r) => setTimeout(r, 300));
-      expect(tagged).toBe(false);
-      await renamer.query('COMMIT');
-      await tag;
+        ),
+        () => renamer.query('COMMIT'),
+      );
       expect(await nameOf()).toBe('race-3');
     } finally {
       await Promise.all([tagger.end(), renamer.end()]);
@@ -462,12 +455,7 @@ describe('metadata: terms and value counts follow the triples', () => {
         `INSERT INTO metadata_triples (object_id, attribute, value_type, value) VALUES ($1, 'epoch', 'text', 'e1')`,
         [o1],
       );
-      let answered = false;
-      const pending = facetBothWays('epoch').finally(() => (answered = true));
-      await new Promise((r) => setTimeout(r, 300));
-      expect(answered).toBe(false);
-      await writer.query('COMMIT');
-      const first = await pending;
+      const first = await expectToWaitUntil(facetBothWays('epoch'), () => writer.query('COMMIT'));
       expect(first.kept).toEqual(first.counted);
       expect(first.kept).toEqual([expect.objectContaining({ value: 'e1', count: 2 })]);
       // Written after the count: a delta, counted once.

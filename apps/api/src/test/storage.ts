@@ -22,6 +22,23 @@ export async function waitFor(condition: () => Promise<boolean>, timeoutMs = 500
 }
 
 /**
+ * For work that must wait on a lock another connection holds: checks that `waiting` (already
+ * started) has not settled after `ms`, then runs `release` and returns what `waiting` gives.
+ */
+export async function expectToWaitUntil<T>(
+  waiting: Promise<T>,
+  release: () => Promise<unknown>,
+  ms = 300,
+): Promise<T> {
+  let settled = false;
+  const watched = waiting.finally(() => (settled = true));
+  await new Promise((r) => setTimeout(r, ms));
+  expect(settled, 'finished without waiting').toBe(false);
+  await release();
+  return watched;
+}
+
+/**
  * The site's storage holds exactly the bytes its catalog refers to: no stray staging files (given
  * a moment for uploads whose connection dropped), no orphaned versions, nothing missing.
  */

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectToWaitUntil } from '../test/storage';
 import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
 
 /**
@@ -102,12 +103,12 @@ describe('metadata: references to objects and collections', () => {
       await blocker.query('BEGIN');
       await blocker.query(`SET LOCAL tributary.capture = 'off'`);
       await blocker.query('DELETE FROM data_objects WHERE id = $1', [id.toString()]);
-      const pending = admin.post('/api/v1/metadata/bulk', {
-        operations: [{ paths: [`${base}/vanishing.bin`], add: [{ attribute: 'filetype', value: 'fits' }] }],
-      });
-      await new Promise((r) => setTimeout(r, 300));
-      await blocker.query('COMMIT');
-      const res = await pending;
+      const res = await expectToWaitUntil(
+        admin.post('/api/v1/metadata/bulk', {
+          operations: [{ paths: [`${base}/vanishing.bin`], add: [{ attribute: 'filetype', value: 'fits' }] }],
+        }),
+        () => blocker.query('COMMIT'),
+      );
       expect(res.status).toBe(404);
       expect(await triplesOf('object_id', id)).toBe(0);
     } finally {
@@ -132,10 +133,9 @@ describe('metadata: references to objects and collections', () => {
         [id.toString()],
       );
       await deleter.query(`SET tributary.capture = 'off'`);
-      const deleting = deleter.query('DELETE FROM data_objects WHERE id = $1', [id.toString()]);
-      await new Promise((r) => setTimeout(r, 300));
-      await writer.query('COMMIT');
-      await deleting;
+      await expectToWaitUntil(deleter.query('DELETE FROM data_objects WHERE id = $1', [id.toString()]), () =>
+        writer.query('COMMIT'),
+      );
     } finally {
       await writer.end();
       await deleter.end();

@@ -522,6 +522,43 @@ describe('metadata', () => {
       expect(await names(alice.client, { q: 'reviewed exists' })).toEqual([]);
     });
 
+    it('sets an attribute: values already there stay, the others are updated in place, removed or added', async () => {
+      const dir = `/home/${alice.username}/set-md`;
+      expectStatus(await alice.client.post('/api/v1/namespace/collections', { path: dir }), 201);
+      const [s1, s2] = [`${dir}/s1`, `${dir}/s2`];
+      await upload(alice.client, s1);
+      await upload(alice.client, s2);
+      const band = (value: string) => ({ attribute: 'band', value });
+      expectStatus(
+        await bulk(alice.client, {
+          operations: [
+            { paths: [s1], add: [band('a'), band('b'), band('c'), { attribute: 'other', value: 'x' }] },
+          ],
+        }),
+        200,
+      );
+      const triples = async (path: string): Promise<TripleDto[]> =>
+        expectStatus(await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }), 200)
+          .body.triples;
+      const idOf = (list: TripleDto[], attribute: string, value: string) =>
+        list.find((t) => t.attribute === attribute && t.value === value)?.id;
+      const before = await triples(s1);
+
+      const res = expectStatus(
+        await bulk(alice.client, { operations: [{ paths: [s1, s2], set: [band('b'), band('d')] }] }),
+        200,
+      );
+      // s1: b stays, a (the older of a and c) becomes d, c goes; s2: b and d are added.
+      expect(res.body).toEqual({ targets: 2, updated: 1, removed: 1, added: 2 });
+      const after = await triples(s1);
+      const values = (list: TripleDto[]) => list.map((t) => `${t.attribute}=${t.value}`).sort();
+      expect(values(after)).toEqual(['band=b', 'band=d', 'other=x']);
+      expect(idOf(after, 'band', 'b')).toBe(idOf(before, 'band', 'b'));
+      expect(idOf(after, 'band', 'd')).toBe(idOf(before, 'band', 'a'));
+      expect(idOf(after, 'other', 'x')).toBe(idOf(before, 'other', 'x'));
+      expect(values(await triples(s2))).toEqual(['band=b', 'band=d']);
+    });
+
     it('adds a triple once to a target that several operations name, and not again if it is there', async () => {
       const f5 = `${base}/b/f5`;
       const f6 = `${base}/b/f6`;

@@ -299,10 +299,12 @@ export class MetadataRepository {
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::timestamptz[], $7::text[])
                 WITH ORDINALITY AS r(tid, attr, typ, val, num, tm, unit, ord)
        ), e AS (
-         -- The current values, probed per (target, attribute) (not a join over the whole table).
-         SELECT t.* FROM (SELECT DISTINCT r.tid, r.attr FROM r) k CROSS JOIN LATERAL (
+         -- The current values, probed once per target for all its attributes (not a join over the
+         -- whole table; one index search per target rather than per (target, attribute): a target's
+         -- triples sit together in the index and mostly on one heap page).
+         SELECT t.* FROM (SELECT r.tid, array_agg(DISTINCT r.attr) AS attrs FROM r GROUP BY r.tid) k CROSS JOIN LATERAL (
            SELECT t.id, t.${col} AS tid, t.attribute AS attr, t.value_type AS typ, t.value AS val, t.unit
-             FROM metadata_triples t WHERE t.${col} = k.tid AND t.attribute = k.attr OFFSET 0) t
+             FROM metadata_triples t WHERE t.${col} = k.tid AND t.attribute = ANY (k.attrs) OFFSET 0) t
        ), old_rows AS (
          SELECT e.*, row_number() OVER (PARTITION BY e.tid, e.attr ORDER BY e.id) AS rn FROM e
           WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.tid = e.tid AND r.attr = e.attr AND r.typ = e.typ AND r.val = e.val

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { inTransaction } from '@tributary/replication';
 import { escapeLike, splitPath, type CheckedTriple, type MetadataValueType } from '@tributary/shared';
 import type pg from 'pg';
+import { copyRows, type CopyValue } from '../database/copy-rows';
 import { SqlPool } from '../database/sql-pool';
 import type { TargetColumn } from './query-compiler';
 
@@ -252,14 +253,35 @@ export class MetadataRepository {
 
   /**
    * Adds triples, one row per (target, triple); a triple identical to one the target already has
-   * (attribute, type, value, unit) is not added again. Returns how many were added.
+   * (attribute, type, value, unit) is not added again. Returns how many were added. Targets with no
+   * triple yet (all of them in a load) get theirs by COPY, which has nothing to compare them with;
+   * the others by the statement that skips what is there (`insertNew`). The groups' pairs must be
+   * distinct (the service's `distinctPairs`).
    */
   async add(db: pg.ClientBase, kind: EntryKind, groups: TripleGroup[], by: bigint): Promise<number> {
-    const a = tripleColumns(groups);
-    if (a[0].length === 0) return 0;
     const col = columnOf(kind);
-    const { rowCount } = await db.query(insertNew(col), [...a, by.toString()]);
-    return rowCount ?? 0;
+    const targets = [...new Set(groups.flatMap((g) => g.targets))];
+    if (targets.length === 0 || groups.every((g) => g.triples.length === 0)) return 0;
+    const { rows } = await db.query<{ id: string }>(
+      `SELECT k.id FROM unnest($1::bigint[]) AS k(id)
+        WHERE EXISTS (SELECT 1 FROM metadata_triples t WHERE t.${col} = k.id)`,
+      [targets.map(String)],
+    );
+    const tagged = new Set(rows.map((r) => BigInt(r.id)));
+    const fresh: TripleGroup[] = [];
+    const known: TripleGroup[] = [];
+    for (const g of groups) {
+      const untagged = g.targets.filter((t) => !tagged.has(t));
+      if (untagged.length) fresh.push({ targets: untagged, triples: g.triples });
+      if (untagged.length < g.targets.length)
+        known.push({ targets: g.targets.filter((t) => tagged.has(t)), triples: g.triples });
+    }
+    let added = fresh.length
+      ? await copyRows(db, 'metadata_triples', [col, ...COPIED_COLUMNS], copied(fresh, by))
+      : 0;
+    const a = tripleColumns(known);
+    if (a[0].length) added += (await db.query(insertNew(col), [...a, by.toString()])).rowCount ?? 0;
+    return added;
   }
 
   /** Adds triples and returns them (the single-entry API). */
@@ -340,6 +362,29 @@ export class MetadataRepository {
     );
     const c = counts[0]!;
     return { updated: Number(c.updated), removed: Number(c.removed), added: Number(c.added) };
+  }
+}
+
+/** The columns COPY fills after the target's (`copied` gives them in this order). */
+const COPIED_COLUMNS = [
+  'attribute',
+  'value_type',
+  'value',
+  'num',
+  'time',
+  'unit',
+  'created_by',
+  'updated_by',
+];
+
+/** The rows COPY sends for the groups: one per (target, triple). */
+function* copied(groups: TripleGroup[], by: bigint): Generator<CopyValue[]> {
+  for (const { targets, triples } of groups) {
+    for (const target of targets) {
+      for (const t of triples) {
+        yield [target, t.attribute, t.type, t.value, t.num ?? null, t.time ?? null, t.unit, by, by];
+      }
+    }
   }
 }
 

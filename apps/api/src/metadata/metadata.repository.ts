@@ -260,8 +260,9 @@ export class MetadataRepository {
    */
   async add(db: pg.ClientBase, kind: EntryKind, groups: TripleGroup[], by: bigint): Promise<number> {
     const col = columnOf(kind);
-    const targets = [...new Set(groups.flatMap((g) => g.targets))];
-    if (targets.length === 0 || groups.every((g) => g.triples.length === 0)) return 0;
+    const nonEmpty = groups.filter((g) => g.triples.length > 0);
+    const targets = [...new Set(nonEmpty.flatMap((g) => g.targets))];
+    if (targets.length === 0) return 0;
     const { rows } = await db.query<{ id: string }>(
       `SELECT k.id FROM unnest($1::bigint[]) AS k(id)
         WHERE EXISTS (SELECT 1 FROM metadata_triples t WHERE t.${col} = k.id)`,
@@ -270,7 +271,7 @@ export class MetadataRepository {
     const tagged = new Set(rows.map((r) => BigInt(r.id)));
     const fresh: TripleGroup[] = [];
     const known: TripleGroup[] = [];
-    for (const g of groups) {
+    for (const g of nonEmpty) {
       const untagged = g.targets.filter((t) => !tagged.has(t));
       if (untagged.length) fresh.push({ targets: untagged, triples: g.triples });
       if (untagged.length < g.targets.length)

@@ -890,6 +890,7 @@ export interface components {
             /** Format: email */
             email?: string | null;
             password?: string;
+            currentPassword?: string;
             isAdmin?: boolean;
             disabled?: boolean;
         };

@@ -151,6 +151,39 @@ describe('user accounts', () => {
       await site.login(username, next);
     });
 
+    it('need their current password to set their own password through PATCH, by session or token', async () => {
+      const me = await site.createUser({ isAdmin: true });
+      const token = await me.client.post<{ secret: string }>('/api/v1/tokens', { name: 'a', scope: 'admin' });
+      expectStatus(token, 201);
+      for (const caller of [me.client, site.asToken(token.body.secret)]) {
+        const missing = expectError(
+          await caller.patch(`/api/v1/users/${me.username}`, { password: newPassword() }),
+          422,
+          ErrorCode.ValidationFailed,
+        );
+        expect(Object.keys(missing.details ?? {})).toEqual(['currentPassword']);
+        expectError(
+          await caller.patch(`/api/v1/users/${me.username}`, {
+            password: newPassword(),
+            currentPassword: 'not-my-password',
+          }),
+          401,
+          ErrorCode.InvalidCredentials,
+        );
+      }
+      // Neither attempt changed the password.
+      await site.login(me.username, me.password);
+      const next = newPassword();
+      expectStatus(
+        await me.client.patch(`/api/v1/users/${me.username}`, {
+          password: next,
+          currentPassword: me.password,
+        }),
+        200,
+      );
+      await site.login(me.username, next);
+    });
+
     it('cannot remove their own admin rights or disable themselves', async () => {
       const me = await site.createUser({ isAdmin: true });
       expectError(

@@ -103,6 +103,19 @@ export class UsersService {
         'you cannot remove your own administrator rights or disable yourself; ask another administrator',
       );
     }
+    const own = user.id === principal.userId;
+    // One's own password needs the current one on every path (as PUT /me/password does), so a stolen
+    // session or admin token cannot take the account over; another user's password needs none.
+    if (input.password && own) {
+      if (input.currentPassword === undefined) {
+        throw new DomainError(
+          ErrorCode.ValidationFailed,
+          'give currentPassword to change your own password',
+          { currentPassword: ['is required to change your own password'] },
+        );
+      }
+      await this.verifyCurrentPassword(user.id, input.currentPassword);
+    }
     const updated = await this.repo.update(
       user.id,
       {
@@ -114,21 +127,28 @@ export class UsersService {
       },
       principal.userId,
     );
-    if (input.password || input.disabled) await this.repo.endSessions(user.id);
+    // Changing one's own password keeps the session that did it, as PUT /me/password does.
+    if (input.password || input.disabled) {
+      await this.repo.endSessions(user.id, own ? principal.sessionId : undefined);
+    }
     return toUserDto(updated);
   }
 
   async changePassword(principal: Principal, currentPassword: string, newPassword: string): Promise<void> {
-    const hash = await this.repo.passwordHash(principal.userId);
-    if (!hash || !(await verifyPassword(currentPassword, hash))) {
-      throw new DomainError(ErrorCode.InvalidCredentials, 'the current password is wrong');
-    }
+    await this.verifyCurrentPassword(principal.userId, currentPassword);
     await this.repo.update(
       principal.userId,
       { passwordHash: await hashPassword(newPassword) },
       principal.userId,
     );
     await this.repo.endSessions(principal.userId, principal.sessionId);
+  }
+
+  private async verifyCurrentPassword(userId: bigint, currentPassword: string): Promise<void> {
+    const hash = await this.repo.passwordHash(userId);
+    if (!hash || !(await verifyPassword(currentPassword, hash))) {
+      throw new DomainError(ErrorCode.InvalidCredentials, 'the current password is wrong');
+    }
   }
 
   /** The seed's `pchangeuser`: new collections and objects are attributed to the active group. */

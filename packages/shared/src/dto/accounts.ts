@@ -42,10 +42,12 @@ export const UpdateUserSchema = z
     displayName: text(1, 200, true).optional(),
     email: z.email().max(320).nullable().optional(),
     password: PasswordSchema.optional(),
+    /** Required with `password` when the account is the caller's own, as for `PUT /me/password`. */
+    currentPassword: z.string().min(1).max(256).optional(),
     isAdmin: z.boolean().optional(),
     disabled: z.boolean().optional(),
   })
-  .refine((v) => Object.keys(v).length > 0, 'give at least one field to change');
+  .refine((v) => Object.keys(v).some((k) => k !== 'currentPassword'), 'give at least one field to change');
 export type UpdateUserRequest = z.input<typeof UpdateUserSchema>;
 
 export const ChangePasswordSchema = z.object({

@@ -16,6 +16,13 @@ export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC
 export const RequireScope = (scope: TokenScope): MethodDecorator & ClassDecorator =>
   SetMetadata(REQUIRED_SCOPE, scope);
 
+/**
+ * Marks a route that only reads although its method is not GET (a search or a batch read whose
+ * request is too rich for a URL): a `read` token may call it. Session callers still send the CSRF
+ * header, as for any POST.
+ */
+export const ReadOnlyRoute = (): MethodDecorator & ClassDecorator => RequireScope('read');
+
 /** The authenticated caller; the guard guarantees it is set on non-public routes. */
 export const CurrentPrincipal = createParamDecorator((_data: unknown, ctx: ExecutionContext): Principal => {
   const req = ctx.switchToHttp().getRequest<Request>();

@@ -15,7 +15,7 @@ import {
   type TripleDto,
 } from '@tributary/shared';
 import { createZodDto } from 'nestjs-zod';
-import { CurrentPrincipal } from '../auth/auth.decorators';
+import { CurrentPrincipal, ReadOnlyRoute } from '../auth/auth.decorators';
 import type { Principal } from '../common/principal';
 import { MetadataService } from './metadata.service';
 
@@ -84,6 +84,7 @@ export class MetadataController {
   /** Finds objects (or collections) by their triples: JSON `where` or text `q`, with scope, sort, cursor, total and facets. */
   @Post('query')
   @HttpCode(200)
+  @ReadOnlyRoute()
   query(@CurrentPrincipal() p: Principal, @Body() body: MetadataQueryDto): Promise<MetadataQueryResult> {
     return this.metadata.query(p, body);
   }

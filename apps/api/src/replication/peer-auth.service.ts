@@ -1,6 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ErrorCode } from '@tributary/shared';
-import { PEER_HEADERS, signResponse, verifyRequest, type NonceStore } from '@tributary/replication';
+import {
+  PEER_HEADERS,
+  SIGNATURE_WINDOW_MS,
+  signResponse,
+  verifyRequest,
+  type NonceStore,
+} from '@tributary/replication';
 import type { Request, Response } from 'express';
 import { DomainError } from '../common/domain-error';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
@@ -25,6 +31,13 @@ export interface VerifiedPeer {
 }
 
 /**
+ * Bodies read at once per claimed peer before their signature is known: with the headers checked
+ * first only a caller that names a real peer gets this far, and it cannot make the site hold more
+ * than this many bodies for that name. A peer sends one batch at a time.
+ */
+const UNVERIFIED_READS_PER_PEER = 2;
+
+/**
  * Authenticates requests from peer sites (HMAC per peer, timestamp window, replay protection) and
  * signs the answers. Refusals are logged with the claimed peer and the reason, never the key.
  */
@@ -33,10 +46,90 @@ export class PeerAuthService {
   private readonly logger = new Logger('Replication');
   private readonly keys: Map<string, string>;
   private readonly nonces: NonceStore;
+  /** Bodies being read per claimed peer, not yet verified. */
+  private readonly unverifiedReads = new Map<string, number>();
 
   constructor(@Inject(SITE_CONFIG) config: SiteConfig, sql: SqlPool) {
     this.keys = new Map(config.replication.peers.map((p) => [p.id, p.key]));
     this.nonces = new CatalogNonceStore(sql);
+  }
+
+  /**
+   * Reads a signed request's body and verifies it. Everything the headers can tell (a known peer, a
+   * fresh timestamp, well-formed nonce and signature, a declared size within `limit`) is checked
+   * first, and a request that fails is answered without reading its body: the connection is
+   * closed after the answer, so an unauthenticated caller cannot make the site buffer anything.
+   */
+  async readVerified(
+    req: Request,
+    res: Response,
+    limit: number,
+  ): Promise<{ peer: VerifiedPeer; body: Buffer }> {
+    const refuse = (err: DomainError): never => {
+      res.setHeader('Connection', 'close');
+      throw err;
+    };
+    const claimed = this.precheck(req, refuse);
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) {
+      refuse(new DomainError(ErrorCode.PayloadTooLarge, `peer request bodies are limited to ${limit} bytes`));
+    }
+    const reading = this.unverifiedReads.get(claimed) ?? 0;
+    if (reading >= UNVERIFIED_READS_PER_PEER) {
+      refuse(
+        new DomainError(
+          ErrorCode.RateLimited,
+          `${UNVERIFIED_READS_PER_PEER} requests from ${claimed} are being received; retry after them`,
+          undefined,
+          { 'Retry-After': '5' },
+        ),
+      );
+    }
+    this.unverifiedReads.set(claimed, reading + 1);
+    let body: Buffer;
+    try {
+      body = await readRawBody(req, limit).catch((err: unknown) =>
+        refuse(
+          err instanceof DomainError
+            ? err
+            : new DomainError(ErrorCode.ValidationFailed, 'the request body was cut short'),
+        ),
+      );
+    } finally {
+      const left = (this.unverifiedReads.get(claimed) ?? 1) - 1;
+      if (left > 0) this.unverifiedReads.set(claimed, left);
+      else this.unverifiedReads.delete(claimed);
+    }
+    return { peer: await this.verify(req, body), body };
+  }
+
+  /** The checks that need no body; returns the claimed peer or refuses. */
+  private precheck(req: Request, refuse: (err: DomainError) => never): string {
+    const header = (name: string): string | undefined => {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const peer = header(PEER_HEADERS.site);
+    const timestamp = header(PEER_HEADERS.timestamp);
+    const nonce = header(PEER_HEADERS.nonce);
+    const signature = header(PEER_HEADERS.signature);
+    let reason: string | undefined;
+    if (!peer || !timestamp || !nonce || !signature) reason = 'missing-headers';
+    else if (
+      !/^[0-9a-f]{32}$/.test(nonce) ||
+      !/^[0-9a-f]{64}$/.test(signature) ||
+      !/^\d{1,16}$/.test(timestamp)
+    )
+      reason = 'malformed-headers';
+    else if (!this.keys.has(peer)) reason = 'unknown-peer';
+    else if (Math.abs(Date.now() - Number(timestamp)) > SIGNATURE_WINDOW_MS) reason = 'stale-timestamp';
+    if (reason || !peer) {
+      this.logger.warn(
+        `refused a peer request to ${req.method} ${req.path} from ${req.ip ?? 'unknown address'} claiming to be ${peer ?? '(none)'}: ${reason}`,
+      );
+      return refuse(new DomainError(ErrorCode.PeerUnauthorized, `peer request refused: ${reason}`));
+    }
+    return peer;
   }
 
   async verify(req: Request, body: Buffer): Promise<VerifiedPeer> {

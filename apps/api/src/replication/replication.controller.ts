@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { CurrentPrincipal, Public, RequireScope } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
-import { PeerAuthService, readRawBody } from './peer-auth.service';
+import { PeerAuthService } from './peer-auth.service';
 import { ReplicationAdminService } from './replication-admin.service';
 import { ReplicationService } from './replication.service';
 
@@ -94,8 +94,7 @@ export class PeerController {
   /** The collector: a peer's batch of its own transactions; answers what is stored here. */
   @Post('batch')
   async batch(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const body = await readRawBody(req, MAX_BATCH_BYTES);
-    const peer = await this.auth.verify(req, body);
+    const { peer, body } = await this.auth.readVerified(req, res, MAX_BATCH_BYTES);
     try {
       let batch: Batch;
       try {
@@ -116,8 +115,7 @@ export class PeerController {
   /** A consistent copy of this site's catalog for a site joining the federation. */
   @Post('snapshot')
   async snapshot(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const body = await readRawBody(req, 1024 * 1024);
-    const peer = await this.auth.verify(req, body);
+    const { peer } = await this.auth.readVerified(req, res, 1024 * 1024);
     try {
       this.auth.sendSigned(res, peer, 200, await this.replication.snapshotFor(peer.peer));
     } catch (err) {

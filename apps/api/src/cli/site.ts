@@ -35,7 +35,9 @@ export async function runSite(config: SiteConfig): Promise<{ ready: SiteReady; s
   if (config.databaseUrl) {
     connection = connectionFromUrl(config.databaseUrl);
   } else {
-    embedded = await startEmbeddedPostgres(path.join(config.dataDir, 'postgres'));
+    embedded = await startEmbeddedPostgres(path.join(config.dataDir, 'postgres'), {
+      onNotice: (m) => console.log(m),
+    });
     connection = await embedded.database(`tributary_${config.siteId.replace(/-/g, '_')}`);
   }
   const migrated = await migrate(connection);

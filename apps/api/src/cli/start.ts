@@ -46,7 +46,9 @@ async function main(): Promise<void> {
       return Promise.resolve(u.toString());
     };
   } else {
-    const pgServer = await startEmbeddedPostgres(path.join(config.dataDir, 'postgres'));
+    const pgServer = await startEmbeddedPostgres(path.join(config.dataDir, 'postgres'), {
+      onNotice: (m) => console.log(m),
+    });
     embedded = pgServer;
     urlFor = async (site) => {
       const c = await pgServer.database(`tributary_${site.replace(/-/g, '_')}`);

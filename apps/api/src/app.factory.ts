@@ -8,7 +8,10 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { cleanupOpenApiDoc } from 'nestjs-zod';
 import type pg from 'pg';
+import { ErrorCode } from '@tributary/shared';
 import { AppModule } from './app.module';
+import { AuthService } from './auth/auth.service';
+import { DomainError } from './common/domain-error';
 import { ReplicationService } from './replication/replication.service';
 import type { SiteConfig } from './config/config';
 import { SiteBootstrapService, type BootstrapResult } from './sites/site-bootstrap.service';
@@ -52,17 +55,26 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   // JSON bodies only on the JSON API; object data streams through untouched (see DataController),
   // except the batch read, whose request is a JSON list of paths; peer requests are read raw
   // because their signature covers the exact bytes.
-  const json = express.json({ limit: '1mb' });
+  const json = jsonParser(MB, true);
   // Bulk tagging takes many triples in one request (the bulk load of a million objects).
-  const bulkJson = express.json({ limit: '64mb' });
-  app.use((req: express.Request, res: express.Response, next: express.NextFunction) =>
-    (req.path.startsWith('/api/v1/data') && req.path !== '/api/v1/data/batch-read') ||
-    req.path.startsWith('/api/v1/replication/peer/')
-      ? next()
-      : req.path === '/api/v1/metadata/bulk'
-        ? bulkJson(req, res, next)
-        : json(req, res, next),
-  );
+  const bulkJson = jsonParser(64 * MB, true);
+  // Signing in is the one body taken from callers not yet known: small, and never inflated.
+  const loginJson = jsonParser(16 * KB, false);
+  const auth = app.get(AuthService);
+  app.use(async (req: express.Request, res: express.Response, next: express.NextFunction) => {
+    if (
+      (req.path.startsWith('/api/v1/data') && req.path !== '/api/v1/data/batch-read') ||
+      req.path.startsWith('/api/v1/replication/peer/')
+    )
+      return next();
+    if (req.path === '/api/v1/auth/login') return loginJson(req, res, next);
+    if (!hasBody(req)) return next();
+    // The credential first: a body from a caller without a valid one is never decompressed or
+    // parsed (the guard then answers 401 as usual, from the headers alone).
+    const resolved = await auth.authenticate(req).catch(() => null);
+    if (!resolved) return next();
+    return (req.path === '/api/v1/metadata/bulk' ? bulkJson : json)(req, res, next);
+  });
   app.enableShutdownHooks();
 
   const openApi = buildOpenApi(app);
@@ -89,6 +101,31 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   const bootstrap = await app.get(SiteBootstrapService).bootstrap();
   replication.start();
   return { app, bootstrap, openApi };
+}
+
+const KB = 1024;
+const MB = 1024 * KB;
+
+function hasBody(req: express.Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+/** express.json, with a 413 that names the limit of the route it guards. */
+function jsonParser(limit: number, inflate: boolean): express.RequestHandler {
+  const parse = express.json({ limit, inflate });
+  const label = limit >= MB ? `${limit / MB} MB` : `${limit / KB} KB`;
+  return (req, res, next) =>
+    parse(req, res, (err?: unknown) => {
+      const tooLarge = (err as { type?: unknown } | undefined)?.type === 'entity.too.large';
+      next(
+        tooLarge
+          ? new DomainError(
+              ErrorCode.PayloadTooLarge,
+              `the JSON body of ${req.method} ${req.path} is limited to ${label}${inflate ? ' (after decompression)' : ''}`,
+            )
+          : err,
+      );
+    });
 }
 
 /** Nest's start-up chatter (every module and route it wires) is shown at `debug` and below only. */

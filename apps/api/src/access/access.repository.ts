@@ -45,6 +45,16 @@ export class AccessRepository {
     return rows[0]?.level ?? null;
   }
 
+  /** The longest of `paths` that is a live collection (the deepest existing ancestor), or null. */
+  async deepestCollection(paths: string[]): Promise<string | null> {
+    const { rows } = await this.sql.query<{ path: string }>(
+      `SELECT path FROM collections WHERE trash_id = 0 AND path = ANY($1::text[])
+        ORDER BY length(path) DESC LIMIT 1`,
+      [paths],
+    );
+    return rows[0]?.path ?? null;
+  }
+
   /**
    * The collections where the user holds at least `level` through ownership or a grant to them or
    * one of their groups: `recursive` when it covers everything below too. One round trip; the

@@ -112,6 +112,51 @@ export class AccessService {
     return level as PermissionLevel;
   }
 
+  /**
+   * Whether the caller may learn if a name exists at `path`: they may read the deepest collection
+   * above it that exists (its parent, when that exists), so could list it and see. Anyone else gets
+   * `concealed` whatever is there (docs/permissions.md).
+   */
+  async canSee(principal: Principal, path: string): Promise<boolean> {
+    if (path === '/') return true;
+    const above = await this.repo.deepestCollection(ancestorPaths(path));
+    if (above === null) return false;
+    return levelAtLeast(await this.levelOf(principal, { path: above, kind: 'collection' }), 'read');
+  }
+
+  /**
+   * The one refusal for a path in a collection the caller cannot read, whether something is there
+   * or not: it names only the path given, so the answer cannot tell the two apart.
+   */
+  concealed(path: string, needed: PermissionLevel): DomainError {
+    return new DomainError(ErrorCode.PermissionDenied, `you need ${needed} access to ${path}`);
+  }
+
+  /**
+   * `require` for a path the caller gave and what was found there (`entry` null when nothing is):
+   * a caller who may read neither the entry nor the collection it is in gets `concealed`, missing or
+   * not; anyone else gets `missing()` for a missing entry, or the usual PERMISSION_DENIED.
+   */
+  async requireAt(
+    principal: Principal,
+    path: string,
+    entry: AccessTarget | null,
+    needed: PermissionLevel,
+    missing: () => DomainError,
+  ): Promise<PermissionLevel> {
+    this.assertWithinToken(principal, path);
+    const level = entry ? await this.levelOf(principal, entry) : null;
+    if (entry && levelAtLeast(level, needed)) return level as PermissionLevel;
+    if (!levelAtLeast(level, 'read') && !(await this.canSee(principal, path))) {
+      throw this.concealed(path, needed);
+    }
+    if (!entry) throw missing();
+    throw new DomainError(
+      ErrorCode.PermissionDenied,
+      `you need ${needed} access to ${entry.path}` + (level ? ` (you have ${level})` : ''),
+    );
+  }
+
   assertWithinToken(principal: Principal, path: string): void {
     const confinedTo = principal.token?.collectionPath;
     if (confinedTo && !isWithin(path, confinedTo)) {

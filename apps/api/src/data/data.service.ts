@@ -11,8 +11,12 @@ import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { MetricsRegistry } from '../health/metrics';
 import { toEntryDto } from '../namespace/namespace.mapper';
-import { NamespaceRepository, type ObjectRecord } from '../namespace/namespace.repository';
-import { NamespaceService } from '../namespace/namespace.service';
+import {
+  NamespaceRepository,
+  type CollectionRecord,
+  type ObjectRecord,
+} from '../namespace/namespace.repository';
+import { entryTarget, NamespaceService } from '../namespace/namespace.service';
 import { ReplicationService } from '../replication/replication.service';
 import { SiteContext } from '../sites/site-context';
 import { DataRepository, type UpdateWindowHolder } from './data.repository';
@@ -129,16 +133,22 @@ export class DataService {
     }
     const { parent, name } = splitPath(path);
     const target = await this.ingest.target(parent, name);
+    // What a collection holds (or whether it exists) is not revealed to someone who may not read it,
+    // unless they may read the object at `path` itself (granted to them directly).
+    const parentLevel = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
+    if (!levelAtLeast(parentLevel, 'read') && (target || !(await this.access.canSee(principal, path)))) {
+      const existing = target?.existing === 'object' ? await this.namespace.resolve(path) : null;
+      const held =
+        existing?.kind === 'object'
+          ? await this.access.levelOf(principal, { path, kind: 'object', objectId: existing.id })
+          : null;
+      if (!levelAtLeast(held, 'read')) throw this.access.concealed(path, 'write');
+    }
     if (!target) {
       const entry = await this.namespace.resolve(parent);
       if (entry?.kind === 'object')
         throw new DomainError(ErrorCode.NotACollection, `${parent} is a data object`);
       throw notFound(`collection ${parent} (create it first: POST /api/v1/namespace/collections)`);
-    }
-    // What a collection holds is not revealed to someone who may not read it.
-    const parentLevel = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
-    if (!levelAtLeast(parentLevel, 'read') && !(target.existing === 'object' && options.overwrite)) {
-      await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
     }
     if (target.existing === 'collection') {
       throw new DomainError(ErrorCode.NameTaken, `${path} is a collection`);
@@ -216,8 +226,14 @@ export class DataService {
    */
   async uploadBatch(principal: Principal, collectionPath: string, req: IncomingMessage): Promise<EntryDto[]> {
     this.access.assertWithinToken(principal, collectionPath);
-    const collection = await this.namespace.requireCollection(collectionPath);
-    await this.access.require(principal, { path: collection.path, kind: 'collection' }, 'write');
+    const found = await this.namespace.resolve(collectionPath);
+    await this.access.requireAt(principal, collectionPath, found && entryTarget(found), 'write', () =>
+      notFound(`collection ${collectionPath}`),
+    );
+    if (found!.kind !== 'collection') {
+      throw new DomainError(ErrorCode.NotACollection, `${collectionPath} is a data object, not a collection`);
+    }
+    const collection = found as CollectionRecord;
     type Part = { name: string; staged: StagedFile; contentType: string; key?: string };
     const parts: Part[] = [];
     // Each part is read in order; its fsync and close finish in the background while the next
@@ -585,10 +601,9 @@ export class DataService {
   ): Promise<{ object: ObjectRecord; source: ByteSource }> {
     this.access.assertWithinToken(principal, path);
     const entry = await this.namespace.resolve(path);
-    if (!entry) throw notFound(path);
-    if (entry.kind !== 'object')
+    await this.access.requireAt(principal, path, entry && entryTarget(entry), 'read', () => notFound(path));
+    if (!entry || entry.kind !== 'object')
       throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; list it instead`);
-    await this.access.require(principal, { path, kind: 'object', objectId: entry.id }, 'read');
     return { object: entry, source: this.sourceOf(path, entry) };
   }
 

@@ -15,7 +15,7 @@ import {
   type TripleDto,
   type UpdateTripleRequest,
 } from '@tributary/shared';
-import { AccessService, levelAtLeast, type Visibility } from '../access/access.service';
+import { AccessService, levelAtLeast, type AccessTarget, type Visibility } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { parseCondition } from './query-condition';
@@ -83,19 +83,11 @@ export class MetadataService {
   ): Promise<MetadataTarget> {
     this.access.assertWithinToken(principal, path);
     const [entry] = await this.repo.resolve([path]);
-    if (!entry) {
-      // Same answer as the namespace: 404 only to a caller who may read where it would be.
-      const parent = path === '/' ? '/' : path.slice(0, path.lastIndexOf('/')) || '/';
-      const level = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
-      if (!level) throw new DomainError(ErrorCode.PermissionDenied, `you need read access to ${parent}`);
-      throw notFound(path);
-    }
-    await this.access.require(
-      principal,
-      { path, kind: entry.kind, objectId: entry.kind === 'object' ? entry.id : undefined },
-      needed,
+    // Same answer as the namespace: 404 only to a caller who may read where it would be.
+    await this.access.requireAt(principal, path, entry ? accessTarget(entry) : null, needed, () =>
+      notFound(path),
     );
-    return entry;
+    return entry!;
   }
 
   async list(principal: Principal, path: string): Promise<EntryTriplesDto> {
@@ -196,15 +188,7 @@ export class MetadataService {
       this.repo.transaction(async (db) => {
         const resolved = await this.repo.resolve(explicit, db);
         const byPath = new Map(resolved.map((e) => [e.path, e]));
-        const missing = explicit.filter((p) => !byPath.has(p));
-        if (missing.length) {
-          throw new DomainError(
-            ErrorCode.NotFound,
-            `${missing.length} path(s) do not exist, nothing was changed: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
-            { paths: missing.slice(0, 100) },
-          );
-        }
-        await this.requireWriteAll(principal, resolved);
+        await this.requireWriteAll(principal, explicit, byPath);
 
         // Targets of each operation, by kind.
         const work: { kind: EntryKind; ids: bigint[]; op: BulkOperation }[] = [];
@@ -218,6 +202,11 @@ export class MetadataService {
           } else {
             const under = op.under!;
             const [root] = await this.repo.resolve([under], db);
+            // Whether `under` exists is told only to a caller who may read it or where it is.
+            const rootLevel = root ? await this.access.levelOf(principal, accessTarget(root)) : null;
+            if (!levelAtLeast(rootLevel, 'read') && !(await this.access.canSee(principal, under))) {
+              throw this.access.concealed(under, 'write');
+            }
             if (root?.kind !== 'collection') throw notFound(`collection ${under}`);
             const level = await this.access.inheritedBelow(principal, under);
             if (!levelAtLeast(level, 'write')) {
@@ -271,16 +260,39 @@ export class MetadataService {
     );
   }
 
-  /** Write access to every entry, checked as a set (one query for the caller's grants). */
-  private async requireWriteAll(principal: Principal, entries: MetadataTarget[]): Promise<void> {
-    if (principal.isAdmin) return;
-    const v = await this.access.visibility(principal, 'write');
-    for (const e of entries) {
-      if (covers(v, e, principal.userId)) continue;
-      await this.access.require(
-        principal,
-        { path: e.path, kind: e.kind, objectId: e.kind === 'object' ? e.id : undefined },
-        'write',
+  /**
+   * Write access to every path, checked as a set (one query for the caller's grants), in the order
+   * given: the first refusal wins, and a path in a collection the caller cannot read is refused the
+   * same whether it exists or not. Only then are the missing paths the caller may know of reported.
+   */
+  private async requireWriteAll(
+    principal: Principal,
+    paths: string[],
+    byPath: Map<string, MetadataTarget>,
+  ): Promise<void> {
+    const v = principal.isAdmin ? null : await this.access.visibility(principal, 'write');
+    const missing: string[] = [];
+    for (const path of paths) {
+      const e = byPath.get(path);
+      if (e && (v === null || covers(v, e, principal.userId))) continue;
+      if (!e && principal.isAdmin) {
+        missing.push(path);
+        continue;
+      }
+      try {
+        await this.access.requireAt(principal, path, e ? accessTarget(e) : null, 'write', () =>
+          notFound(path),
+        );
+      } catch (err) {
+        if (!e && err instanceof DomainError && err.code === ErrorCode.NotFound) missing.push(path);
+        else throw err;
+      }
+    }
+    if (missing.length) {
+      throw new DomainError(
+        ErrorCode.NotFound,
+        `${missing.length} path(s) do not exist, nothing was changed: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
+        { paths: missing.slice(0, 100) },
       );
     }
   }
@@ -468,4 +480,8 @@ function decodeCursor(cursor: string, sort: QuerySort, order: string): { value: 
     ErrorCode.InvalidCursor,
     'the cursor is not one this query returned (it must come from the same sort and order)',
   );
+}
+
+function accessTarget(e: MetadataTarget): AccessTarget {
+  return { path: e.path, kind: e.kind, objectId: e.kind === 'object' ? e.id : undefined };
 }

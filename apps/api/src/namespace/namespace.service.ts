@@ -12,7 +12,7 @@ import {
   type PermissionLevel,
   type TrashEntryDto,
 } from '@tributary/shared';
-import { AccessService, levelAtLeast, maxLevel } from '../access/access.service';
+import { AccessService, levelAtLeast, maxLevel, type AccessTarget } from '../access/access.service';
 import { CredentialCache } from '../auth/credential-cache';
 import { DomainError, notFound } from '../common/domain-error';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
@@ -56,16 +56,20 @@ export class NamespaceService {
   }
 
   /**
-   * The error for a path that does not exist: 404 for a caller who may read the collection it would
-   * be in, the same 403 as for an unreadable entry otherwise, so names cannot be probed.
+   * The entry at a path the caller gave, checked for `needed`: a missing path is 404 only to a caller
+   * who may read the collection it would be in; anyone else gets the same 403 as for an entry they
+   * cannot read, so names cannot be probed.
    */
-  private async missing(principal: Principal, path: string): Promise<DomainError> {
-    if (path === '/') return notFound(path);
-    const parent = splitPath(path).parent;
-    const level = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
-    return level
-      ? notFound(path)
-      : new DomainError(ErrorCode.PermissionDenied, `you need read access to ${parent}`);
+  private async reach(
+    principal: Principal,
+    path: string,
+    needed: PermissionLevel,
+    missing: () => DomainError = () => notFound(path),
+  ): Promise<{ entry: EntryRecord; level: PermissionLevel }> {
+    this.access.assertWithinToken(principal, path);
+    const entry = await this.resolve(path);
+    const level = await this.access.requireAt(principal, path, entry && entryTarget(entry), needed, missing);
+    return { entry: entry!, level };
   }
 
   async requireCollection(path: string, tx?: Tx): Promise<CollectionRecord> {
@@ -77,10 +81,7 @@ export class NamespaceService {
   }
 
   async stat(principal: Principal, path: string): Promise<EntryDetailDto> {
-    this.access.assertWithinToken(principal, path);
-    const entry = await this.resolve(path);
-    if (!entry) throw await this.missing(principal, path);
-    const level = await this.access.require(principal, target(entry), 'read');
+    const { entry, level } = await this.reach(principal, path, 'read');
     return toEntryDetailDto(entry, level);
   }
 
@@ -93,9 +94,11 @@ export class NamespaceService {
     cursorText: string | undefined,
     offset?: number,
   ): Promise<Page<EntryDto>> {
-    this.access.assertWithinToken(principal, path);
-    const collection = await this.requireCollection(path);
-    await this.access.require(principal, target(collection), 'read');
+    const { entry: collection } = await this.reach(principal, path, 'read', () =>
+      notFound(`collection ${path}`),
+    );
+    if (collection.kind !== 'collection')
+      throw new DomainError(ErrorCode.NotACollection, `${path} is a data object, not a collection`);
     const cursor = cursorText ? decodeCursor(cursorText, sort) : null;
     let items: EntryRecord[];
     let total: number;
@@ -162,19 +165,29 @@ export class NamespaceService {
       existing = await this.resolve(p);
       if (existing) break;
       missing.unshift(p);
-      if (!parents && missing.length > 1) {
-        throw notFound(
-          `collection ${splitPath(path).parent} (pass "parents": true to create missing parents)`,
-        );
-      }
     }
+    // Which of the names exist is told only to a caller who may read where they are: the deepest
+    // existing one's parent when it is the path itself, otherwise that entry (whose child is missing).
+    const level = await this.access.levelOf(principal, entryTarget(existing));
     if (missing.length === 0) {
+      if (!levelAtLeast(level, 'read') && !(await this.access.canSee(principal, path))) {
+        throw this.access.concealed(path, 'write');
+      }
       throw new DomainError(ErrorCode.NameTaken, `${path} exists already`);
+    }
+    if (!levelAtLeast(level, 'read')) throw this.access.concealed(path, 'write');
+    if (!parents && missing.length > 1) {
+      throw notFound(`collection ${splitPath(path).parent} (pass "parents": true to create missing parents)`);
     }
     if (existing.kind !== 'collection') {
       throw new DomainError(ErrorCode.NotACollection, `${existing.path} is a data object, not a collection`);
     }
-    await this.access.require(principal, target(existing), 'write');
+    if (!levelAtLeast(level, 'write')) {
+      throw new DomainError(
+        ErrorCode.PermissionDenied,
+        `you need write access to ${existing.path} (you have ${level})`,
+      );
+    }
     const groupId = principal.activeGroupId;
     await this.repo.transaction(async (tx) => {
       await this.requireLive(tx, existing);
@@ -205,16 +218,26 @@ export class NamespaceService {
     if (from === to) throw new DomainError(ErrorCode.NameTaken, `${to} is where it is already`);
     if (isWithin(to, from))
       throw new DomainError(ErrorCode.MoveIntoItself, `cannot move ${from} into itself (${to})`);
-    const entry = await this.resolve(from);
-    if (!entry) throw await this.missing(principal, from);
     const { parent: toParentPath, name: toName } = splitPath(to);
-    const toParent = await this.requireCollection(toParentPath);
     // Renaming in place needs write; taking an entry out of its collection needs own, or write access
     // would turn into ownership under a collection the mover owns.
     const sameParent = splitPath(from).parent === toParentPath;
-    await this.access.require(principal, target(entry), sameParent ? 'write' : 'own');
+    const { entry } = await this.reach(principal, from, sameParent ? 'write' : 'own');
     await this.access.require(principal, { path: splitPath(from).parent, kind: 'collection' }, 'write');
-    await this.access.require(principal, target(toParent), 'write');
+    const found = await this.resolve(toParentPath);
+    // A destination the caller cannot see into is refused naming only `to`, whether it exists or not.
+    const toLevel = found ? await this.access.levelOf(principal, entryTarget(found)) : null;
+    if (!levelAtLeast(toLevel, 'write')) {
+      if (!levelAtLeast(toLevel, 'read') && !(await this.access.canSee(principal, toParentPath))) {
+        throw this.access.concealed(to, 'write');
+      }
+      if (!found) throw notFound(`collection ${toParentPath}`);
+    }
+    if (found!.kind !== 'collection') {
+      throw new DomainError(ErrorCode.NotACollection, `${toParentPath} is a data object, not a collection`);
+    }
+    const toParent = found as CollectionRecord;
+    await this.access.require(principal, entryTarget(toParent), 'write');
     await this.repo.transaction(async (tx) => {
       if (!(await this.repo.lockUnchanged(tx, entry))) {
         throw new DomainError(
@@ -239,15 +262,13 @@ export class NamespaceService {
     // Tokens confined to a moved collection follow it from the next request on.
     if (entry.kind === 'collection') this.credentials.forget();
     const moved = await this.resolve(to);
-    return toEntryDto(moved!, await this.access.levelOf(principal, target(moved!)));
+    return toEntryDto(moved!, await this.access.levelOf(principal, entryTarget(moved!)));
   }
 
   async delete(principal: Principal, path: string): Promise<TrashEntryDto> {
     this.access.assertWithinToken(principal, path);
     if (PROTECTED.has(path)) throw new DomainError(ErrorCode.RootImmutable, `${path} cannot be deleted`);
-    const entry = await this.resolve(path);
-    if (!entry) throw await this.missing(principal, path);
-    await this.access.require(principal, target(entry), 'write');
+    const { entry } = await this.reach(principal, path, 'write');
     await this.access.require(principal, { path: splitPath(path).parent, kind: 'collection' }, 'write');
     const trashId = await this.repo.transaction((tx) =>
       this.repo.trash(tx, entry, principal.userId, this.site.siteId),
@@ -292,7 +313,7 @@ export class NamespaceService {
           `collection ${parent} (restore or recreate it first, then restore ${trash.originalPath})`,
         );
       }
-      await this.access.require(principal, target(parentCollection), 'write');
+      await this.access.require(principal, entryTarget(parentCollection), 'write');
       await this.repo.lockName(tx, parentCollection.id, name);
       await this.requireLive(tx, parentCollection);
       if (await this.repo.nameTaken(tx, parentCollection.id, name)) {
@@ -307,7 +328,7 @@ export class NamespaceService {
     this.credentials.forget();
     const restored = await this.resolve(restoredPath);
     if (!restored) throw notFound(`${restoredPath} (it was moved or deleted meanwhile)`);
-    return toEntryDto(restored, await this.access.levelOf(principal, target(restored)));
+    return toEntryDto(restored, await this.access.levelOf(principal, entryTarget(restored)));
   }
 
   async purge(principal: Principal, trashId: bigint): Promise<void> {
@@ -370,10 +391,7 @@ export class NamespaceService {
   }
 
   async permissions(principal: Principal, path: string): Promise<PermissionDto[]> {
-    this.access.assertWithinToken(principal, path);
-    const entry = await this.resolve(path);
-    if (!entry) throw await this.missing(principal, path);
-    await this.access.require(principal, target(entry), 'read');
+    const { entry } = await this.reach(principal, path, 'read');
     const chain = [...ancestorPaths(entry.path), ...(entry.kind === 'collection' ? [entry.path] : [])];
     const ids = await Promise.all(chain.map((p) => this.repo.findCollection(p)));
     const grants = await this.repo.grantsOn(
@@ -400,10 +418,7 @@ export class NamespaceService {
     who: { user?: string; group?: string },
     level: PermissionLevel | null,
   ): Promise<PermissionDto[]> {
-    this.access.assertWithinToken(principal, path);
-    const entry = await this.resolve(path);
-    if (!entry) throw await this.missing(principal, path);
-    const held = await this.access.require(principal, target(entry), 'own');
+    const { entry, level: held } = await this.reach(principal, path, 'own');
     if (!levelAtLeast(held, 'own'))
       throw new DomainError(ErrorCode.PermissionDenied, `you need own access to ${path}`);
     const userId = who.user ? await this.repo.userId(who.user) : null;
@@ -427,7 +442,8 @@ function siteWide(principal: Principal): boolean {
   return principal.isAdmin && !principal.token?.collectionPath;
 }
 
-function target(entry: EntryRecord): { path: string; kind: 'collection' | 'object'; objectId?: bigint } {
+/** What access is checked on for an entry. */
+export function entryTarget(entry: EntryRecord): AccessTarget {
   return entry.kind === 'object'
     ? { path: entry.path, kind: 'object', objectId: entry.id }
     : { path: entry.path, kind: 'collection' };

@@ -61,8 +61,13 @@ export class TokensService {
     let collectionId: bigint | null = null;
     if (collection) {
       collectionId = await this.repo.collectionId(collection);
-      if (collectionId === null) throw notFound(`collection ${collection}`);
-      await this.access.require(principal, { path: collection, kind: 'collection' }, 'read');
+      await this.access.requireAt(
+        principal,
+        collection,
+        collectionId === null ? null : { path: collection, kind: 'collection' },
+        'read',
+        () => notFound(`collection ${collection}`),
+      );
     }
     const now = Date.now();
     let expiresAt = input.expiresAt ? new Date(input.expiresAt) : new Date(now + DEFAULT_LIFETIME_MS);

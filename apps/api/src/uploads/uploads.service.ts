@@ -526,9 +526,17 @@ export class UploadsService implements OnModuleInit {
     const parentEntry = await this.namespace.resolve(parent);
     const existing = parentEntry?.kind === 'collection' ? await this.namespace.resolve(target) : null;
     const parentLevel = await this.access.levelOf(principal, { path: parent, kind: 'collection' });
-    // What a collection holds is not revealed to someone who may not read it.
-    if (!levelAtLeast(parentLevel, 'read') && !(existing?.kind === 'object' && overwrite)) {
-      await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');
+    // What a collection holds (or whether it exists) is not revealed to someone who may not read it,
+    // unless they may read the object at `target` itself (granted to them directly).
+    if (
+      !levelAtLeast(parentLevel, 'read') &&
+      (parentEntry?.kind === 'collection' || !(await this.access.canSee(principal, target)))
+    ) {
+      const held =
+        existing?.kind === 'object'
+          ? await this.access.levelOf(principal, { path: target, kind: 'object', objectId: existing.id })
+          : null;
+      if (!levelAtLeast(held, 'read')) throw this.access.concealed(target, 'write');
     }
     if (!parentEntry)
       throw notFound(`collection ${parent} (create it first: POST /api/v1/namespace/collections)`);

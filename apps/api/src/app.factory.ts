@@ -49,7 +49,9 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
     logger,
     bodyParser: false,
   });
-  app.set('trust proxy', 'loopback');
+  // X-Forwarded-For decides the client address (login limits, logs) only when it comes from a
+  // proxy named in TRUSTED_PROXIES; anyone else could write any address into it.
+  app.set('trust proxy', config.trustedProxies.length ? config.trustedProxies : false);
   app.disable('x-powered-by');
   app.use(cookieParser());
   // JSON bodies only on the JSON API; object data streams through untouched (see DataController),

@@ -224,11 +224,11 @@ describe('authentication', () => {
 
       // The open session is ended.
       expect((await client.get('/api/v1/me')).status).toBe(401);
-      // The right password now gives ACCOUNT_DISABLED; a wrong one still says nothing about the account.
+      // The right password is refused like a wrong one: the answer must not confirm the password.
       expectError(
         await site.anonymous().post('/api/v1/auth/login', { username, password }),
-        403,
-        ErrorCode.AccountDisabled,
+        401,
+        ErrorCode.InvalidCredentials,
       );
       expectError(
         await site.anonymous().post('/api/v1/auth/login', { username, password: 'not-the-password' }),

@@ -38,10 +38,11 @@ export class AuthService {
     const account = await this.repo.findAccount(username.toLowerCase());
     // Check a hash either way so response time does not tell whether the account exists.
     const ok = await verifyPassword(password, account?.passwordHash ?? DUMMY_PASSWORD_HASH);
-    if (!account || !ok) {
+    // A disabled account answers like a wrong password: a distinct answer after the right
+    // password would confirm the password to whoever is guessing.
+    if (!account || !ok || account.disabledAt) {
       throw new DomainError(ErrorCode.InvalidCredentials, 'wrong username or password');
     }
-    if (account.disabledAt) throw new DomainError(ErrorCode.AccountDisabled, 'this account is disabled');
     const cookieValue = newSecret();
     const csrfToken = newSecret();
     const expiresAt = new Date(Date.now() + this.config.sessionTtlMs);

@@ -98,6 +98,32 @@ describe('loadConfig', () => {
     expect(err.message).toContain('LOG_LEVEL:');
   });
 
+  it('trusts no proxy, lets /metrics need a credential and sets idle (not total) body timeouts by default', () => {
+    const c = loadConfig({});
+    expect(c.trustedProxies).toEqual([]);
+    expect(c.loginAddressRateLimit).toBe(30);
+    expect(c.metricsToken).toBeUndefined();
+    expect(c.http).toEqual({ headersTimeoutMs: 60_000, requestTimeoutMs: 0, idleTimeoutMs: 300_000 });
+  });
+
+  it('reads TRUSTED_PROXIES, METRICS_TOKEN and the HTTP timeouts, and refuses bad ones', () => {
+    const c = loadConfig({
+      TRUSTED_PROXIES: '10.0.0.1, 192.168.0.0/16,loopback,::1',
+      METRICS_TOKEN: 'm'.repeat(32),
+      HTTP_IDLE_TIMEOUT_SECONDS: '0.5',
+      HTTP_REQUEST_TIMEOUT_SECONDS: '3600',
+    });
+    expect(c.trustedProxies).toEqual(['10.0.0.1', '192.168.0.0/16', 'loopback', '::1']);
+    expect(c.metricsToken).toBe('m'.repeat(32));
+    expect(c.http).toMatchObject({ idleTimeoutMs: 500, requestTimeoutMs: 3_600_000 });
+    expect(configError({ TRUSTED_PROXIES: 'proxy.example.org' }).message).toContain('TRUSTED_PROXIES');
+    expect(configError({ TRUSTED_PROXIES: '10.0.0.0/33' }).message).toContain('TRUSTED_PROXIES');
+    expect(configError({ METRICS_TOKEN: 'short' }).message).toContain('METRICS_TOKEN');
+    expect(
+      configError({ HTTP_REQUEST_TIMEOUT_SECONDS: '10', HTTP_HEADERS_TIMEOUT_SECONDS: '20' }).message,
+    ).toContain('HTTP_HEADERS_TIMEOUT_SECONDS');
+  });
+
   it('ignores unrelated environment variables', () => {
     expect(() => loadConfig({ PATH: '/usr/bin', HOME: '/root', SOMETHING_ELSE: '1' })).not.toThrow();
   });

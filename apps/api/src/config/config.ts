@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -23,6 +24,27 @@ const EnvSchema = z.object({
   SESSION_TTL_HOURS: z.coerce.number().positive().default(12),
   LOGIN_RATE_LIMIT: z.coerce.number().int().positive().default(10),
   LOGIN_RATE_WINDOW_SECONDS: z.coerce.number().int().positive().default(60),
+  LOGIN_ADDRESS_RATE_LIMIT: z.coerce.number().int().positive().default(30),
+  TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (list) => list.every(isProxySpec),
+      'must be a comma-separated list of IP addresses, CIDR ranges (10.0.0.0/8) or loopback, linklocal, uniquelocal',
+    ),
+  METRICS_TOKEN: z
+    .string()
+    .min(32, 'must be at least 32 characters (e.g. `openssl rand -base64 32`)')
+    .optional(),
+  HTTP_HEADERS_TIMEOUT_SECONDS: z.coerce.number().positive().default(60),
+  HTTP_REQUEST_TIMEOUT_SECONDS: z.coerce.number().nonnegative().default(0),
+  HTTP_IDLE_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
   MAX_UPLOAD_BYTES: z.coerce
     .number()
     .int()
@@ -69,6 +91,20 @@ export interface SiteConfig {
   sessionTtlMs: number;
   loginRateLimit: number;
   loginRateWindowMs: number;
+  /** Login attempts per client address (any usernames) within the window. */
+  loginAddressRateLimit: number;
+  /** Addresses whose X-Forwarded-For is believed (express's `trust proxy`); empty: none. */
+  trustedProxies: string[];
+  /** Bearer secret a Prometheus scraper may use for /metrics instead of an administrator's token. */
+  metricsToken?: string;
+  http: {
+    /** Time to receive a request's headers. */
+    headersTimeoutMs: number;
+    /** Time to receive a whole request, 0 for none (uploads may take hours). */
+    requestTimeoutMs: number;
+    /** Longest pause while a request body is being received. */
+    idleTimeoutMs: number;
+  };
   maxUploadBytes: number;
   cookieSecure: boolean;
   logFormat: 'json' | 'text';
@@ -99,6 +135,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
   if (e.JOIN_FROM && !peers.some((p) => p.id === e.JOIN_FROM)) {
     throw new ConfigError(`invalid settings:\n  JOIN_FROM: ${e.JOIN_FROM} is not one of REPLICATION_PEERS`);
   }
+  if (e.HTTP_REQUEST_TIMEOUT_SECONDS > 0 && e.HTTP_HEADERS_TIMEOUT_SECONDS > e.HTTP_REQUEST_TIMEOUT_SECONDS) {
+    throw new ConfigError(
+      'invalid settings:\n  HTTP_HEADERS_TIMEOUT_SECONDS: must not exceed HTTP_REQUEST_TIMEOUT_SECONDS (or set that to 0)',
+    );
+  }
   const dataDir = path.resolve(e.TRIBUTARY_DATA_DIR);
   return {
     databaseUrl: e.DATABASE_URL,
@@ -115,6 +156,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
     sessionTtlMs: e.SESSION_TTL_HOURS * 3600_000,
     loginRateLimit: e.LOGIN_RATE_LIMIT,
     loginRateWindowMs: e.LOGIN_RATE_WINDOW_SECONDS * 1000,
+    loginAddressRateLimit: e.LOGIN_ADDRESS_RATE_LIMIT,
+    trustedProxies: e.TRUSTED_PROXIES,
+    metricsToken: e.METRICS_TOKEN,
+    http: {
+      headersTimeoutMs: Math.round(e.HTTP_HEADERS_TIMEOUT_SECONDS * 1000),
+      requestTimeoutMs: Math.round(e.HTTP_REQUEST_TIMEOUT_SECONDS * 1000),
+      idleTimeoutMs: Math.round(e.HTTP_IDLE_TIMEOUT_SECONDS * 1000),
+    },
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     cookieSecure: e.COOKIE_SECURE,
     logFormat: e.LOG_FORMAT,
@@ -129,6 +178,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
       conflictDeadlineMs: Math.round(e.CONFLICT_DEADLINE_HOURS * 3600_000),
     },
   };
+}
+
+/** One entry of TRUSTED_PROXIES: what express's `trust proxy` (proxy-addr) accepts. */
+function isProxySpec(spec: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(spec)) return true;
+  const [address, bits, ...rest] = spec.split('/');
+  const family = isIP(address ?? '');
+  if (!family || rest.length) return false;
+  if (bits === undefined) return true;
+  const n = Number(bits);
+  return /^\d+$/.test(bits) && n <= (family === 4 ? 32 : 128);
 }
 
 /** REPLICATION_PEERS is a JSON array of peers, inline or in a file (a path). */

@@ -330,6 +330,40 @@ describe('ReplicationEngine cycle loop (fake clock, fake catalog)', () => {
     expect(s.db.count(/SET last_error = \$2/)).toBe(1);
   });
 
+  it('at start-up, notes a peer that is not up yet at log level, saying when it is retried', async () => {
+    const s = setup(3_600_000);
+    s.transport.down.add('uno');
+    started(s);
+    await vi.waitFor(() => expect(s.reports).toHaveLength(1));
+    expect(s.logger.lines).toEqual([
+      {
+        level: 'log',
+        message: 'peer uno is not reachable yet (uno unreachable); retried at the next cycle, in 60 min',
+      },
+    ]);
+    // It comes up: no warning was ever given.
+    s.transport.down.delete('uno');
+    s.clock.advance(3_600_000);
+    await vi.waitFor(() => expect(s.reports).toHaveLength(2));
+    expect(s.reports[1]!.dispatched.every((d) => d.ok)).toBe(true);
+    expect(s.logger.lines.filter((l) => l.level !== 'log')).toEqual([]);
+  });
+
+  it('warns once about a peer still unreachable after the start-up grace', async () => {
+    const s = setup(30_000);
+    s.transport.down.add('uno');
+    started(s);
+    for (let cycle = 1; cycle <= 6; cycle++) {
+      await vi.waitFor(() => expect(s.reports).toHaveLength(cycle));
+      await vi.waitFor(() => expect(s.clock.sleeping).toBe(1));
+      s.clock.advance(30_000);
+    }
+    const warnings = s.logger.lines.filter((l) => l.level === 'warn').map((l) => l.message);
+    expect(warnings).toEqual([
+      'peer uno: uno unreachable; its queue waits and is retried at the next cycle, in 30 s',
+    ]);
+  });
+
   it('keeps the 20 most recent cycle reports in status, newest first', async () => {
     const s = setup();
     for (let i = 0; i < 25; i++) {

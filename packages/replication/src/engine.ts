@@ -79,6 +79,16 @@ export interface EngineStatus {
 }
 
 const RECENT_CYCLES = 20;
+/** How long after start() an unreachable peer is taken for one still starting (not warned about). */
+const STARTUP_GRACE_MS = 120_000;
+
+/** "30 s", "5 min", "2 h": a cycle's length as an operator reads it. */
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s} s`;
+  if (s < 2 * 3600) return `${Math.round(s / 60)} min`;
+  return `${Math.round(s / 3600)} h`;
+}
 
 /**
  * One site's replication engine and its cycle: inject (apply what peers sent), extract (take local
@@ -106,7 +116,10 @@ export class ReplicationEngine {
   private wake: AbortController | undefined;
   private nudged = false;
   private cyclesRun = 0;
-  private readonly peerErrors = new Map<string, string>();
+  /** Each failing peer's error, and whether it was warned about (not during the start-up grace). */
+  private readonly peerErrors = new Map<string, { error: string; warned: boolean }>();
+  /** When start() was called: peers starting beside this site are not warned about before the grace. */
+  private startedAt: number | undefined;
   private readonly dispatching = new Map<string, Promise<DispatchResult>>();
   /** Called after every cycle (metrics). */
   onCycle: ((report: CycleReport) => void) | undefined;
@@ -157,6 +170,7 @@ export class ReplicationEngine {
   /** Starts the cycle loop. */
   start(): void {
     if (this.running) return;
+    this.startedAt = this.clock.now();
     const abort = (this.abort = new AbortController());
     this.running = (async () => {
       while (!abort.signal.aborted) {
@@ -266,18 +280,33 @@ export class ReplicationEngine {
     }
   }
 
-  /** Logs a peer's failures when they start or change, and its recovery; not every cycle. */
+  /**
+   * Logs a peer's failures when they start or change, and its recovery; not every cycle. Sites of a
+   * federation usually start together, so a peer that fails in the first minutes after start() is
+   * only noted (log level), and warned about if it still fails after that grace.
+   */
   private notePeerHealth(d: DispatchResult): void {
     const previous = this.peerErrors.get(d.peer);
     if (d.ok) {
-      if (previous !== undefined) this.logger.log(`peer ${d.peer} is reachable again`);
+      if (previous?.warned) this.logger.log(`peer ${d.peer} is reachable again`);
+      else if (previous) this.logger.log(`peer ${d.peer} is reachable`);
       this.peerErrors.delete(d.peer);
       return;
     }
     const error = d.error ?? 'failed';
-    if (previous !== error)
-      this.logger.warn(`peer ${d.peer}: ${error}; its queue waits and is retried every cycle`);
-    this.peerErrors.set(d.peer, error);
+    const retry = `retried at the next cycle, in ${duration(this.cycleMs)}`;
+    const starting =
+      this.startedAt !== undefined &&
+      this.clock.now() - this.startedAt < STARTUP_GRACE_MS &&
+      !previous?.warned;
+    if (starting) {
+      if (!previous) this.logger.log(`peer ${d.peer} is not reachable yet (${error}); ${retry}`);
+      this.peerErrors.set(d.peer, { error, warned: false });
+      return;
+    }
+    if (previous?.error !== error || !previous.warned)
+      this.logger.warn(`peer ${d.peer}: ${error}; its queue waits and is ${retry}`);
+    this.peerErrors.set(d.peer, { error, warned: true });
   }
 
   /** Drops archived and fully acknowledged log entries older than the retention period. */

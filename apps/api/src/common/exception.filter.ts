@@ -6,7 +6,10 @@ import { ZodValidationException } from 'nestjs-zod';
 import { ZodError } from 'zod';
 import { DomainError } from './domain-error';
 
-/** Maps every error to the one error envelope. Unknown errors are logged and answered with 500. */
+/**
+ * Maps every error to the one error envelope. Unknown errors are logged (with their stack) and answered
+ * with 500; domain errors with a 5xx status are logged as warnings.
+ */
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
@@ -16,7 +19,17 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const res = ctx.getResponse<Response>();
     const req = ctx.getRequest<Request>();
     const { status, body, headers } = this.toBody(exception, req);
-    if (status >= 500) {
+    if (exception instanceof DomainError && status >= 500) {
+      // An expected failure with its own code (a holding site down: 503 REPLICA_UNAVAILABLE) is not
+      // a bug: worth a warning, not an error with a stack trace.
+      this.logger.warn({
+        msg: 'request failed',
+        method: req.method,
+        path: req.path,
+        code: exception.code,
+        err: exception.message,
+      });
+    } else if (status >= 500) {
       this.logger.error(
         { msg: 'request failed', method: req.method, path: req.path, err: String(exception) },
         exception instanceof Error ? exception.stack : undefined,

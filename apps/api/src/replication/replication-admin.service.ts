@@ -72,7 +72,9 @@ export class ReplicationAdminService {
         ...peer,
         lastSuccessAt: iso(peer.lastSuccessAt),
         lastAttemptAt: iso(peer.lastAttemptAt),
-        lastErrorAt: iso(peer.lastErrorAt),
+        // The engine clears the error text after a successful exchange but keeps its time: show
+        // the time only with the error it belongs to (both null once the peer answers again).
+        lastErrorAt: peer.lastError === null ? null : iso(peer.lastErrorAt),
         lagSeconds: Math.round(peer.lagSeconds * 10) / 10,
       })),
       cycles: s.cycles.map(cycleDto),

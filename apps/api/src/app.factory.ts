@@ -10,6 +10,7 @@ import { cleanupOpenApiDoc } from 'nestjs-zod';
 import type pg from 'pg';
 import { ErrorCode } from '@tributary/shared';
 import { AppModule } from './app.module';
+import { logColors } from './common/log-colors';
 import { AuthService } from './auth/auth.service';
 import { DomainError } from './common/domain-error';
 import { ReplicationService } from './replication/replication.service';
@@ -44,6 +45,7 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
     json: config.logFormat === 'json',
     logLevels: levelsFrom(config.logLevel),
     prefix: `tributary:${config.siteId}`,
+    colors: config.logFormat !== 'json' && logColors(),
   });
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, connection), {
     logger,

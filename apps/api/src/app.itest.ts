@@ -24,7 +24,8 @@ describe('site basics', () => {
 
   it('GET /metrics serves Prometheus text with the request histogram, labelled by route', async () => {
     await site.anonymous().get('/api/health');
-    const res = await site.anonymous().get('/metrics');
+    // Administrators only (or METRICS_TOKEN): see health/metrics.itest.ts.
+    const res = await (await site.admin()).get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(res.text).toContain('# TYPE tributary_http_request_duration_seconds histogram');

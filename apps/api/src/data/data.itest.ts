@@ -99,7 +99,7 @@ describe('object data', () => {
 
     it('counts received and sent bytes in /metrics', async () => {
       const metric = async (name: string): Promise<number> => {
-        const text = (await site.anonymous().get('/metrics')).text;
+        const text = (await (await site.admin()).get('/metrics')).text;
         const line = text.split('\n').find((l) => l.startsWith(`${name} `));
         return Number(line?.split(' ')[1] ?? 'NaN');
       };

@@ -1,10 +1,10 @@
-import { Controller, Get, Header, Res } from '@nestjs/common';
+import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
 import { PrismaService } from '../database/prisma.service';
 import { SiteContext } from '../sites/site-context';
-import { MetricsRegistry } from './metrics';
+import { MetricsAccess, MetricsRegistry } from './metrics';
 
 @ApiTags('operations')
 @Controller()
@@ -13,6 +13,7 @@ export class HealthController {
     private readonly prisma: PrismaService,
     private readonly site: SiteContext,
     private readonly metrics: MetricsRegistry,
+    private readonly access: MetricsAccess,
   ) {}
 
   /** Liveness and catalog reachability; 503 when the catalog database does not answer. */
@@ -29,11 +30,17 @@ export class HealthController {
     return { status: catalog === 'ok' ? 'ok' : 'degraded', site: this.site.siteId, catalog };
   }
 
-  /** Prometheus metrics. */
+  /**
+   * Prometheus metrics: for administrators (a token of any scope, or a session) and for the
+   * scraper holding METRICS_TOKEN (`Authorization: Bearer <it>`). Route names, login failures and
+   * replication counters are not for everyone.
+   */
   @Public()
   @Get('metrics')
-  @Header('Content-Type', 'text/plain; version=0.0.4')
-  scrape(): Promise<string> {
+  scrape(@Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<string> {
+    this.access.assertMayScrape(req);
+    // Set here, not with @Header, so a refusal goes out as the JSON error envelope.
+    res.type('text/plain; version=0.0.4');
     return this.metrics.registry.metrics();
   }
 }

@@ -1,9 +1,13 @@
 import { Global, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { HealthController } from './health.controller';
-import { MetricsRegistry, RequestMetricsMiddleware } from './metrics';
+import { MetricsAccess, MetricsRegistry, RequestMetricsMiddleware } from './metrics';
 
 @Global()
-@Module({ controllers: [HealthController], providers: [MetricsRegistry], exports: [MetricsRegistry] })
+@Module({
+  controllers: [HealthController],
+  providers: [MetricsRegistry, MetricsAccess],
+  exports: [MetricsRegistry],
+})
 export class HealthModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
     consumer.apply(RequestMetricsMiddleware).forRoutes('*path');

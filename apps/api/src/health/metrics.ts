@@ -1,6 +1,10 @@
-import { Injectable, NestMiddleware } from '@nestjs/common';
+import { Inject, Injectable, NestMiddleware } from '@nestjs/common';
+import { ErrorCode } from '@tributary/shared';
 import type { NextFunction, Request, Response } from 'express';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { safeEqual } from '../auth/secrets';
+import { DomainError } from '../common/domain-error';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
 
 /** One registry per app instance, so several sites (and tests) in one process do not collide. */
 @Injectable()
@@ -26,6 +30,30 @@ export class MetricsRegistry {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+}
+
+/** Who may read /metrics: administrators, and a scraper holding METRICS_TOKEN. */
+@Injectable()
+export class MetricsAccess {
+  constructor(@Inject(SITE_CONFIG) private readonly config: SiteConfig) {}
+
+  /** `req.principal` is set by the guard when the request carried a valid user credential. */
+  assertMayScrape(req: Request): void {
+    const secret = this.config.metricsToken;
+    const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    if (secret && bearer && safeEqual(bearer, secret)) return;
+    if (req.principal?.isAdmin) return;
+    if (req.principal) {
+      throw new DomainError(
+        ErrorCode.AdminRequired,
+        '/metrics is for administrators and the METRICS_TOKEN scraper',
+      );
+    }
+    throw new DomainError(
+      ErrorCode.Unauthenticated,
+      `send "Authorization: Bearer <token>" with an administrator's token${secret ? ' or METRICS_TOKEN' : ''}`,
+    );
   }
 }
 

@@ -6,6 +6,7 @@ import {
   MAX_NAME_BYTES,
   MAX_PATH_BYTES,
   normalizeName,
+  normalizeObjectPath,
   normalizePath,
   PathError,
   splitPath,
@@ -65,6 +66,50 @@ describe('normalizeName', () => {
     }
   });
 
+  it('refuses U+FFFD and lone surrogates: text that was not valid UTF-8 must not merge into one name', () => {
+    expect(pathError(() => normalizeName('a\ufffdb'))).toMatch(/U\+FFFD/);
+    for (const bad of ['a\ud800', '\udc00b', 'x\ud800y\udbff']) {
+      expect(
+        pathError(() => normalizeName(bad)),
+        JSON.stringify(bad),
+      ).toMatch(/surrogate/);
+    }
+    // A well-formed pair is one character outside the BMP.
+    expect(normalizeName('\ud83d\ude00.txt')).toBe('\u{1f600}.txt');
+  });
+
+  it('refuses bidirectional controls and invisible characters', () => {
+    for (const bad of [
+      'invoice\u202Etxt.exe', // RIGHT-TO-LEFT OVERRIDE
+      'a\u202Ab',
+      'a\u2066b\u2069',
+      'a\u200Eb', // LEFT-TO-RIGHT MARK
+      'a\u200Fb',
+      'a\u061Cb',
+      'zero\u200Bwidth',
+      'a\u2060b',
+      '\uFEFFbom',
+      'soft\u00ADhyphen',
+      'a\u2063b',
+    ]) {
+      expect(
+        pathError(() => normalizeName(bad)),
+        JSON.stringify(bad),
+      ).toMatch(/invisible|bidirectional/);
+    }
+  });
+
+  it('accepts joiners inside words of scripts that need them, not beside ASCII or at the ends', () => {
+    expect(normalizeName('\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645')).toHaveLength(8); // Persian ZWNJ
+    expect(normalizeName('\u{1f468}\u200D\u{1f469}\u200D\u{1f467}')).toHaveLength(8); // emoji family
+    for (const bad of ['ab\u200Dc', '\u200Cab', 'x\u200C', '\u0645\u200D']) {
+      expect(
+        pathError(() => normalizeName(bad)),
+        JSON.stringify(bad),
+      ).toMatch(/invisible/);
+    }
+  });
+
   it('accepts names up to 255 bytes of UTF-8 and refuses longer ones', () => {
     expect(normalizeName('x'.repeat(MAX_NAME_BYTES))).toHaveLength(255);
     expect(pathError(() => normalizeName('x'.repeat(MAX_NAME_BYTES + 1)))).toMatch(/255 bytes/);
@@ -88,6 +133,10 @@ describe('normalizePath', () => {
   it('tolerates one trailing slash and drops it', () => {
     expect(normalizePath('/home/alice/')).toBe('/home/alice');
     expect(pathError(() => normalizePath('/home/alice//'))).toMatch(/empty segments/);
+  });
+
+  it('refuses invisible and bidirectional characters in any segment', () => {
+    expect(pathError(() => normalizePath('/home/\u202Eexe.txt/x'))).toMatch(/bidirectional/);
   });
 
   it('refuses empty and relative paths', () => {
@@ -133,6 +182,16 @@ describe('normalizePath', () => {
       const once = normalizePath(p);
       expect(normalizePath(once)).toBe(once);
     }
+  });
+});
+
+describe('normalizeObjectPath', () => {
+  it('is normalizePath without the trailing slash: "/a/x/" names a collection, not the object x', () => {
+    expect(normalizeObjectPath('/a/x')).toBe('/a/x');
+    expect(normalizeObjectPath('/a/caf\u0065\u0301')).toBe('/a/caf\u00e9');
+    expect(pathError(() => normalizeObjectPath('/a/x/'))).toMatch(/must not end with "\/"/);
+    expect(normalizeObjectPath('/')).toBe('/');
+    expect(pathError(() => normalizeObjectPath('a/x'))).toMatch(/absolute/);
   });
 });
 

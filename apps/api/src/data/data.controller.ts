@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Head, HttpCode, Post, Put, Query, Req, Res } from '@nestjs/common';
 import { ApiConsumes, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { ErrorCode, PathSchema, type EntryDto } from '@tributary/shared';
+import { ErrorCode, ObjectPathSchema, PathSchema, type EntryDto } from '@tributary/shared';
 import { create as contentDisposition } from 'content-disposition';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
@@ -13,7 +13,7 @@ import { DataService, MAX_BATCH_READ_OBJECTS } from './data.service';
 
 class UploadQueryDto extends createZodDto(
   z.object({
-    path: PathSchema,
+    path: ObjectPathSchema,
     overwrite: z
       .enum(['true', 'false'])
       .default('false')
@@ -21,8 +21,10 @@ class UploadQueryDto extends createZodDto(
   }),
 ) {}
 class PathQueryDto extends createZodDto(z.object({ path: PathSchema })) {}
+/** Reads and writes of one object: a trailing slash names a collection, so it is refused (422). */
+class ObjectPathQueryDto extends createZodDto(z.object({ path: ObjectPathSchema })) {}
 class BatchReadDto extends createZodDto(
-  z.object({ paths: z.array(PathSchema).min(1).max(MAX_BATCH_READ_OBJECTS) }),
+  z.object({ paths: z.array(ObjectPathSchema).min(1).max(MAX_BATCH_READ_OBJECTS) }),
 ) {}
 
 /** Media type of a batch read's answer (see DataController.readBatch). */
@@ -131,7 +133,7 @@ export class DataController {
   @Head()
   async head(
     @CurrentPrincipal() p: Principal,
-    @Query() q: PathQueryDto,
+    @Query() q: ObjectPathQueryDto,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
@@ -142,7 +144,7 @@ export class DataController {
   @Get()
   async download(
     @CurrentPrincipal() p: Principal,
-    @Query() q: PathQueryDto,
+    @Query() q: ObjectPathQueryDto,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {

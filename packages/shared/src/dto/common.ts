@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { normalizeName, normalizePath, PathError } from '../paths';
+import { normalizeName, normalizeObjectPath, normalizePath, PathError } from '../paths';
 
 /** Largest catalog id: PostgreSQL's bigint. */
 export const MAX_ID = 2n ** 63n - 1n;
@@ -31,6 +31,16 @@ export function text(min = 0, max = 1000, trim = false) {
 export const PathSchema = z.string().transform((value, ctx) => {
   try {
     return normalizePath(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof PathError ? err.message : 'invalid path' });
+    return z.NEVER;
+  }
+});
+
+/** A path that names a data object: as PathSchema, but a trailing slash is refused (it names a collection). */
+export const ObjectPathSchema = z.string().transform((value, ctx) => {
+  try {
+    return normalizeObjectPath(value);
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: err instanceof PathError ? err.message : 'invalid path' });
     return z.NEVER;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PathSchema, text } from './common';
+import { ObjectPathSchema, text } from './common';
 
 const Sha256Schema = z
   .string()
@@ -26,7 +26,7 @@ export type UploadBase = z.output<typeof UploadBaseSchema>;
  * version's bytes where nothing was sent (zeros past the base's end) and the chunks elsewhere.
  */
 export const CreateUploadSchema = z.object({
-  path: PathSchema,
+  path: ObjectPathSchema,
   /** Total bytes, when known: chunks past it are refused and completing needs all of them. */
   size: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   /** Hex SHA-256 of the whole object; completing refuses other bytes. */

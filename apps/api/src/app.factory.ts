@@ -11,6 +11,7 @@ import type pg from 'pg';
 import { ErrorCode } from '@tributary/shared';
 import { AppModule } from './app.module';
 import { logColors } from './common/log-colors';
+import { documentAnswers } from './common/api-responses';
 import { AuthService } from './auth/auth.service';
 import { DomainError } from './common/domain-error';
 import { ReplicationService } from './replication/replication.service';
@@ -36,7 +37,7 @@ export function buildOpenApi(app: INestApplication): OpenAPIObject {
       .addCookieAuth('trib_session')
       .build(),
   );
-  return cleanupOpenApiDoc(doc);
+  return documentAnswers(app, cleanupOpenApiDoc(doc));
 }
 
 /** Builds one site's API (not yet listening): middleware, docs, portal, and the catalog bootstrap. */

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Res, UseGuards } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { LoginSchema, type SessionDto } from '@tributary/shared';
+import { LoginSchema, SessionDtoSchema, type SessionDto } from '@tributary/shared';
+import { Answer, Fails } from '../common/api-responses';
 import type { Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import type { Principal } from '../common/principal';
@@ -23,6 +24,8 @@ export class AuthController {
   /** Signs in to the portal: sets an httpOnly, SameSite=Lax session cookie and returns the CSRF token. */
   @Public()
   @UseGuards(LoginThrottlerGuard)
+  @Answer(200, SessionDtoSchema, 'Signed in: the session cookie is set')
+  @Fails(401, 403, 429)
   @Post('login')
   @HttpCode(200)
   async login(@Body() body: LoginDto, @Res({ passthrough: true }) res: Response): Promise<SessionDto> {
@@ -37,6 +40,7 @@ export class AuthController {
     return session;
   }
 
+  @Answer(204, null, 'Signed out')
   @Post('logout')
   @HttpCode(204)
   async logout(
@@ -48,6 +52,7 @@ export class AuthController {
   }
 
   /** The current portal session and its CSRF token (401 when not signed in). */
+  @Answer(200, SessionDtoSchema, 'The session')
   @Get('session')
   session(@CurrentPrincipal() principal: Principal): Promise<SessionDto> {
     return this.auth.describeSession(principal);

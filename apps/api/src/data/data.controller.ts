@@ -1,12 +1,13 @@
 import { Body, Controller, Get, Head, HttpCode, Post, Put, Query, Req, Res } from '@nestjs/common';
-import { ApiConsumes, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { ErrorCode, ObjectPathSchema, PathSchema, type EntryDto } from '@tributary/shared';
+import { ApiConsumes, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { EntryDtoSchema, ErrorCode, ObjectPathSchema, PathSchema, type EntryDto } from '@tributary/shared';
 import { create as contentDisposition } from 'content-disposition';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import parseRange from 'range-parser';
 import { z } from 'zod';
 import { CurrentPrincipal, RequireScope } from '../auth/auth.decorators';
+import { Answer, AnswerBytes, Fails, RawBody } from '../common/api-responses';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { DataService, MAX_BATCH_READ_OBJECTS } from './data.service';
@@ -42,6 +43,15 @@ export class DataController {
    * `X-Checksum-Sha256: <hex>` rejects the upload if the bytes differ. `overwrite=true` replaces
    * an existing object's bytes (a new version).
    */
+  @Answer(201, EntryDtoSchema, 'A new object')
+  @Answer(200, EntryDtoSchema, 'A new version of an existing object (overwrite=true)')
+  @Fails(400, 404, 409, 413, 503)
+  @RawBody('application/octet-stream', { type: 'string', format: 'binary' }, "The object's bytes, streamed")
+  @ApiHeader({
+    name: 'X-Checksum-Sha256',
+    required: false,
+    description: 'Hex SHA-256 of the bytes; other bytes are refused (422 CHECKSUM_MISMATCH)',
+  })
   @Put()
   @ApiQuery({ name: 'overwrite', required: false, enum: ['true', 'false'] })
   async upload(
@@ -73,6 +83,17 @@ export class DataController {
    * file part per object, the part's filename its name. All or nothing: if any name exists, nothing
    * is created (409 NAME_TAKEN, `details.names` lists them). At most 10,000 files per request.
    */
+  @Answer(201, [EntryDtoSchema], 'The new objects, in the order of the parts')
+  @Fails(400, 404, 409, 413)
+  @RawBody(
+    'multipart/form-data',
+    {
+      type: 'object',
+      properties: { file: { type: 'array', items: { type: 'string', format: 'binary' } } },
+      required: ['file'],
+    },
+    "One file part per object (any field name); the part's filename is the object's name",
+  )
   @Post('batch')
   @ApiConsumes('multipart/form-data')
   uploadBatch(
@@ -91,6 +112,12 @@ export class DataController {
    * `{"path","size","sha256"}` followed by exactly `size` bytes. A failure while sending closes the
    * connection, so a client never mistakes a short body for a whole one.
    */
+  @AnswerBytes(
+    200,
+    [BATCH_READ_CONTENT_TYPE],
+    'Per path: a JSON line {"path","size","sha256"}, then exactly size bytes',
+  )
+  @Fails(404, 409, 413, 503)
   @Post('batch-read')
   @HttpCode(200)
   @RequireScope('read')
@@ -130,6 +157,10 @@ export class DataController {
    * The object's headers without its bytes. Declared before the GET route: Express answers HEAD with
    * the first GET route of the same path, which would read the whole object.
    */
+  @AnswerBytes(200, [], "The object's headers (Content-Length, ETag, Content-Type, Digest)")
+  @AnswerBytes(206, [], 'The headers of the range asked for')
+  @AnswerBytes(304, [], 'If-None-Match matched the ETag')
+  @Fails(404, 409, 416, 503)
   @Head()
   async head(
     @CurrentPrincipal() p: Principal,
@@ -141,6 +172,10 @@ export class DataController {
   }
 
   /** Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. */
+  @AnswerBytes(200, ['*/*'], "The object's bytes, as its stored content type")
+  @AnswerBytes(206, ['*/*'], 'The range asked for')
+  @AnswerBytes(304, [], 'If-None-Match matched the ETag')
+  @Fails(404, 409, 416, 503)
   @Get()
   async download(
     @CurrentPrincipal() p: Principal,

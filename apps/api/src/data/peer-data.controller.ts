@@ -1,5 +1,5 @@
 import { Controller, Get, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiExcludeController, ApiTags } from '@nestjs/swagger';
 import { ErrorCode, IdSchema } from '@tributary/shared';
 import { ENVELOPE_HEADER } from '@tributary/replication';
 import type { Request, Response } from 'express';
@@ -22,6 +22,7 @@ class ObjectIdParamDto extends createZodDto(z.object({ id: IdSchema })) {}
  * requests only.
  */
 @ApiTags('replication-peer')
+@ApiExcludeController()
 @Public()
 @Controller('api/v1/replication/peer/objects')
 export class PeerDataController {

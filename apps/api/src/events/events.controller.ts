@@ -1,9 +1,10 @@
 import { Controller, Get, Query, Req, Res } from '@nestjs/common';
-import { ApiHeader, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiTags } from '@nestjs/swagger';
 import { EventsQuerySchema, READY_EVENT, type ReadyEventDto } from '@tributary/shared';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import { CurrentPrincipal } from '../auth/auth.decorators';
+import { AnswerBytes, Fails } from '../common/api-responses';
 import type { Principal } from '../common/principal';
 import { EventsService, type StreamEvent } from './events.service';
 
@@ -26,9 +27,9 @@ export class EventsController {
    * `Last-Event-ID` when reconnecting to resume. A comment line every 15 s keeps the stream alive.
    */
   @Get()
-  @ApiProduces('text/event-stream')
+  @AnswerBytes(200, ['text/event-stream'], 'An event stream that stays open')
+  @Fails(404)
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
-  @ApiOkResponse({ description: 'An event stream (text/event-stream) that stays open.' })
   async stream(
     @CurrentPrincipal() principal: Principal,
     @Query() query: EventsQueryDto,

@@ -3,6 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import {
   AddMemberSchema,
   CreateGroupSchema,
+  GroupDtoSchema,
   GroupNameSchema,
   UpdateGroupSchema,
   UsernameSchema,
@@ -11,6 +12,7 @@ import {
 import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { CurrentPrincipal, RequireScope } from '../auth/auth.decorators';
+import { Answer, Fails } from '../common/api-responses';
 import type { Principal } from '../common/principal';
 import { GroupsService } from './groups.service';
 
@@ -26,21 +28,28 @@ export class GroupsController {
   constructor(private readonly groups: GroupsService) {}
 
   @Get()
+  @Answer(200, [GroupDtoSchema], 'The groups')
   list(@CurrentPrincipal() p: Principal): Promise<GroupDto[]> {
     return this.groups.list(p);
   }
 
   @Post()
   @RequireScope('admin')
+  @Answer(201, GroupDtoSchema, 'The new group')
+  @Fails(409)
   create(@CurrentPrincipal() p: Principal, @Body() body: CreateGroupDto): Promise<GroupDto> {
     return this.groups.create(p, body.name, body.description);
   }
 
   @Get(':name')
+  @Answer(200, GroupDtoSchema, 'The group')
+  @Fails(404)
   get(@CurrentPrincipal() p: Principal, @Param() params: GroupParamDto): Promise<GroupDto> {
     return this.groups.get(p, params.name);
   }
 
+  @Answer(200, GroupDtoSchema, 'The changed group')
+  @Fails(404)
   @Patch(':name')
   @RequireScope('admin')
   update(
@@ -51,6 +60,8 @@ export class GroupsController {
     return this.groups.update(p, params.name, body.description);
   }
 
+  @Answer(204, null, 'Deleted')
+  @Fails(404)
   @Delete(':name')
   @HttpCode(204)
   @RequireScope('admin')
@@ -58,6 +69,8 @@ export class GroupsController {
     await this.groups.delete(p, params.name);
   }
 
+  @Answer(200, GroupDtoSchema, 'The group with the member')
+  @Fails(404)
   @Put(':name/members')
   @RequireScope('admin')
   setMember(
@@ -68,6 +81,8 @@ export class GroupsController {
     return this.groups.setMember(p, params.name, body.username, body.role);
   }
 
+  @Answer(200, GroupDtoSchema, 'The group without the member')
+  @Fails(404)
   @Delete(':name/members/:username')
   @RequireScope('admin')
   removeMember(@CurrentPrincipal() p: Principal, @Param() params: MemberParamDto): Promise<GroupDto> {

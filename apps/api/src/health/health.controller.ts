@@ -1,5 +1,7 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import { HealthDtoSchema } from '@tributary/shared';
+import { Answer, AnswerBytes } from '../common/api-responses';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
 import { PrismaService } from '../database/prisma.service';
@@ -18,6 +20,8 @@ export class HealthController {
 
   /** Liveness and catalog reachability; 503 when the catalog database does not answer. */
   @Public()
+  @Answer(200, HealthDtoSchema, 'The site and its catalog answer')
+  @Answer(503, HealthDtoSchema, 'The catalog database does not answer (status degraded)')
   @Get('api/health')
   async health(
     @Res({ passthrough: true }) res: Response,
@@ -36,6 +40,7 @@ export class HealthController {
    * replication counters are not for everyone.
    */
   @Public()
+  @AnswerBytes(200, ['text/plain'], 'Prometheus metrics in the text exposition format')
   @Get('metrics')
   scrape(@Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<string> {
     this.access.assertMayScrape(req);

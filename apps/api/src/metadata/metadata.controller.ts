@@ -2,7 +2,12 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } fr
 import { ApiTags } from '@nestjs/swagger';
 import {
   AddTriplesSchema,
+  BulkMetadataResultSchema,
   BulkMetadataSchema,
+  EntryTriplesDtoSchema,
+  MetadataAttributesDtoSchema,
+  MetadataQueryResultSchema,
+  TripleDtoSchema,
   MetadataAttributesQuerySchema,
   MetadataQuerySchema,
   PathQuerySchema,
@@ -16,6 +21,7 @@ import {
 } from '@tributary/shared';
 import { createZodDto } from 'nestjs-zod';
 import { CurrentPrincipal, ReadOnlyRoute } from '../auth/auth.decorators';
+import { Answer, Fails } from '../common/api-responses';
 import type { Principal } from '../common/principal';
 import { MetadataService } from './metadata.service';
 
@@ -33,12 +39,15 @@ export class MetadataController {
   constructor(private readonly metadata: MetadataService) {}
 
   /** The triples of one data object or collection. */
+  @Answer(200, EntryTriplesDtoSchema, "The entry's triples")
+  @Fails(404)
   @Get()
   list(@CurrentPrincipal() p: Principal, @Query() q: PathQueryDto): Promise<EntryTriplesDto> {
     return this.metadata.list(p, q.path);
   }
 
   /** Attribute names in use on entries the caller may read, starting with `prefix` (for suggestions). */
+  @Answer(200, MetadataAttributesDtoSchema, 'The attribute names')
   @Get('attributes')
   attributes(
     @CurrentPrincipal() p: Principal,
@@ -48,6 +57,8 @@ export class MetadataController {
   }
 
   /** Adds triples to one data object or collection; returns those added (identical ones are not added twice). */
+  @Answer(201, [TripleDtoSchema], 'The triples added')
+  @Fails(404)
   @Post()
   add(
     @CurrentPrincipal() p: Principal,
@@ -58,6 +69,8 @@ export class MetadataController {
   }
 
   /** Changes one triple (its attribute, value or unit). */
+  @Answer(200, TripleDtoSchema, 'The changed triple')
+  @Fails(404)
   @Patch('triples/:id')
   update(
     @CurrentPrincipal() p: Principal,
@@ -68,6 +81,8 @@ export class MetadataController {
   }
 
   /** Removes one triple. */
+  @Answer(204, null, 'Removed')
+  @Fails(404)
   @Delete('triples/:id')
   @HttpCode(204)
   async remove(@CurrentPrincipal() p: Principal, @Param() params: TripleIdParamDto): Promise<void> {
@@ -75,6 +90,8 @@ export class MetadataController {
   }
 
   /** Adds, replaces and removes triples on many objects or collections, or everything under one, atomically. */
+  @Answer(200, BulkMetadataResultSchema, 'What was added, updated and removed')
+  @Fails(404)
   @Post('bulk')
   @HttpCode(200)
   bulk(@CurrentPrincipal() p: Principal, @Body() body: BulkMetadataDto): Promise<BulkMetadataResult> {
@@ -82,6 +99,8 @@ export class MetadataController {
   }
 
   /** Finds objects (or collections) by their triples: JSON `where` or text `q`, with scope, sort, cursor, total and facets. */
+  @Answer(200, MetadataQueryResultSchema, 'A page of matching entries')
+  @Fails(404)
   @Post('query')
   @HttpCode(200)
   @ReadOnlyRoute()

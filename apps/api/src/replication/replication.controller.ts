@@ -1,7 +1,12 @@
 import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiExcludeController, ApiTags } from '@nestjs/swagger';
 import {
+  CatalogDigestDtoSchema,
   ErrorCode,
+  ReplicationConflictDtoSchema,
+  ReplicationCycleDtoSchema,
+  ReplicationLagDtoSchema,
+  ReplicationStatusDtoSchema,
   type CatalogDigestDto,
   type ReplicationConflictDto,
   type ReplicationLagDto,
@@ -12,6 +17,7 @@ import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { CurrentPrincipal, Public, RequireScope } from '../auth/auth.decorators';
+import { Answer } from '../common/api-responses';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { PeerAuthService } from './peer-auth.service';
@@ -44,23 +50,27 @@ class LagQueryDto extends createZodDto(
 export class ReplicationController {
   constructor(private readonly admin: ReplicationAdminService) {}
 
+  @Answer(200, ReplicationStatusDtoSchema, 'Replication at this site')
   @Get('status')
   status(@CurrentPrincipal() p: Principal): Promise<ReplicationStatusDto> {
     return this.admin.status(p);
   }
 
   /** Lag per peer over time: one sample per peer after each cycle, kept for a day. */
+  @Answer(200, ReplicationLagDtoSchema, 'Lag samples per peer')
   @Get('lag')
   lag(@CurrentPrincipal() p: Principal, @Query() q: LagQueryDto): Promise<ReplicationLagDto> {
     return this.admin.lag(p, q.hours, q.limit);
   }
 
   /** A digest of the replicated catalog: equal at two sites means their catalogs agree. */
+  @Answer(200, CatalogDigestDtoSchema, 'The digest')
   @Get('digest')
   digest(@CurrentPrincipal() p: Principal): Promise<CatalogDigestDto> {
     return this.admin.digest(p);
   }
 
+  @Answer(200, [ReplicationConflictDtoSchema], 'Conflicts detected, newest first')
   @Get('conflicts')
   conflicts(
     @CurrentPrincipal() p: Principal,
@@ -70,6 +80,7 @@ export class ReplicationController {
   }
 
   /** Runs a replication cycle now instead of waiting for the next one. */
+  @Answer(200, ReplicationCycleDtoSchema, 'The cycle run')
   @Post('cycle')
   @HttpCode(200)
   @RequireScope('admin')
@@ -83,6 +94,7 @@ export class ReplicationController {
  * public API documentation's client surface.
  */
 @ApiTags('replication-peer')
+@ApiExcludeController()
 @Public()
 @Controller('api/v1/replication/peer')
 export class PeerController {

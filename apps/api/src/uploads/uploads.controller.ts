@@ -5,7 +5,9 @@ import {
   CompleteUploadSchema,
   PREFIX_SHA256_HEADER,
   CreateUploadSchema,
+  EntryDtoSchema,
   ErrorCode,
+  UploadSessionDtoSchema,
   type EntryDto,
   type UploadSessionDto,
 } from '@tributary/shared';
@@ -13,6 +15,7 @@ import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { CurrentPrincipal } from '../auth/auth.decorators';
+import { Answer, Fails, RawBody } from '../common/api-responses';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { UploadsService } from './uploads.service';
@@ -55,12 +58,16 @@ export class UploadsController {
    * `base` (`{ version, sha256 }` of the existing object, as the client saw it) and `size` it is a
    * partial update: 409 UPLOAD_BASE_CHANGED when the object is at another version.
    */
+  @Answer(201, UploadSessionDtoSchema, 'The new session')
+  @Fails(404, 409, 413)
   @Post()
   create(@CurrentPrincipal() p: Principal, @Body() body: CreateUploadDto): Promise<UploadSessionDto> {
     return this.uploads.create(p, body);
   }
 
   /** The session, with `received`: the offset the next chunk must start at. */
+  @Answer(200, UploadSessionDtoSchema, 'The session')
+  @Fails(404, 410)
   @Get(':id')
   get(@CurrentPrincipal() p: Principal, @Param() params: UploadIdParamDto): Promise<UploadSessionDto> {
     return this.uploads.get(p, params.id);
@@ -75,6 +82,9 @@ export class UploadsController {
    * the session's `size` (else 422 UPLOAD_RANGE_INVALID) and must not overlap a range already
    * received (else 409 UPLOAD_RANGE_OVERLAP); only X-Chunk-Sha256 applies.
    */
+  @Answer(200, UploadSessionDtoSchema, 'The session with the chunk')
+  @Fails(400, 404, 409, 410, 413)
+  @RawBody('application/octet-stream', { type: 'string', format: 'binary' }, "The chunk's bytes")
   @Put(':id')
   @ApiConsumes('application/octet-stream')
   appendChunk(
@@ -99,6 +109,9 @@ export class UploadsController {
    * end) and the parts elsewhere, cut to `size`; committed only if the object is still at the base
    * version (else 409 UPLOAD_BASE_CHANGED, and the session ends).
    */
+  @Answer(201, EntryDtoSchema, 'A new object')
+  @Answer(200, EntryDtoSchema, 'A new version of an existing object')
+  @Fails(400, 404, 409, 410, 503)
   @Post(':id/complete')
   async complete(
     @CurrentPrincipal() p: Principal,
@@ -112,6 +125,8 @@ export class UploadsController {
   }
 
   /** Abandons the session and its bytes. */
+  @Answer(204, null, 'Abandoned')
+  @Fails(404, 410)
   @Delete(':id')
   @HttpCode(204)
   async abort(@CurrentPrincipal() p: Principal, @Param() params: UploadIdParamDto): Promise<void> {

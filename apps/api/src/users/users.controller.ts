@@ -6,13 +6,16 @@ import {
   PageQuerySchema,
   SwitchGroupSchema,
   UpdateUserSchema,
+  UserDtoSchema,
   UsernameSchema,
+  UserPageSchema,
   type Page,
   type UserDto,
 } from '@tributary/shared';
 import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { CurrentPrincipal, RequireScope } from '../auth/auth.decorators';
+import { Answer, Fails } from '../common/api-responses';
 import type { Principal } from '../common/principal';
 import { UsersService } from './users.service';
 
@@ -30,21 +33,28 @@ export class UsersController {
 
   @Get()
   @RequireScope('admin')
+  @Answer(200, UserPageSchema, 'A page of accounts')
   list(@CurrentPrincipal() p: Principal, @Query() q: PageQueryDto): Promise<Page<UserDto>> {
     return this.users.list(p, q.limit, q.cursor);
   }
 
   @Post()
   @RequireScope('admin')
+  @Answer(201, UserDtoSchema, 'The new account')
+  @Fails(409)
   create(@CurrentPrincipal() p: Principal, @Body() body: CreateUserDto): Promise<UserDto> {
     return this.users.create(p, body);
   }
 
   @Get(':username')
+  @Answer(200, UserDtoSchema, 'The account')
+  @Fails(404)
   get(@CurrentPrincipal() p: Principal, @Param() params: UsernameParamDto): Promise<UserDto> {
     return this.users.get(p, params.username);
   }
 
+  @Answer(200, UserDtoSchema, 'The changed account')
+  @Fails(404)
   @Patch(':username')
   @RequireScope('admin')
   update(
@@ -62,10 +72,12 @@ export class MeController {
   constructor(private readonly users: UsersService) {}
 
   @Get()
+  @Answer(200, UserDtoSchema, "The caller's account")
   me(@CurrentPrincipal() p: Principal): Promise<UserDto> {
     return this.users.describe(p.userId);
   }
 
+  @Answer(204, null, 'Changed')
   @Put('password')
   @HttpCode(204)
   @RequireScope('admin')
@@ -74,6 +86,8 @@ export class MeController {
   }
 
   /** Switches the active project group (the seed's `pchangeuser`). */
+  @Answer(200, UserDtoSchema, "The caller's account with its new active group")
+  @Fails(404)
   @Put('active-group')
   switchGroup(@CurrentPrincipal() p: Principal, @Body() body: SwitchGroupDto): Promise<UserDto> {
     return this.users.switchGroup(p, body.group);

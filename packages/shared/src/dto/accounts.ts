@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IdSchema, text } from './common';
+import { IdSchema, pageSchema, responseSchema, text, TimeSchema } from './common';
 
 export const USERNAME_PATTERN = /^[a-z][a-z0-9._-]{1,62}$/;
 
@@ -70,34 +70,47 @@ export const AddMemberSchema = z.object({
 
 export const SwitchGroupSchema = z.object({ group: GroupNameSchema });
 
-export interface UserDto {
-  id: string;
-  username: string;
-  displayName: string;
-  email: string | null;
-  isAdmin: boolean;
-  disabled: boolean;
-  activeGroup: string | null;
-  groups: string[];
-  homePath: string;
-  createdAt: string;
-  updatedAt: string;
-}
+export const UserDtoSchema = responseSchema(
+  'UserDto',
+  z.object({
+    id: z.string(),
+    username: z.string(),
+    displayName: z.string(),
+    email: z.string().nullable(),
+    isAdmin: z.boolean(),
+    disabled: z.boolean(),
+    activeGroup: z.string().nullable(),
+    groups: z.array(z.string()),
+    homePath: z.string(),
+    createdAt: TimeSchema,
+    updatedAt: TimeSchema,
+  }),
+);
+export type UserDto = z.infer<typeof UserDtoSchema>;
+export const UserPageSchema = pageSchema('UserPage', UserDtoSchema);
 
-export interface GroupDto {
-  id: string;
-  name: string;
-  description: string;
-  members: { username: string; role: 'member' | 'manager' }[];
-  path: string;
-  createdAt: string;
-}
+export const GroupDtoSchema = responseSchema(
+  'GroupDto',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    members: z.array(z.object({ username: z.string(), role: z.enum(['member', 'manager']) })),
+    path: z.string(),
+    createdAt: TimeSchema,
+  }),
+);
+export type GroupDto = z.infer<typeof GroupDtoSchema>;
 
-export interface SessionDto {
-  user: UserDto;
-  /** Send back as `X-CSRF-Token` on every state-changing request made with the session cookie. */
-  csrfToken: string;
-  expiresAt: string;
-}
+export const SessionDtoSchema = responseSchema(
+  'SessionDto',
+  z.object({
+    user: UserDtoSchema,
+    /** Send back as `X-CSRF-Token` on every state-changing request made with the session cookie. */
+    csrfToken: z.string(),
+    expiresAt: TimeSchema,
+  }),
+);
+export type SessionDto = z.infer<typeof SessionDtoSchema>;
 
 export const UserIdParamSchema = z.object({ id: IdSchema });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ErrorCode } from '../errors';
 import { normalizeName, normalizeObjectPath, normalizePath, PathError } from '../paths';
 
 /** Largest catalog id: PostgreSQL's bigint. */
@@ -69,3 +70,58 @@ export interface Page<T> {
   /** Number of items in the whole listing. */
   total: number;
 }
+
+/**
+ * The API's answers as zod schemas: the typed client's response types are inferred from them, and
+ * the OpenAPI document's response schemas are generated from them (apps/api/src/common/api-responses.ts),
+ * so a contract test checks the API against what the clients compile against. Each is registered
+ * here under the name it has in the document's `components.schemas`.
+ */
+export const responseSchemas = z.registry<{ id: string }>();
+
+/** Registers a response schema under `id` (its name in the OpenAPI document) and returns it. */
+export function responseSchema<S extends z.ZodType>(id: string, schema: S): S {
+  responseSchemas.add(schema, { id });
+  return schema;
+}
+
+/** An ISO 8601 time as the API writes it (`Date.toISOString()`). */
+export const TimeSchema = z.string().describe('ISO 8601 time');
+
+/** A page of `item`s (see Page). */
+export function pageSchema<T extends z.ZodType>(id: string, item: T) {
+  return responseSchema(
+    id,
+    z.object({
+      items: z.array(item),
+      /** Pass as `cursor` to get the next page; absent on the last page. */
+      nextCursor: z.string().optional(),
+      /** Number of items in the whole listing. */
+      total: z.number().int(),
+    }),
+  );
+}
+
+/** Every failure: `{ error: { code, message, details? } }` (see ErrorBody in errors.ts). */
+export const ErrorBodySchema = responseSchema(
+  'ErrorBody',
+  z.object({
+    error: z.object({
+      code: z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]),
+      message: z.string(),
+      /** For VALIDATION_FAILED: messages keyed by field path (`name`, `limit`, `members.0.role`). */
+      details: z.record(z.string(), z.array(z.string())).optional(),
+    }),
+  }),
+);
+
+/** `GET /api/health`: liveness and catalog reachability. */
+export const HealthDtoSchema = responseSchema(
+  'HealthDto',
+  z.object({
+    status: z.enum(['ok', 'degraded']),
+    site: z.string(),
+    catalog: z.enum(['ok', 'unreachable']),
+  }),
+);
+export type HealthDto = z.infer<typeof HealthDtoSchema>;

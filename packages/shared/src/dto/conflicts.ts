@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NameSchema, PathSchema, text } from './common';
+import { NameSchema, pageSchema, PathSchema, responseSchema, text, TimeSchema } from './common';
 
 /**
  * Conflicts people negotiate (docs/conflicts.md): concurrent updates of one record (`update`), an
@@ -117,70 +117,95 @@ export const ConflictPolicyQuerySchema = z.object({
   kind: z.enum(CONFLICT_KINDS).optional(),
 });
 
-export interface ConflictVersionDto {
-  index: number;
-  site: string;
-  /** When this version was made (ISO 8601). */
-  at: string;
-  deleted: boolean;
-  trashed: boolean;
-  /** Username of who made it, when known. */
-  by: string | null;
-  /** Same-name: which record this is. */
-  recordId?: string;
-  /** The record's fields in this version (password and token hashes redacted). */
-  values: Record<string, unknown> | null;
-  provisionalWinner: boolean;
-}
+export const ConflictVersionDtoSchema = responseSchema(
+  'ConflictVersionDto',
+  z.object({
+    index: z.number().int(),
+    site: z.string(),
+    /** When this version was made (ISO 8601). */
+    at: TimeSchema,
+    deleted: z.boolean(),
+    trashed: z.boolean(),
+    /** Username of who made it, when known. */
+    by: z.string().nullable(),
+    /** Same-name: which record this is. */
+    recordId: z.string().optional(),
+    /** The record's fields in this version (password and token hashes redacted). */
+    values: z.record(z.string(), z.unknown()).nullable(),
+    provisionalWinner: z.boolean(),
+  }),
+);
+export type ConflictVersionDto = z.infer<typeof ConflictVersionDtoSchema>;
 
-export interface ConflictDecisionDto {
-  action: string;
-  by: string | null;
-  /** Set when a collection's default policy decided. */
-  policy: string | null;
-  at: string;
-  site: string;
-  value: unknown;
-}
+export const ConflictDecisionDtoSchema = responseSchema(
+  'ConflictDecisionDto',
+  z.object({
+    action: z.string(),
+    by: z.string().nullable(),
+    /** Set when a collection's default policy decided. */
+    policy: z.string().nullable(),
+    at: TimeSchema,
+    site: z.string(),
+    value: z.unknown(),
+  }),
+);
+export type ConflictDecisionDto = z.infer<typeof ConflictDecisionDtoSchema>;
 
-export interface ConflictDto {
-  id: string;
-  kind: ConflictKind;
-  table: string;
-  recordId: string;
-  /** Where the record is now, for namespace records. */
-  path: string | null;
-  status: ConflictStatus;
-  openedAt: string;
-  deadline: string;
-  versions: ConflictVersionDto[];
-  /** Fields whose values differ between the versions. */
-  changedFields: string[];
-  detail: Record<string, unknown>;
-  decision: ConflictDecisionDto | null;
-  /** About the caller's own records or changes. */
-  involvesMe: boolean;
-  /** The caller may decide it (and it is still open). */
-  canDecide: boolean;
-}
+export const ConflictDtoSchema = responseSchema(
+  'ConflictDto',
+  z.object({
+    id: z.string(),
+    kind: z.enum(CONFLICT_KINDS),
+    table: z.string(),
+    recordId: z.string(),
+    /** Where the record is now, for namespace records. */
+    path: z.string().nullable(),
+    status: z.enum(['open', 'decided', 'final']),
+    openedAt: TimeSchema,
+    deadline: TimeSchema,
+    versions: z.array(ConflictVersionDtoSchema),
+    /** Fields whose values differ between the versions. */
+    changedFields: z.array(z.string()),
+    detail: z.record(z.string(), z.unknown()),
+    decision: ConflictDecisionDtoSchema.nullable(),
+    /** About the caller's own records or changes. */
+    involvesMe: z.boolean(),
+    /** The caller may decide it (and it is still open). */
+    canDecide: z.boolean(),
+  }),
+);
+export type ConflictDto = z.infer<typeof ConflictDtoSchema>;
+export const ConflictPageSchema = pageSchema('ConflictPage', ConflictDtoSchema);
 
-export interface ConflictSummaryDto {
-  open: number;
-  byKind: Record<ConflictKind, number>;
-  /** Open conflicts about the caller's records or changes (the header badge). */
-  involvingMe: number;
-}
+export const ConflictSummaryDtoSchema = responseSchema(
+  'ConflictSummaryDto',
+  z.object({
+    open: z.number().int(),
+    byKind: z.object({ update: z.number().int(), delete: z.number().int(), 'same-name': z.number().int() }),
+    /** Open conflicts about the caller's records or changes (the header badge). */
+    involvingMe: z.number().int(),
+  }),
+);
+export type ConflictSummaryDto = z.infer<typeof ConflictSummaryDtoSchema>;
 
-export interface BulkConflictDecisionDto {
-  decided: string[];
-  skipped: Array<{ id: string; reason: string }>;
-}
+export const BulkConflictDecisionDtoSchema = responseSchema(
+  'BulkConflictDecisionDto',
+  z.object({
+    decided: z.array(z.string()),
+    skipped: z.array(z.object({ id: z.string(), reason: z.string() })),
+  }),
+);
+export type BulkConflictDecisionDto = z.infer<typeof BulkConflictDecisionDtoSchema>;
 
-export interface ConflictPolicyDto {
-  path: string;
-  kind: ConflictKind;
-  policy: ConflictPolicy;
-  site: string | null;
-  setBy: string | null;
-  updatedAt: string;
-}
+export const ConflictPolicyDtoSchema = responseSchema(
+  'ConflictPolicyDto',
+  z.object({
+    path: z.string(),
+    kind: z.enum(CONFLICT_KINDS),
+    policy: z.enum(CONFLICT_POLICIES),
+    site: z.string().nullable(),
+    setBy: z.string().nullable(),
+    updatedAt: TimeSchema,
+  }),
+);
+export type ConflictPolicyDto = z.infer<typeof ConflictPolicyDtoSchema>;

@@ -5,10 +5,9 @@ import {
   METADATA_VALUE_TYPES,
   typedValue,
   type ConditionJson,
-  type MetadataValueType,
   type TypedValue,
 } from '../metadata-query';
-import { IdSchema, PathSchema, text } from './common';
+import { IdSchema, PathSchema, responseSchema, text, TimeSchema } from './common';
 
 export const AttributeSchema = z.string().refine((v) => {
   try {
@@ -175,13 +174,17 @@ export const BulkOperationSchema = z
 export const BulkMetadataSchema = z.object({ operations: z.array(BulkOperationSchema).min(1).max(100_000) });
 export type BulkMetadataRequest = z.input<typeof BulkMetadataSchema>;
 
-export interface BulkMetadataResult {
-  /** Distinct objects and collections the request applied to. */
-  targets: number;
-  added: number;
-  updated: number;
-  removed: number;
-}
+export const BulkMetadataResultSchema = responseSchema(
+  'BulkMetadataResult',
+  z.object({
+    /** Distinct objects and collections the request applied to. */
+    targets: z.number().int(),
+    added: z.number().int(),
+    updated: z.number().int(),
+    removed: z.number().int(),
+  }),
+);
+export type BulkMetadataResult = z.infer<typeof BulkMetadataResultSchema>;
 
 export const METADATA_SORTS = ['name', 'size', 'modified', 'created'] as const;
 
@@ -214,45 +217,62 @@ export type MetadataQueryRequest = Omit<z.input<typeof MetadataQuerySchema>, 'wh
   where?: ConditionJson;
 };
 
-export interface TripleDto {
-  id: string;
-  attribute: string;
-  /** Numbers as JSON numbers, times as ISO 8601 strings, text as strings. */
-  value: string | number;
-  type: MetadataValueType;
-  unit: string | null;
-  modifiedAt: string;
-}
+export const TripleDtoSchema = responseSchema(
+  'TripleDto',
+  z.object({
+    id: z.string(),
+    attribute: z.string(),
+    /** Numbers as JSON numbers, times as ISO 8601 strings, text as strings. */
+    value: z.union([z.string(), z.number()]),
+    type: z.enum(METADATA_VALUE_TYPES),
+    unit: z.string().nullable(),
+    modifiedAt: TimeSchema,
+  }),
+);
+export type TripleDto = z.infer<typeof TripleDtoSchema>;
 
-export interface EntryTriplesDto {
-  kind: 'collection' | 'object';
-  id: string;
-  path: string;
-  triples: TripleDto[];
-}
+export const EntryTriplesDtoSchema = responseSchema(
+  'EntryTriplesDto',
+  z.object({
+    kind: z.enum(['collection', 'object']),
+    id: z.string(),
+    path: z.string(),
+    triples: z.array(TripleDtoSchema),
+  }),
+);
+export type EntryTriplesDto = z.infer<typeof EntryTriplesDtoSchema>;
 
-export interface MetadataHitDto {
-  kind: 'collection' | 'object';
-  id: string;
-  name: string;
-  path: string;
-  size: number;
-  modifiedAt: string;
-  triples?: TripleDto[];
-}
+export const MetadataHitDtoSchema = responseSchema(
+  'MetadataHitDto',
+  z.object({
+    kind: z.enum(['collection', 'object']),
+    id: z.string(),
+    name: z.string(),
+    path: z.string(),
+    size: z.number().int(),
+    modifiedAt: TimeSchema,
+    triples: z.array(TripleDtoSchema).optional(),
+  }),
+);
+export type MetadataHitDto = z.infer<typeof MetadataHitDtoSchema>;
 
-export interface FacetValueDto {
-  value: string | number;
-  count: number;
-}
+export const FacetValueDtoSchema = responseSchema(
+  'FacetValueDto',
+  z.object({ value: z.union([z.string(), z.number()]), count: z.number().int() }),
+);
+export type FacetValueDto = z.infer<typeof FacetValueDtoSchema>;
 
-export interface MetadataQueryResult {
-  items: MetadataHitDto[];
-  nextCursor?: string;
-  /** Entries in the whole result (absent with `count: false`). */
-  total?: number;
-  facets?: Record<string, FacetValueDto[]>;
-}
+export const MetadataQueryResultSchema = responseSchema(
+  'MetadataQueryResult',
+  z.object({
+    items: z.array(MetadataHitDtoSchema),
+    nextCursor: z.string().optional(),
+    /** Entries in the whole result (absent with `count: false`). */
+    total: z.number().int().optional(),
+    facets: z.record(z.string(), z.array(FacetValueDtoSchema)).optional(),
+  }),
+);
+export type MetadataQueryResult = z.infer<typeof MetadataQueryResultSchema>;
 
 /** `GET /api/v1/metadata/attributes`: attribute names in use, for suggestions. */
 export const MetadataAttributesQuerySchema = z.object({
@@ -262,7 +282,11 @@ export const MetadataAttributesQuerySchema = z.object({
 });
 export type MetadataAttributesQuery = z.input<typeof MetadataAttributesQuerySchema>;
 
-export interface MetadataAttributesDto {
-  /** Names of attributes on at least one live entry the caller may read, in byte order. */
-  attributes: string[];
-}
+export const MetadataAttributesDtoSchema = responseSchema(
+  'MetadataAttributesDto',
+  z.object({
+    /** Names of attributes on at least one live entry the caller may read, in byte order. */
+    attributes: z.array(z.string()),
+  }),
+);
+export type MetadataAttributesDto = z.infer<typeof MetadataAttributesDtoSchema>;

@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { IdSchema, NameSchema, PageQuerySchema, PathSchema, text } from './common';
+import {
+  IdSchema,
+  NameSchema,
+  PageQuerySchema,
+  pageSchema,
+  PathSchema,
+  responseSchema,
+  text,
+  TimeSchema,
+} from './common';
 
 export const PathQuerySchema = z.object({ path: PathSchema });
 
@@ -55,57 +64,77 @@ export type GrantRequest = z.input<typeof GrantSchema>;
 
 export const TrashIdParamSchema = z.object({ id: IdSchema });
 
-export type EntryKind = 'collection' | 'object';
+export const ENTRY_KINDS = ['collection', 'object'] as const;
+export type EntryKind = (typeof ENTRY_KINDS)[number];
 
-export interface ReplicaDto {
-  site: string;
-  resource: string;
-  size: number;
-  checksum: string;
-  status: 'good' | 'stale';
-}
+export const ReplicaDtoSchema = responseSchema(
+  'ReplicaDto',
+  z.object({
+    site: z.string(),
+    resource: z.string(),
+    size: z.number().int(),
+    checksum: z.string(),
+    status: z.enum(['good', 'stale']),
+  }),
+);
+export type ReplicaDto = z.infer<typeof ReplicaDtoSchema>;
 
-export interface EntryDto {
-  kind: EntryKind;
-  id: string;
-  name: string;
-  path: string;
-  owner: string;
-  group: string | null;
+const entryFields = {
+  kind: z.enum(ENTRY_KINDS),
+  id: z.string(),
+  name: z.string(),
+  path: z.string(),
+  owner: z.string(),
+  group: z.string().nullable(),
   /** Bytes for objects; 0 for collections. */
-  size: number;
+  size: z.number().int(),
   /** `sha256:<hex>` for objects. */
-  checksum: string | null;
-  contentType: string | null;
-  version: number | null;
+  checksum: z.string().nullable(),
+  contentType: z.string().nullable(),
+  version: z.number().int().nullable(),
   /** Site holding the bytes (first good replica) for objects. */
-  site: string | null;
-  replicaCount: number;
-  createdAt: string;
-  modifiedAt: string;
+  site: z.string().nullable(),
+  replicaCount: z.number().int(),
+  createdAt: TimeSchema,
+  modifiedAt: TimeSchema,
   /** What the caller may do here (null: the name is visible, the content is not). */
-  access: PermissionLevel | null;
-}
+  access: z.enum(PERMISSION_LEVELS).nullable(),
+};
 
-export interface EntryDetailDto extends EntryDto {
-  replicas: ReplicaDto[];
-}
+export const EntryDtoSchema = responseSchema('EntryDto', z.object(entryFields));
+export type EntryDto = z.infer<typeof EntryDtoSchema>;
+export const EntryPageSchema = pageSchema('EntryPage', EntryDtoSchema);
 
-export interface PermissionDto {
-  path: string;
-  user: string | null;
-  group: string | null;
-  level: PermissionLevel;
-  inheritedFrom: string | null;
-}
+export const EntryDetailDtoSchema = responseSchema(
+  'EntryDetailDto',
+  z.object({ ...entryFields, replicas: z.array(ReplicaDtoSchema) }),
+);
+export type EntryDetailDto = z.infer<typeof EntryDetailDtoSchema>;
 
-export interface TrashEntryDto {
-  id: string;
-  kind: EntryKind;
-  originalPath: string;
-  deletedBy: string;
-  deletedAt: string;
-  deletedAtSite: string;
-  /** Every site has applied the delete: it may be purged (docs/conflicts.md). */
-  purgeAllowed: boolean;
-}
+export const PermissionDtoSchema = responseSchema(
+  'PermissionDto',
+  z.object({
+    path: z.string(),
+    user: z.string().nullable(),
+    group: z.string().nullable(),
+    level: z.enum(PERMISSION_LEVELS),
+    inheritedFrom: z.string().nullable(),
+  }),
+);
+export type PermissionDto = z.infer<typeof PermissionDtoSchema>;
+
+export const TrashEntryDtoSchema = responseSchema(
+  'TrashEntryDto',
+  z.object({
+    id: z.string(),
+    kind: z.enum(ENTRY_KINDS),
+    originalPath: z.string(),
+    deletedBy: z.string(),
+    deletedAt: TimeSchema,
+    deletedAtSite: z.string(),
+    /** Every site has applied the delete: it may be purged (docs/conflicts.md). */
+    purgeAllowed: z.boolean(),
+  }),
+);
+export type TrashEntryDto = z.infer<typeof TrashEntryDtoSchema>;
+export const TrashPageSchema = pageSchema('TrashPage', TrashEntryDtoSchema);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PathSchema, text } from './common';
+import { pageSchema, PathSchema, responseSchema, text, TimeSchema } from './common';
 
 /** What a saved search looks for: objects or collections (as the search page's "kind"). */
 export const SAVED_SEARCH_KINDS = ['object', 'collection'] as const;
@@ -28,12 +28,17 @@ export const UpdateSavedSearchSchema = z
   .refine((v) => Object.values(v).some((x) => x !== undefined), 'give at least one field to change');
 export type UpdateSavedSearchRequest = z.input<typeof UpdateSavedSearchSchema>;
 
-export interface SavedSearchDto {
-  id: string;
-  name: string;
-  query: string;
-  scope: string;
-  kind: SavedSearchKind;
-  createdAt: string;
-  updatedAt: string;
-}
+export const SavedSearchDtoSchema = responseSchema(
+  'SavedSearchDto',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    query: z.string(),
+    scope: z.string(),
+    kind: z.enum(SAVED_SEARCH_KINDS),
+    createdAt: TimeSchema,
+    updatedAt: TimeSchema,
+  }),
+);
+export type SavedSearchDto = z.infer<typeof SavedSearchDtoSchema>;
+export const SavedSearchPageSchema = pageSchema('SavedSearchPage', SavedSearchDtoSchema);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PathSchema, text } from './common';
+import { PathSchema, responseSchema, text, TimeSchema } from './common';
 
 export const TOKEN_SCOPES = ['read', 'write', 'admin'] as const;
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
@@ -14,18 +14,26 @@ export const CreateTokenSchema = z.object({
 });
 export type CreateTokenRequest = z.input<typeof CreateTokenSchema>;
 
-export interface TokenDto {
-  id: string;
-  name: string;
-  scope: TokenScope;
-  collection: string | null;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  lastUsedAt: string | null;
-  createdAt: string;
-}
+export const TokenDtoSchema = responseSchema(
+  'TokenDto',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    scope: z.enum(TOKEN_SCOPES),
+    collection: z.string().nullable(),
+    expiresAt: TimeSchema.nullable(),
+    revokedAt: TimeSchema.nullable(),
+    lastUsedAt: TimeSchema.nullable(),
+    createdAt: TimeSchema,
+  }),
+);
+export type TokenDto = z.infer<typeof TokenDtoSchema>;
 
-export interface CreatedTokenDto extends TokenDto {
-  /** The secret, shown once. Send as `Authorization: Bearer <secret>`. */
-  secret: string;
-}
+export const CreatedTokenDtoSchema = responseSchema(
+  'CreatedTokenDto',
+  TokenDtoSchema.extend({
+    /** The secret, shown once. Send as `Authorization: Bearer <secret>`. */
+    secret: z.string(),
+  }),
+);
+export type CreatedTokenDto = z.infer<typeof CreatedTokenDtoSchema>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ObjectPathSchema, text } from './common';
+import { ObjectPathSchema, responseSchema, text, TimeSchema } from './common';
 
 const Sha256Schema = z
   .string()
@@ -51,24 +51,28 @@ export type CompleteUploadRequest = z.input<typeof CompleteUploadSchema>;
  * partial update (`base` set) chunks go to any offset below `size`; `received` counts the bytes
  * received and `ranges` tells which.
  */
-export interface UploadSessionDto {
-  id: string;
-  path: string;
-  size: number | null;
-  received: number;
-  sha256: string | null;
-  overwrite: boolean;
-  contentType: string;
-  /** Partial updates: the version the changes apply to; null for a whole-object upload. */
-  base: { version: number; sha256: string } | null;
-  /**
-   * Partial updates: the ranges received so far, `[start, end)`, sorted and merged; null for a
-   * whole-object upload. A chunk overlapping one of them is refused (409 UPLOAD_RANGE_OVERLAP).
-   */
-  ranges: [number, number][] | null;
-  expiresAt: string;
-  createdAt: string;
-}
+export const UploadSessionDtoSchema = responseSchema(
+  'UploadSessionDto',
+  z.object({
+    id: z.string(),
+    path: z.string(),
+    size: z.number().int().nullable(),
+    received: z.number().int(),
+    sha256: z.string().nullable(),
+    overwrite: z.boolean(),
+    contentType: z.string(),
+    /** Partial updates: the version the changes apply to; null for a whole-object upload. */
+    base: z.object({ version: z.number().int(), sha256: z.string() }).nullable(),
+    /**
+     * Partial updates: the ranges received so far, `[start, end)`, sorted and merged; null for a
+     * whole-object upload. A chunk overlapping one of them is refused (409 UPLOAD_RANGE_OVERLAP).
+     */
+    ranges: z.array(z.tuple([z.number().int(), z.number().int()])).nullable(),
+    expiresAt: TimeSchema,
+    createdAt: TimeSchema,
+  }),
+);
+export type UploadSessionDto = z.infer<typeof UploadSessionDtoSchema>;
 
 /** Header with the hex SHA-256 of one chunk; a mismatch refuses the chunk. */
 export const CHUNK_SHA256_HEADER = 'x-chunk-sha256';

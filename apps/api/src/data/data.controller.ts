@@ -10,6 +10,7 @@ import { CurrentPrincipal, RequireScope } from '../auth/auth.decorators';
 import { Answer, AnswerBytes, Fails, RawBody } from '../common/api-responses';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
+import { storedContentType } from './content-type';
 import { DataService, MAX_BATCH_READ_OBJECTS } from './data.service';
 
 class UploadQueryDto extends createZodDto(
@@ -71,7 +72,7 @@ export class DataController {
     const entry = await this.data.upload(p, q.path, req, {
       overwrite: q.overwrite,
       contentLength: lengthHeader !== undefined ? Number(lengthHeader) : undefined,
-      contentType: contentType && contentType.length <= 255 ? contentType : undefined,
+      contentType: storedContentType(contentType),
       expectedSha256: typeof expected === 'string' ? expected.toLowerCase() : undefined,
     });
     res.status(entry.version === 1 ? 201 : 200);

@@ -55,12 +55,15 @@ export async function runSite(config: SiteConfig): Promise<{ ready: SiteReady; s
     generatedAdminPassword: bootstrap.generatedAdminPassword,
     adminCreated: bootstrap.adminCreated,
   };
+  // SIGINT, SIGTERM and the launcher's disconnect may all ask; the site stops once.
+  let stopping: Promise<void> | undefined;
   return {
     ready,
-    stop: async () => {
-      await app.close();
-      await embedded?.stop();
-    },
+    stop: () =>
+      (stopping ??= (async () => {
+        await app.close();
+        await embedded?.stop();
+      })()),
   };
 }
 

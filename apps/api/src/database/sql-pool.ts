@@ -13,6 +13,7 @@ export const DATABASE_CONNECTION = Symbol('DATABASE_CONNECTION');
 export class SqlPool implements OnApplicationShutdown {
   readonly pool: pg.Pool;
   private readonly statementNames = new Map<string, string>();
+  private ended: Promise<void> | undefined;
 
   constructor(@Inject(DATABASE_CONNECTION) connection: pg.ClientConfig) {
     this.pool = new pg.Pool({ ...connection, max: 20 });
@@ -36,9 +37,12 @@ export class SqlPool implements OnApplicationShutdown {
   /**
    * In the last shutdown phase: services stop their background work (replication cycles, policy
    * runs, folds) in the earlier ones, and Nest runs the hooks of one phase in module order, which
-   * would otherwise end the pool under a running cycle.
+   * would otherwise end the pool under a running cycle. The app may be closed twice at once (Nest's
+   * signal hook and the CLI's own handler both answer SIGTERM): the pool ends once, and pg refuses
+   * a second end with "Called end on pool more than once".
    */
   async onApplicationShutdown(): Promise<void> {
-    await this.pool.end();
+    this.ended ??= this.pool.end();
+    await this.ended;
   }
 }

@@ -338,7 +338,8 @@ describe('ReplicationEngine cycle loop (fake clock, fake catalog)', () => {
     expect(s.logger.lines).toEqual([
       {
         level: 'log',
-        message: 'peer uno is not reachable yet (uno unreachable); retried at the next cycle, in 60 min',
+        message:
+          'peer uno is not reachable yet (uno unreachable); retried at the next cycle, in 60 min at the latest',
       },
     ]);
     // It comes up: no warning was ever given.
@@ -360,7 +361,7 @@ describe('ReplicationEngine cycle loop (fake clock, fake catalog)', () => {
     }
     const warnings = s.logger.lines.filter((l) => l.level === 'warn').map((l) => l.message);
     expect(warnings).toEqual([
-      'peer uno: uno unreachable; its queue waits and is retried at the next cycle, in 30 s',
+      'peer uno: uno unreachable; its queue waits and is retried at the next cycle, in 30 s at the latest',
     ]);
   });
 

@@ -294,7 +294,7 @@ export class ReplicationEngine {
       return;
     }
     const error = d.error ?? 'failed';
-    const retry = `retried at the next cycle, in ${duration(this.cycleMs)}`;
+    const retry = `retried at the next cycle, in ${duration(this.cycleMs)} at the latest`;
     const starting =
       this.startedAt !== undefined &&
       this.clock.now() - this.startedAt < STARTUP_GRACE_MS &&

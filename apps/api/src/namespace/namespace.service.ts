@@ -165,6 +165,13 @@ export class NamespaceService {
       existing = await this.resolve(p);
       if (existing) break;
       missing.unshift(p);
+      if (!parents && missing.length > 1) {
+        // No need to walk further up: one query says whether the caller may learn that it is missing.
+        if (!(await this.access.canSee(principal, path))) throw this.access.concealed(path, 'write');
+        throw notFound(
+          `collection ${splitPath(path).parent} (pass "parents": true to create missing parents)`,
+        );
+      }
     }
     // Which of the names exist is told only to a caller who may read where they are: the deepest
     // existing one's parent when it is the path itself, otherwise that entry (whose child is missing).
@@ -176,9 +183,6 @@ export class NamespaceService {
       throw new DomainError(ErrorCode.NameTaken, `${path} exists already`);
     }
     if (!levelAtLeast(level, 'read')) throw this.access.concealed(path, 'write');
-    if (!parents && missing.length > 1) {
-      throw notFound(`collection ${splitPath(path).parent} (pass "parents": true to create missing parents)`);
-    }
     if (existing.kind !== 'collection') {
       throw new DomainError(ErrorCode.NotACollection, `${existing.path} is a data object, not a collection`);
     }

@@ -4,7 +4,9 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import cookieParser from 'cookie-parser';
 import express from 'express';
+import helmet from 'helmet';
 import { existsSync } from 'node:fs';
+import type { IncomingMessage, Server } from 'node:http';
 import path from 'node:path';
 import { cleanupOpenApiDoc } from 'nestjs-zod';
 import type pg from 'pg';
@@ -56,6 +58,15 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   // proxy named in TRUSTED_PROXIES; anyone else could write any address into it.
   app.set('trust proxy', config.trustedProxies.length ? config.trustedProxies : false);
   app.disable('x-powered-by');
+  applyServerTimeouts(app.getHttpServer(), config.http);
+  // Security headers on every answer: nosniff, no framing, and a policy under which pages of this
+  // origin run only its own scripts (the portal has no inline script or style). Swagger UI's page
+  // has an inline <style>. Downloads get a stricter policy of their own (DataController).
+  const pageHeaders = securityHeaders(config, false);
+  const docsHeaders = securityHeaders(config, true);
+  app.use((req: express.Request, res: express.Response, next: express.NextFunction) =>
+    (req.path.startsWith('/api/docs') ? docsHeaders : pageHeaders)(req, res, next),
+  );
   app.use(cookieParser());
   // JSON bodies only on the JSON API; object data streams through untouched (see DataController),
   // except the batch read, whose request is a JSON list of paths; peer requests are read raw
@@ -108,10 +119,61 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   return { app, bootstrap, openApi };
 }
 
+/** helmet's headers with this site's Content-Security-Policy. */
+function securityHeaders(config: SiteConfig, inlineStyles: boolean): express.RequestHandler {
+  return helmet({
+    contentSecurityPolicy: {
+      // Not helmet's defaults: they add upgrade-insecure-requests, which breaks a site served
+      // over plain HTTP at an address other than localhost.
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"],
+        baseUri: ["'self'"],
+        connectSrc: ["'self'"],
+        fontSrc: ["'self'", 'data:'],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        imgSrc: ["'self'", 'data:'],
+        objectSrc: ["'none'"],
+        scriptSrc: ["'self'"],
+        scriptSrcAttr: ["'none'"],
+        styleSrc: inlineStyles ? ["'self'", "'unsafe-inline'"] : ["'self'"],
+      },
+    },
+    frameguard: { action: 'deny' },
+    // Only a site served over HTTPS (COOKIE_SECURE) tells browsers to keep to HTTPS.
+    strictTransportSecurity: config.cookieSecure ? { maxAge: 180 * 86_400 } : false,
+  });
+}
+
+/**
+ * Node's defaults end any request not received within 5 minutes (a bare 408), although uploads
+ * of a terabyte are allowed. Instead: no total limit by default, a limit for the headers, and an
+ * idle limit while a body is arriving (a stalled upload is cut, a slow one is not). Answering
+ * takes what it takes once the body is in; SSE streams send heartbeats.
+ */
+export function applyServerTimeouts(server: Server, timeouts: SiteConfig['http']): void {
+  server.requestTimeout = timeouts.requestTimeoutMs;
+  server.headersTimeout = timeouts.headersTimeoutMs;
+  server.on('request', (req: IncomingMessage) => {
+    if (!hasBody(req)) return;
+    const socket = req.socket;
+    const stalled = (): void => {
+      socket.destroy();
+    };
+    socket.setTimeout(timeouts.idleTimeoutMs, stalled);
+    const received = (): void => {
+      socket.setTimeout(0, stalled);
+    };
+    req.once('end', received);
+    req.once('close', received);
+  });
+}
+
 const KB = 1024;
 const MB = 1024 * KB;
 
-function hasBody(req: express.Request): boolean {
+function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 

@@ -33,6 +33,8 @@ class BatchReadDto extends createZodDto(
 export const BATCH_READ_CONTENT_TYPE = 'application/x-tributary-objects';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** Object bytes shown in a browser run nothing and load nothing, in an origin of their own. */
+const DOWNLOAD_POLICY = "default-src 'none'; sandbox";
 
 @ApiTags('data')
 @Controller('api/v1/data')
@@ -132,6 +134,7 @@ export class DataController {
     let bytes = Number(opened[0]!.object.size) > 0 ? await this.data.openBytes(opened[0]!.source) : undefined;
     res.status(200);
     res.setHeader('Content-Type', BATCH_READ_CONTENT_TYPE);
+    res.setHeader('Content-Security-Policy', DOWNLOAD_POLICY);
     res.setHeader('Cache-Control', 'private, no-cache');
     let sent = 0;
     try {
@@ -201,7 +204,10 @@ export class DataController {
     res.setHeader('Accept-Ranges', 'bytes');
     res.setHeader('Last-Modified', object.updatedAt.toUTCString());
     res.setHeader('Digest', `sha-256=${Buffer.from(object.checksum, 'hex').toString('base64')}`);
+    // Stored types are whatever the uploader said (text/html, image/svg+xml, ...): never a page
+    // of this origin. Always an attachment, and sandboxed with nothing allowed if shown anyway.
     res.setHeader('Content-Disposition', contentDisposition(object.name));
+    res.setHeader('Content-Security-Policy', DOWNLOAD_POLICY);
     res.setHeader('Cache-Control', 'private, no-cache');
     const ifNoneMatch = req.headers['if-none-match'];
     if (ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {

@@ -54,6 +54,18 @@ else
   say 'system packages: all present'
 fi
 
+# --- Contract test tool (PyPI) ----------------------------------------------------------------
+# schemathesis: the contract run (apps/api/src/openapi-contract.itest.ts) fuzzes the API against its
+# OpenAPI document. Skipped when python3 can already import it.
+if python3 -c 'import schemathesis' 2>/dev/null; then
+  say 'schemathesis: present'
+else
+  python3 -m pip --version >/dev/null 2>&1 || die 'pip for python3 is required to install schemathesis (apt-get install python3-pip).'
+  say 'pip install schemathesis'
+  python3 -m pip install --quiet --disable-pip-version-check 'schemathesis>=4.32,<5' ||
+    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'schemathesis>=4.32,<5'
+fi
+
 # --- npm packages ----------------------------------------------------------------------------
 # node-gyp would download Node's headers (no network here but the registries); use the installed ones.
 export npm_config_nodedir=/usr

@@ -3,6 +3,7 @@ import path from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { PageQuerySchema } from '@tributary/shared';
 import { openApiDocument } from './openapi';
 
 const shared = path.resolve(__dirname, '../../../packages/shared');
@@ -140,5 +141,23 @@ describe('OpenAPI answers', () => {
       if (Array.isArray(node.type)) expect.fail(`type list ${JSON.stringify(node)}`);
     });
     expect(Object.keys(doc.paths).filter((p) => p.includes('/replication/peer'))).toEqual([]);
+  });
+});
+
+// Found by the contract run (seed 7, 100 examples): a 2,048-character cursor of 4-byte characters is
+// a 24 KB URL, which Node refuses with 431 before the API sees it. Cursors are what listings hand
+// out (base64url, ids, usernames): the document and the validation say so, and the longest fits.
+describe('listing cursors', () => {
+  it('are documented and validated as the characters listings hand out', async () => {
+    const doc = await openApiDocument();
+    for (const [method, p, op] of operations(doc)) {
+      const params =
+        (op as { parameters?: Array<{ name: string; in: string; schema: Json }> }).parameters ?? [];
+      for (const param of params.filter((x) => x.name === 'cursor' && x.in === 'query')) {
+        expect(param.schema, `${method} ${p}`).toMatchObject({ pattern: '^[A-Za-z0-9._-]*$' });
+      }
+    }
+    expect(PageQuerySchema.safeParse({ cursor: 'é' }).success).toBe(false);
+    expect(PageQuerySchema.safeParse({ cursor: 'eyJrIjowfQ' }).success).toBe(true);
   });
 });

@@ -58,9 +58,21 @@ export const NameSchema = z.string().transform((value, ctx) => {
   }
 });
 
+/**
+ * A listing's `cursor`: what the listing handed out as `nextCursor` (base64url, an id or a name), so
+ * letters, digits, `.`, `_` and `-` only; that keeps the longest one within the limit on the size
+ * of a request's URL and headers (16 KB), where 2,048 characters of any kind would not be.
+ */
+export function cursorSchema(max: number) {
+  return z
+    .string()
+    .max(max)
+    .regex(/^[A-Za-z0-9._-]*$/, 'must be a cursor a listing returned (letters, digits, ".", "_" and "-")');
+}
+
 export const PageQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
-  cursor: text(0, 2048).optional(),
+  cursor: cursorSchema(2048).optional(),
 });
 
 export interface Page<T> {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NameSchema, pageSchema, PathSchema, responseSchema, text, TimeSchema } from './common';
+import { cursorSchema, NameSchema, pageSchema, PathSchema, responseSchema, TimeSchema } from './common';
 
 /**
  * Conflicts people negotiate (docs/conflicts.md): concurrent updates of one record (`update`), an
@@ -40,7 +40,7 @@ export const ConflictListQuerySchema = z.object({
   /** `me`: only conflicts about the caller's records or changes (the in-app notices). */
   involving: z.enum(['me']).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
-  cursor: text(0, 200).optional(),
+  cursor: cursorSchema(200).optional(),
 });
 export type ConflictListQuery = z.input<typeof ConflictListQuerySchema>;
 

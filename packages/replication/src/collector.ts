@@ -26,7 +26,8 @@ export class Collector {
     validateBatch(batch);
     const txs = batch.txs.map((tx) => ({ seq: tx.seq, changes: unfold(tx.changes) }));
     const have = await this.incoming.store(batch.origin, JSON.stringify(txs));
-    return { have, applied: await this.incoming.applied(batch.origin) };
+    const { applied, through } = await this.incoming.reported(batch.origin);
+    return { have, applied, through };
   }
 }
 

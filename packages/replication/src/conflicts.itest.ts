@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ConflictRow } from './catalog-conflicts';
 import { createFederation, type TestFederation } from './testing/federation';
+import { purgeWaitsFor } from './trash-settlement';
 
 /**
  * Each kind of conflict reproduced deterministically on real catalogs (in-memory transport): the
@@ -401,6 +402,71 @@ describe('conflicts between sites', () => {
       expect(d.trash_id).toBe('0');
       expect((await conflicts(site)).map((c) => c.kind)).toEqual(['delete']);
     }
+  });
+
+  it('a peer that applied the delete but has not yet sent its own rescuing update does not let it settle', async () => {
+    const { proj } = await base();
+    const obj = await addObject('lsu', proj, 'race.dat');
+    await converge();
+    const trashId = await trash('lsu', 'object', obj, '/proj/race.dat');
+    await db('tulane').query(`UPDATE data_objects SET name = 'race-renamed.dat' WHERE id = $1`, [obj]);
+    const entry = async (site: string) =>
+      one<{ settled_at: string | null; trash_id: string }>(
+        site,
+        `SELECT t.settled_at, o.trash_id::text FROM trash_entries t JOIN data_objects o ON o.id = t.object_id
+          WHERE t.id = $1`,
+        [trashId],
+      );
+    // lsu sends the delete; uno applies it in a whole cycle; tulane applies it (and keeps its rename:
+    // the rescue) and extracts, but its rename has not reached lsu yet when lsu hears from it.
+    await fed.sites.lsu!.engine.runCycle();
+    await fed.sites.uno!.engine.runCycle();
+    const tulane = fed.sites.tulane!.engine;
+    await tulane.injector.injectAll(await tulane.incoming.origins());
+    await tulane.extractor.extract(tulane.peerIds);
+    for (let i = 0; i < 3; i++) await fed.sites.lsu!.engine.runCycle();
+    // Before the fix, tulane's acknowledgement settled the delete here although lsu had not applied
+    // the rename that rescues the object, so a purge at lsu would have removed it everywhere.
+    expect((await entry('lsu'))?.settled_at, "lsu has not applied tulane's rename").toBeNull();
+    expect((await entry('lsu'))?.trash_id).toBe(trashId);
+    await converge();
+    for (const site of SITES) {
+      const o = await one<{ name: string; trash_id: string }>(
+        site,
+        'SELECT name, trash_id::text FROM data_objects WHERE id = $1',
+        [obj],
+      );
+      expect(o, site).toEqual({ name: 'race-renamed.dat', trash_id: '0' });
+    }
+  });
+
+  it('a site purges a settled delete only after applying what the deleting site had applied when it settled', async () => {
+    const { proj } = await base();
+    const obj = await addObject('lsu', proj, 'far.dat');
+    await converge();
+    const trashId = await trash('lsu', 'object', obj, '/proj/far.dat');
+    await converge();
+    const settled = await one<{ settled_through: Record<string, number> | null }>(
+      'lsu',
+      'SELECT settled_through FROM trash_entries WHERE id = $1',
+      [trashId],
+    );
+    expect(Object.keys(settled?.settled_through ?? {}).sort()).toEqual(['tulane', 'uno']);
+    for (const site of SITES) expect(await purgeWaitsFor(db(site), trashId, site), site).toEqual([]);
+    // Pretend lsu had applied more of tulane's log than uno has: uno must wait for it, lsu need not.
+    const tulaneAtUno = await one<{ applied_seq: string }>(
+      'uno',
+      `SELECT applied_seq FROM repl_peers WHERE peer_id = 'tulane'`,
+    );
+    const ahead = Number(tulaneAtUno?.applied_seq) + 1;
+    for (const site of SITES) {
+      await db(site).query(
+        `UPDATE trash_entries SET settled_through = jsonb_set(settled_through, '{tulane}', to_jsonb($2::bigint)) WHERE id = $1`,
+        [trashId, ahead],
+      );
+    }
+    expect(await purgeWaitsFor(db('uno'), trashId, 'uno')).toEqual([{ site: 'tulane', seq: ahead }]);
+    expect(await purgeWaitsFor(db('tulane'), trashId, 'tulane'), 'its own log').toEqual([]);
   });
 
   it('a delete is settled (purgeable) only once every peer has applied it, not in its own cycle', async () => {

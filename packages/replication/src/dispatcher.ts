@@ -34,12 +34,7 @@ export class Dispatcher {
         const txs = await queue.peek(BATCH_CHANGES);
         const ack = await this.transport.send(peerId, { origin: this.localSite, txs });
         await queue.acknowledge(ack.have);
-        if (ack.applied !== undefined) {
-          await this.db.query(
-            'UPDATE repl_peers SET peer_applied_seq = GREATEST(peer_applied_seq, $2) WHERE peer_id = $1',
-            [peerId, ack.applied],
-          );
-        }
+        if (ack.applied !== undefined) await noteApplied(this.db, peerId, ack.applied, ack.through ?? 0);
         const sentThrough = txs.at(-1)?.seq ?? 0;
         for (const tx of txs) {
           if (tx.seq > ack.have) break;
@@ -68,4 +63,47 @@ export class Dispatcher {
     }
     return result;
   }
+}
+
+/** Pending acknowledgements kept per peer (older ones go first; a later one settles as much). */
+const PENDING_ACKS = 32;
+
+/**
+ * Takes a peer's report that it applied this site's transactions up to `applied`, having made every
+ * change of its own before that by its log's `through`. It counts (advances `peer_applied_seq`, which
+ * lets deletes settle) once this site has applied the peer's log that far; until then it waits in
+ * `peer_acks` and `promoteAcks` takes it when the injector has caught up.
+ */
+async function noteApplied(db: Db, peerId: string, applied: number, through: number): Promise<void> {
+  await db.query(
+    `UPDATE repl_peers SET
+       peer_applied_seq = CASE WHEN $3::bigint <= applied_seq THEN GREATEST(peer_applied_seq, $2::bigint) ELSE peer_applied_seq END,
+       peer_acks = CASE
+         WHEN $3::bigint <= applied_seq OR $2::bigint <= peer_applied_seq
+           OR $2::bigint <= COALESCE((peer_acks -> -1 ->> 'a')::bigint, 0) THEN peer_acks
+         ELSE (SELECT COALESCE(jsonb_agg(x ORDER BY n), '[]'::jsonb)
+                 FROM jsonb_array_elements(peer_acks || jsonb_build_object('a', $2::bigint, 't', $3::bigint))
+                      WITH ORDINALITY AS e(x, n)
+                WHERE n > jsonb_array_length(peer_acks) + 1 - ${PENDING_ACKS})
+       END
+     WHERE peer_id = $1`,
+    [peerId, applied, through],
+  );
+}
+
+/**
+ * Counts the pending acknowledgements whose `through` this site has now applied: `peer_applied_seq`
+ * takes the highest such `applied`, and they leave the list.
+ */
+export async function promoteAcks(db: Db): Promise<void> {
+  await db.query(
+    `UPDATE repl_peers p SET
+       peer_applied_seq = GREATEST(p.peer_applied_seq, ready.a),
+       peer_acks = COALESCE((SELECT jsonb_agg(x) FROM jsonb_array_elements(p.peer_acks) x
+                              WHERE (x ->> 't')::bigint > p.applied_seq AND (x ->> 'a')::bigint > ready.a), '[]'::jsonb)
+       FROM (SELECT r.peer_id, max((x ->> 'a')::bigint) AS a
+               FROM repl_peers r, jsonb_array_elements(r.peer_acks) x
+              WHERE (x ->> 't')::bigint <= r.applied_seq GROUP BY r.peer_id) ready
+      WHERE p.peer_id = ready.peer_id`,
+  );
 }

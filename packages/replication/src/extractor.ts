@@ -46,6 +46,12 @@ export class Extractor {
   ): Promise<ExtractResult> {
     const local = await client.query<{ last_seq: string }>('SELECT last_seq FROM repl_local FOR UPDATE');
     const before = Number(local.rows[0]?.last_seq ?? 0);
+    // What this site has applied of each peer, read before the changes are moved: every local change
+    // committed before those transactions were applied is committed now, so it is moved below and
+    // logged at or before the last seq (see `reportApplied`).
+    const applied = await client.query<{ peer_id: string; applied_seq: string }>(
+      'SELECT peer_id, applied_seq FROM repl_peers',
+    );
     const moved = await client.query<{ txs: string; changes: string | null }>(
       `WITH moved AS (DELETE FROM repl_changes RETURNING *),
        txs AS (
@@ -85,6 +91,29 @@ export class Extractor {
         );
       }
     }
+    await reportApplied(client, applied.rows, lastSeq);
     return { txs, changes, lastSeq };
   }
+}
+
+/**
+ * Records what this site may now tell each origin it applied: their transactions up to `applied_seq`,
+ * together with `through`, this site's own log position covering every change committed here before
+ * those were applied. An origin settles a delete only after applying this site's log up to `through`,
+ * so an update made here before the delete arrived (which rescues the record) reaches it first.
+ */
+async function reportApplied(
+  client: { query: Db['query'] },
+  applied: { peer_id: string; applied_seq: string }[],
+  through: number,
+): Promise<void> {
+  if (applied.length === 0) return;
+  await client.query(
+    `UPDATE repl_peers p
+        SET reported_applied_seq = GREATEST(p.reported_applied_seq, a.seq),
+            reported_through_seq = GREATEST(p.reported_through_seq, $3::bigint)
+       FROM unnest($1::text[], $2::bigint[]) AS a(peer_id, seq)
+      WHERE p.peer_id = a.peer_id`,
+    [applied.map((a) => a.peer_id), applied.map((a) => a.applied_seq), through],
+  );
 }

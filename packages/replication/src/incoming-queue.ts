@@ -53,6 +53,19 @@ export class IncomingQueue {
     return Number(res.rows[0]?.applied_seq ?? 0);
   }
 
+  /**
+   * What this site tells `origin` it applied (as of its last extraction): the origin's transactions
+   * up to `applied`, and `through`, this site's own log position that covers every change made here
+   * before them (see Extractor).
+   */
+  async reported(origin: string): Promise<{ applied: number; through: number }> {
+    const res = await this.db.query<{ applied: string; through: string }>(
+      'SELECT reported_applied_seq AS applied, reported_through_seq AS through FROM repl_peers WHERE peer_id = $1',
+      [origin],
+    );
+    return { applied: Number(res.rows[0]?.applied ?? 0), through: Number(res.rows[0]?.through ?? 0) };
+  }
+
   /** The highest seq of `origin` up to which everything is stored or applied here. */
   async have(origin: string): Promise<number> {
     return this.store(origin, '[]');

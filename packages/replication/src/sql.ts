@@ -1,6 +1,11 @@
 import type pg from 'pg';
 import type { Db } from './types';
 
+/** Anything that runs a parameterised SQL query: a pool, a client, or an adapter over another driver. */
+export interface Queryable {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
 /** Runs `fn` in one transaction on one connection; rolls back if it throws. */
 export async function inTransaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect();

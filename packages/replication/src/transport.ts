@@ -165,7 +165,8 @@ export class HttpTransport implements Transport {
     if (
       !Number.isSafeInteger(ack.have) ||
       ack.have < 0 ||
-      (ack.applied !== undefined && (!Number.isSafeInteger(ack.applied) || ack.applied < 0))
+      (ack.applied !== undefined && (!Number.isSafeInteger(ack.applied) || ack.applied < 0)) ||
+      (ack.through !== undefined && (!Number.isSafeInteger(ack.through) || ack.through < 0))
     ) {
       throw new PeerRequestError(`${peerId} sent a malformed acknowledgement`);
     }

@@ -101,8 +101,16 @@ export interface Batch {
  */
 export interface Ack {
   have: number;
-  /** Every transaction of the sender's origin up to this seq is applied there (a delete may then be purged). */
+  /**
+   * Every transaction of the sender's origin up to this seq is applied there (as of the peer's last
+   * extraction); with `through`, a delete up to it may settle (trash-settlement.ts).
+   */
   applied?: number;
+  /**
+   * The peer's own log position covering every change it made before applying up to `applied`: the
+   * sender settles deletes only after applying the peer's log this far. Absent from older peers (0).
+   */
+  through?: number;
 }
 
 /** How batches reach peers: HTTP between real sites, in memory in tests. */

@@ -1,10 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma } from '@prisma/client';
-import { escapeLike, type PermissionLevel } from '@tributary/shared';
+import { escapeLike, joinPath, type PermissionLevel } from '@tributary/shared';
+import { purgeWaitsFor } from '@tributary/replication';
 import { LOCK_NAME_SQL } from '../data/ingest.repository';
 import { PrismaService } from '../database/prisma.service';
 
 export type Tx = Prisma.TransactionClient;
+
+/** What a purge did: removed the rows (bytes to remove after the commit), or found nothing to remove. */
+export type PurgeOutcome =
+  { kind: 'purged'; replicas: ReplicaRecord[] } | { kind: 'rescued' } | { kind: 'liveInside'; path: string };
 
 export interface CollectionRecord {
   kind: 'collection';
@@ -667,26 +672,46 @@ export class NamespaceRepository {
 
   /**
    * Deletes a trash entry's rows for good, with everything that lived inside a trashed collection
-   * (also what was trashed separately before it, whose trash entries go too). Returns the replicas
-   * whose bytes the caller removes after the commit.
+   * (also what was trashed separately before it, whose trash entries go too). Only what is still in
+   * the trash is removed: an entry whose record an update made elsewhere rescued holds nothing
+   * (`rescued`), and a folder with something live inside it again is left alone (`liveInside`).
+   * Returns the replicas whose bytes the caller removes after the commit.
    */
-  async purge(tx: Tx, trash: TrashRecord): Promise<ReplicaRecord[]> {
+  async purge(tx: Tx, trash: TrashRecord): Promise<PurgeOutcome> {
     let objectIds: bigint[] = [];
     let collectionIds: bigint[] = [];
     if (trash.kind === 'object' && trash.objectId) {
+      const held = await tx.$queryRaw<{ id: bigint }[]>`
+        SELECT id FROM data_objects WHERE id = ${trash.objectId} AND trash_id = ${trash.id} FOR UPDATE`;
+      if (held.length === 0) return { kind: 'rescued' };
       objectIds = [trash.objectId];
     } else if (trash.collectionId) {
+      const held = await tx.$queryRaw<{ id: bigint }[]>`
+        SELECT id FROM collections WHERE id = ${trash.collectionId} AND trash_id = ${trash.id} FOR UPDATE`;
+      if (held.length === 0) return { kind: 'rescued' };
+      // Every descendant, live or not: a live one (brought back by a rescue of its own entry) would
+      // be left without its parent.
       const subtree = await tx.$queryRaw<{ id: bigint; depth: number }[]>`
         WITH RECURSIVE subtree AS (
           SELECT id, 0 AS depth FROM collections WHERE id = ${trash.collectionId}
           UNION ALL
-          SELECT c.id, s.depth + 1 FROM collections c JOIN subtree s ON c.parent_id = s.id AND c.trash_id <> 0
+          SELECT c.id, s.depth + 1 FROM collections c JOIN subtree s ON c.parent_id = s.id
         ) SELECT id, depth FROM subtree ORDER BY depth DESC`;
       collectionIds = subtree.map((r) => r.id);
-      const objects = await tx.dataObject.findMany({
-        where: { collectionId: { in: collectionIds }, trashId: { not: 0 } },
-        select: { id: true },
-      });
+      const collections = await tx.$queryRaw<{ id: bigint; path: string; trash_id: bigint }[]>`
+        SELECT id, path, trash_id FROM collections WHERE id = ANY(${collectionIds}::bigint[]) ORDER BY id FOR UPDATE`;
+      const objects = await tx.$queryRaw<
+        { id: bigint; name: string; collection_id: bigint; trash_id: bigint }[]
+      >`
+        SELECT id, name, collection_id, trash_id FROM data_objects
+         WHERE collection_id = ANY(${collectionIds}::bigint[]) ORDER BY id FOR UPDATE`;
+      const liveCollection = collections.find((c) => c.trash_id === 0n);
+      if (liveCollection) return { kind: 'liveInside', path: liveCollection.path };
+      const liveObject = objects.find((o) => o.trash_id === 0n);
+      if (liveObject) {
+        const parent = collections.find((c) => c.id === liveObject.collection_id);
+        return { kind: 'liveInside', path: joinPath(parent?.path ?? '/', liveObject.name) };
+      }
       objectIds = objects.map((o) => o.id);
     }
     const replicas = await tx.replica.findMany({
@@ -701,7 +726,21 @@ export class NamespaceRepository {
     await tx.dataObject.deleteMany({ where: { id: { in: objectIds } } });
     // Deepest first, so no collection is deleted while a child still refers to it.
     for (const id of collectionIds) await tx.collection.delete({ where: { id } });
-    return replicas.map(toReplicaRecord);
+    return { kind: 'purged', replicas: replicas.map(toReplicaRecord) };
+  }
+
+  /**
+   * The sites whose changes this site must still apply before it may purge a settled trash entry
+   * (what the deleting site had applied of them when it settled; see packages/replication).
+   */
+  purgeWaitsFor(tx: Tx, trashId: bigint, siteId: string): Promise<{ site: string; seq: number }[]> {
+    return purgeWaitsFor(
+      {
+        query: async (text, values = []) => ({ rows: await tx.$queryRawUnsafe<unknown[]>(text, ...values) }),
+      },
+      trashId,
+      siteId,
+    );
   }
 
   async grantsOn(collectionIds: bigint[], objectId: bigint | null): Promise<GrantRecord[]> {

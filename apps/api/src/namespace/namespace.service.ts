@@ -361,7 +361,35 @@ export class NamespaceService {
           { 'retry-after': String(this.cycleSeconds) },
         );
       }
-      return this.repo.purge(tx, trash);
+      // A rescue the deleting site applied before it settled the delete may still be on its way here.
+      const waits = await this.repo.purgeWaitsFor(tx, trash.id, this.site.siteId);
+      if (waits.length > 0) {
+        const sites = waits.map((w) => w.site);
+        throw new DomainError(
+          ErrorCode.PurgeNotYet,
+          `${trash.originalPath}: changes from ${sites.join(', ')} that ${trash.deletedAtSite} had applied when it ` +
+            `settled the delete have not reached this site yet; purge here after the next replication exchange ` +
+            `(within about ${this.cycleSeconds * 2} s), or at ${trash.deletedAtSite}`,
+          { waitingFor: sites },
+          { 'retry-after': String(this.cycleSeconds) },
+        );
+      }
+      const outcome = await this.repo.purge(tx, trash);
+      if (outcome.kind === 'rescued') {
+        // Listings hide such an entry; what it took is live again, so there is nothing to purge.
+        throw notFound(
+          `trash entry ${trashId} (what it held is no longer in the trash: a change made at another site rescued it)`,
+        );
+      }
+      if (outcome.kind === 'liveInside') {
+        throw new DomainError(
+          ErrorCode.PurgeBlocked,
+          `${trash.originalPath} cannot be purged: ${outcome.path} inside it is live again (rescued by a change ` +
+            `made at another site); move it out of the folder or restore the folder first`,
+          { live: [outcome.path] },
+        );
+      }
+      return outcome.replicas;
     });
     // The catalog no longer refers to these bytes; remove them after the commit.
     await Promise.all(

@@ -42,6 +42,7 @@ export async function runSite(config: SiteConfig): Promise<{ ready: SiteReady; s
   }
   const migrated = await migrate(connection);
   const { app, bootstrap } = await createSiteApp(config, connection);
+  // The server's timeouts (HTTP_* settings: idle, not total, for request bodies) are set in createSiteApp.
   await app.listen(config.port, config.host);
   const ready: SiteReady = {
     type: 'ready',

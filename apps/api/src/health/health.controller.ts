@@ -1,7 +1,7 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { HealthDtoSchema } from '@tributary/shared';
-import { Answer, AnswerBytes } from '../common/api-responses';
+import { Answer, AnswerBytes, Fails } from '../common/api-responses';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
 import { PrismaService } from '../database/prisma.service';
@@ -41,6 +41,7 @@ export class HealthController {
    */
   @Public()
   @AnswerBytes(200, ['text/plain'], 'Prometheus metrics in the text exposition format')
+  @Fails(401, 403)
   @Get('metrics')
   scrape(@Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<string> {
     this.access.assertMayScrape(req);

@@ -3,17 +3,20 @@ import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { ConflictVersion } from './catalog-conflicts';
 import { createFederation, type TestFederation } from './testing/federation';
+import { purgeWaitsFor } from './trash-settlement';
 
 /**
  * Property-based test of the conflict rules (fast-check): random sequences of concurrent writes at
- * three real catalogs (renames of accounts, updates of files and moves to the trash, memberships
- * added and removed, accounts created under one name at several sites), cycles at random sites and
- * peer outages. After healing:
+ * three real catalogs (renames of accounts, updates of files, moves to the trash and purges of
+ * settled trash entries, memberships added and removed, accounts created under one name at several
+ * sites), cycles at random sites and peer outages. After healing:
  *
  * - nothing is left waiting, and every site holds an equal catalog (equal digests, conflict records
  *   included);
  * - no accepted write is lost: each version no later write was based on (a head) is either the
- *   record's current version, or kept in a conflict record about that record (at every site);
+ *   record's current version, or kept in a conflict record about that record (at every site), or
+ *   the version a purge removed at its site; so an update made elsewhere that rescues a deleted
+ *   file survives every purge;
  * - every conflict is recorded once: the same record at every site (the digests), no two records
  *   hold the same set of versions, and no losing version is filed in two records;
  * - every account created is still there (under its name or a `name_N` rename), names unique.
@@ -36,10 +39,12 @@ type Op =
   | { t: 'rename'; site: Site; user: number }
   | { t: 'touch'; site: Site; obj: number }
   | { t: 'trash'; site: Site; obj: number }
+  | { t: 'purge'; site: Site }
   | { t: 'create'; site: Site; name: string }
   | { t: 'join'; site: Site; user: number }
   | { t: 'leave'; site: Site; user: number }
   | { t: 'cycle'; site: Site }
+  | { t: 'round'; site: Site }
   | { t: 'down'; site: Site }
   | { t: 'up'; site: Site };
 
@@ -51,6 +56,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     weight: 1,
     arbitrary: fc.record({ t: fc.constant('trash' as const), site, obj: fc.nat(1) }),
   },
+  // As DELETE /api/v1/trash/:id does: a settled entry that still holds its object, if the site has one.
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('purge' as const), site }) },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -62,6 +69,22 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant('join' as const), site, user: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('leave' as const), site, user: fc.nat(2) }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('cycle' as const), site }) },
+  // A cycle at every site, from `site` on: enough of them settle deletes, so purges happen mid-run.
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('round' as const), site }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('down' as const), site }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('up' as const), site }) },
+);
+
+/**
+ * Files only, with deletes settling and purges in the middle of the run: updates (rescues) made at
+ * one site while another moves the file to the trash, purges, cycles and outages.
+ */
+const purgeOpArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ t: fc.constant('touch' as const), site, obj: fc.nat(1) }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant('trash' as const), site, obj: fc.nat(1) }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant('purge' as const), site }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant('cycle' as const), site }) },
+  { weight: 4, arbitrary: fc.record({ t: fc.constant('round' as const), site }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('down' as const), site }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('up' as const), site }) },
 );
@@ -76,6 +99,22 @@ interface Write {
   /** The column the write set and its value (unique per write). */
   column: 'display_name' | 'content_type' | 'trash_id';
   value: string;
+}
+
+/** A purge: the object, and its version at the purging site when it was removed. */
+interface Purge {
+  key: string;
+  site: Site;
+  version: string | null;
+}
+
+interface Fixture {
+  users: string[];
+  objects: string[];
+  group: string;
+  counter: { n: number };
+  created: string[];
+  purges: Purge[];
 }
 
 /** The record is not there (or not live) at this site: nothing written, everything rolled back. */
@@ -107,11 +146,7 @@ async function versionOf(c: pg.PoolClient, tbl: string, key: string): Promise<st
 }
 
 /** Runs `op` at its site; returns the write it made, if it made one the property tracks. */
-async function apply(
-  f: TestFederation,
-  op: Op,
-  fixture: { users: string[]; objects: string[]; group: string; counter: { n: number }; created: string[] },
-): Promise<Write | null> {
+async function apply(f: TestFederation, op: Op, fixture: Fixture): Promise<Write | null> {
   const db = f.sites[op.site]!.catalog.db;
   const update = async (
     tbl: Write['tbl'],
@@ -167,6 +202,22 @@ async function apply(
         'AND trash_id = 0',
       );
     }
+    case 'purge': {
+      await inTx(db, async (c) => {
+        const entry = await c.query<{ id: string; key: string }>(
+          `SELECT t.id::text, o.id::text AS key FROM trash_entries t
+             JOIN data_objects o ON o.id = t.object_id AND o.trash_id = t.id
+            WHERE t.settled_at IS NOT NULL ORDER BY t.id LIMIT 1 FOR UPDATE OF t, o`,
+        );
+        const id = entry.rows[0]?.id;
+        const key = entry.rows[0]?.key;
+        if (!id || !key || (await purgeWaitsFor(c, id, op.site)).length > 0) return;
+        fixture.purges.push({ key, site: op.site, version: await versionOf(c, 'data_objects', key) });
+        await c.query('DELETE FROM trash_entries WHERE object_id = $1', [key]);
+        await c.query('DELETE FROM data_objects WHERE id = $1', [key]);
+      });
+      return null;
+    }
     case 'create': {
       const taken = await db.query('SELECT 1 FROM users WHERE username = $1', [op.name]);
       if (taken.rowCount) return null;
@@ -194,6 +245,11 @@ async function apply(
     case 'cycle':
       await f.sites[op.site]!.engine.runCycle();
       return null;
+    case 'round': {
+      const at = SITES.indexOf(op.site);
+      for (const s of [...SITES.slice(at), ...SITES.slice(0, at)]) await f.sites[s]!.engine.runCycle();
+      return null;
+    }
     case 'down':
       if (f.transport.down.size < 2) f.transport.down.add(op.site);
       return null;
@@ -229,7 +285,8 @@ async function problems(
   f: TestFederation,
   writes: Write[],
   created: string[],
-  stats: { kept: number; filedTwice: number },
+  purges: Purge[],
+  stats: { kept: number; filedTwice: number; purged: number },
 ): Promise<string[]> {
   const out: string[] = [];
   const digests = await f.digests();
@@ -263,6 +320,9 @@ async function problems(
         [w.key],
       );
       if (row.rows[0]?.value === w.value) continue;
+      // A purge removes the version its site held; any other head (a rescue) must have survived it.
+      const purgedHere = purges.some((p) => p.key === w.key && p.version === versionId(w.stamp, w.site));
+      if (row.rowCount === 0 && w.tbl === 'data_objects' && purgedHere) continue;
       const keptIn = conflicts.rows.filter(
         (c) =>
           c.tbl === w.tbl &&
@@ -307,80 +367,95 @@ async function problems(
 
 describe('conflict rules hold for random concurrent operations (fast-check)', () => {
   it('after healing: equal catalogs, no accepted write lost, no conflict recorded twice', async () => {
-    const runs = Number(process.env.PROP_RUNS ?? 8);
-    const stats = { kept: 0, filedTwice: 0 };
-    await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 8, maxLength: 40 }), async (ops) => {
-        const f = await createFederation([...SITES]);
-        try {
-          const lsu = f.sites.lsu!.catalog.db;
-          const one = async (sql: string, params: unknown[] = []): Promise<string> =>
-            (await lsu.query<{ id: string }>(sql, params)).rows[0]!.id;
-          await one(
-            `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ('owner', 'owner', 'x', now()) RETURNING id`,
-          );
-          const users: string[] = [];
-          for (const name of ['u0', 'u1', 'u2']) {
-            users.push(
-              await one(
-                `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ($1, $1, 'x', now()) RETURNING id`,
-                [name],
-              ),
-            );
-          }
-          const group = await one(
-            `INSERT INTO project_groups (name, description, updated_at) VALUES ('g', 'g', now()) RETURNING id`,
-          );
-          const root = await one(
-            `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
-             VALUES (NULL, '', '/', (SELECT min(id) FROM users), now()) RETURNING id`,
-          );
-          const proj = await one(
-            `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
-             VALUES ($1, 'proj', '/proj', (SELECT min(id) FROM users), now()) RETURNING id`,
-            [root],
-          );
-          const objects: string[] = [];
-          for (const name of ['f0', 'f1']) {
-            objects.push(
-              await one(
-                `INSERT INTO data_objects (collection_id, name, size, checksum, owner_id, updated_at)
-                 VALUES ($1, $2, 1, 'sha256:x', (SELECT min(id) FROM users), now()) RETURNING id`,
-                [proj, name],
-              ),
-            );
-          }
-          await f.settle();
+    await check('conflict property', fc.array(opArb, { minLength: 8, maxLength: 40 }));
+  }, 600_000);
 
-          const fixture = { users, objects, group, counter: { n: 0 }, created: [] as string[] };
-          const writes: Write[] = [];
-          for (const op of ops) {
-            const w = await apply(f, op, fixture);
-            if (w) writes.push(w);
-          }
-          f.transport.down.clear();
-          await f.settle(12);
-          const found = await problems(f, writes, fixture.created, stats);
-          if (found.length > 0) console.error(`${found.join('\n')}\noperations: ${JSON.stringify(ops)}`);
-          expect(found).toEqual([]);
-        } finally {
-          await f.close();
-        }
-      }),
-      {
-        numRuns: runs,
-        seed:
-          process.env.PROP_SEED === 'random'
-            ? undefined
-            : process.env.PROP_SEED
-              ? Number(process.env.PROP_SEED)
-              : DEFAULT_SEED,
-        path: process.env.PROP_PATH,
-        endOnFailure: process.env.PROP_SHRINK !== '1',
-      },
-    );
-    console.log(
-      `conflict property: ${runs} runs, ${stats.kept} losing versions kept, ${stats.filedTwice} of them in two records`,
-    );
+  it('purges remove only what nobody rescued: equal catalogs, every rescue survives', async () => {
+    const stats = await check('purge property', fc.array(purgeOpArb, { minLength: 15, maxLength: 45 }));
+    // The runs must really purge, or the property says nothing about purges.
+    expect(stats.purged).toBeGreaterThan(0);
   }, 600_000);
 });
+
+async function check(
+  label: string,
+  sequences: fc.Arbitrary<Op[]>,
+): Promise<{ kept: number; filedTwice: number; purged: number }> {
+  const runs = Number(process.env.PROP_RUNS ?? 8);
+  const stats = { kept: 0, filedTwice: 0, purged: 0 };
+  await fc.assert(
+    fc.asyncProperty(sequences, async (ops) => {
+      const f = await createFederation([...SITES]);
+      try {
+        const lsu = f.sites.lsu!.catalog.db;
+        const one = async (sql: string, params: unknown[] = []): Promise<string> =>
+          (await lsu.query<{ id: string }>(sql, params)).rows[0]!.id;
+        await one(
+          `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ('owner', 'owner', 'x', now()) RETURNING id`,
+        );
+        const users: string[] = [];
+        for (const name of ['u0', 'u1', 'u2']) {
+          users.push(
+            await one(
+              `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ($1, $1, 'x', now()) RETURNING id`,
+              [name],
+            ),
+          );
+        }
+        const group = await one(
+          `INSERT INTO project_groups (name, description, updated_at) VALUES ('g', 'g', now()) RETURNING id`,
+        );
+        const root = await one(
+          `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
+             VALUES (NULL, '', '/', (SELECT min(id) FROM users), now()) RETURNING id`,
+        );
+        const proj = await one(
+          `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
+             VALUES ($1, 'proj', '/proj', (SELECT min(id) FROM users), now()) RETURNING id`,
+          [root],
+        );
+        const objects: string[] = [];
+        for (const name of ['f0', 'f1']) {
+          objects.push(
+            await one(
+              `INSERT INTO data_objects (collection_id, name, size, checksum, owner_id, updated_at)
+                 VALUES ($1, $2, 1, 'sha256:x', (SELECT min(id) FROM users), now()) RETURNING id`,
+              [proj, name],
+            ),
+          );
+        }
+        await f.settle();
+
+        const fixture: Fixture = { users, objects, group, counter: { n: 0 }, created: [], purges: [] };
+        const writes: Write[] = [];
+        for (const op of ops) {
+          const w = await apply(f, op, fixture);
+          if (w) writes.push(w);
+        }
+        f.transport.down.clear();
+        await f.settle(12);
+        const found = await problems(f, writes, fixture.created, fixture.purges, stats);
+        stats.purged += fixture.purges.length;
+        if (found.length > 0) console.error(`${found.join('\n')}\noperations: ${JSON.stringify(ops)}`);
+        expect(found).toEqual([]);
+      } finally {
+        await f.close();
+      }
+    }),
+    {
+      numRuns: runs,
+      seed:
+        process.env.PROP_SEED === 'random'
+          ? undefined
+          : process.env.PROP_SEED
+            ? Number(process.env.PROP_SEED)
+            : DEFAULT_SEED,
+      path: process.env.PROP_PATH,
+      endOnFailure: process.env.PROP_SHRINK !== '1',
+    },
+  );
+  console.log(
+    `${label}: ${runs} runs, ${stats.kept} losing versions kept, ${stats.filedTwice} of them in two records, ${stats.purged} purges`,
+  );
+  return stats;
+}

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type pg from 'pg';
 import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
 import { createFederation, type TestFederation } from './testing/federation';
+import { purgeWaitsFor } from './trash-settlement';
 
 /**
  * Randomized convergence: hundreds of random catalog writes at random sites, interleaved with
@@ -81,7 +82,10 @@ type Op =
   | 'updateGroup'
   | 'createMembership'
   | 'deleteMembership'
-  | 'transaction';
+  | 'transaction'
+  | 'touchFile'
+  | 'trashFile'
+  | 'purgeTrash';
 
 const OP_WEIGHTS: Record<Op, number> = {
   insertUser: 18,
@@ -92,6 +96,11 @@ const OP_WEIGHTS: Record<Op, number> = {
   createMembership: 16,
   deleteMembership: 6,
   transaction: 6,
+  // Files: updates (which rescue a file another site moved to the trash), moves to the trash, and
+  // purges of settled trash entries, as the API makes them.
+  touchFile: 8,
+  trashFile: 4,
+  purgeTrash: 4,
 };
 
 type Net = 'none' | 'cycle' | 'allCycles' | 'down' | 'up' | 'dropAck' | 'keepAck';
@@ -117,7 +126,14 @@ async function ids(db: pg.Pool | pg.PoolClient, sql: string): Promise<string[]> 
  */
 async function explainDifferences(f: TestFederation): Promise<string> {
   const lines: string[] = [];
-  for (const table of ['users', 'project_groups', 'memberships', 'conflicts']) {
+  for (const table of [
+    'users',
+    'project_groups',
+    'memberships',
+    'data_objects',
+    'trash_entries',
+    'conflicts',
+  ]) {
     const copies = new Map<string, Record<string, string>>();
     for (const s of SITES) {
       const res = await f.sites[s]!.catalog.db.query<{ id: string; row: string }>(
@@ -194,6 +210,9 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
         createMembership: 0,
         deleteMembership: 0,
         transaction: 0,
+        touchFile: 0,
+        trashFile: 0,
+        purgeTrash: 0,
         none: 0,
         cycle: 0,
         allCycles: 0,
@@ -251,9 +270,89 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
         }
       };
 
+      // Files under /proj, made at lsu before the run.
+      const owner = await insertUser(db('lsu'), 'lsu');
+      const root = await db('lsu').query<{ id: string }>(
+        `INSERT INTO collections (parent_id, name, path, owner_id, updated_at) VALUES (NULL, '', '/', $1, now()) RETURNING id`,
+        [owner],
+      );
+      const proj = await db('lsu').query<{ id: string }>(
+        `INSERT INTO collections (parent_id, name, path, owner_id, updated_at) VALUES ($1, 'proj', '/proj', $2, now()) RETURNING id`,
+        [root.rows[0]!.id, owner],
+      );
+      for (let i = 0; i < 8; i++) {
+        await db('lsu').query(
+          `INSERT INTO data_objects (collection_id, name, size, checksum, owner_id, updated_at)
+           VALUES ($1, $2, 1, 'sha256:x', $3, now())`,
+          [proj.rows[0]!.id, `f${i}`, owner],
+        );
+      }
+      await f.settle();
+      let purged = 0;
+
       const step = async (op: Op, s: Site): Promise<boolean> => {
         const d = db(s);
         switch (op) {
+          case 'touchFile': {
+            const id = dice.pick(await ids(d, 'SELECT id FROM data_objects WHERE trash_id = 0 ORDER BY id'));
+            if (id === undefined) return false;
+            await d.query('UPDATE data_objects SET content_type = $2, updated_at = now() WHERE id = $1', [
+              id,
+              `text/x-${dice.word()}`,
+            ]);
+            return true;
+          }
+          case 'trashFile': {
+            const id = dice.pick(await ids(d, 'SELECT id FROM data_objects WHERE trash_id = 0 ORDER BY id'));
+            if (id === undefined) return false;
+            const client = await d.connect();
+            try {
+              await client.query('BEGIN');
+              const t = await client.query<{ id: string }>(
+                `INSERT INTO trash_entries (kind, object_id, original_path, deleted_by_id, deleted_at_site, updated_at)
+                 SELECT 'object', o.id, '/proj/' || o.name, $2, $3, now() FROM data_objects o WHERE o.id = $1 RETURNING id`,
+                [id, owner, s],
+              );
+              await client.query('UPDATE data_objects SET trash_id = $2, updated_at = now() WHERE id = $1', [
+                id,
+                t.rows[0]!.id,
+              ]);
+              await client.query('COMMIT');
+            } catch (err) {
+              await client.query('ROLLBACK');
+              throw err;
+            } finally {
+              client.release();
+            }
+            return true;
+          }
+          case 'purgeTrash': {
+            // As DELETE /api/v1/trash/:id: settled, still holding its object, nothing awaited here.
+            const client = await d.connect();
+            try {
+              await client.query('BEGIN');
+              const entries = await client.query<{ id: string; object_id: string }>(
+                `SELECT t.id::text, t.object_id::text FROM trash_entries t
+                   JOIN data_objects o ON o.id = t.object_id AND o.trash_id = t.id
+                  WHERE t.settled_at IS NOT NULL ORDER BY t.id FOR UPDATE OF t, o`,
+              );
+              const entry = dice.pick(entries.rows);
+              if (!entry || (await purgeWaitsFor(client, entry.id, s)).length > 0) {
+                await client.query('ROLLBACK');
+                return false;
+              }
+              await client.query('DELETE FROM trash_entries WHERE object_id = $1', [entry.object_id]);
+              await client.query('DELETE FROM data_objects WHERE id = $1', [entry.object_id]);
+              await client.query('COMMIT');
+              purged += 1;
+            } catch (err) {
+              await client.query('ROLLBACK');
+              throw err;
+            } finally {
+              client.release();
+            }
+            return true;
+          }
           case 'insertUser':
             await insertUser(d, s);
             return true;
@@ -392,6 +491,12 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
          UNION ALL SELECT 'repl_changes', count(*)::int FROM repl_changes`,
         );
         for (const l of leftovers.rows) if (l.n > 0) problems.push(`${s}: ${l.n} rows left in ${l.q}`);
+        // A file in the trash is in an entry that still exists (purges remove both together).
+        const orphans = await db(s).query<{ id: string }>(
+          `SELECT o.id::text FROM data_objects o
+            WHERE o.trash_id <> 0 AND NOT EXISTS (SELECT 1 FROM trash_entries t WHERE t.id = o.trash_id)`,
+        );
+        for (const o of orphans.rows) problems.push(`${s}: file ${o.id} is in a trash entry that is gone`);
       }
       const conflicts = await Promise.all(
         SITES.map(async (s) => {
@@ -404,7 +509,7 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
       const summary =
         `seed ${SEED}: ${writes} writes (${JSON.stringify(done)}), ` +
         `rows ${JSON.stringify(Object.fromEntries(Object.entries(reference.tables).map(([t, v]) => [t, v.rows])))}, ` +
-        `conflicts [${conflicts.join('; ')}], ${Date.now() - started} ms`;
+        `conflicts [${conflicts.join('; ')}], ${purged} purges, ${Date.now() - started} ms`;
       console.log(summary);
       if (problems.length > 0) {
         console.error(`last operations:\n  ${trace.slice(-40).join('\n  ')}`);

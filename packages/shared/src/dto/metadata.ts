@@ -276,8 +276,8 @@ export type MetadataQueryResult = z.infer<typeof MetadataQueryResultSchema>;
 
 /** `GET /api/v1/metadata/attributes`: attribute names in use, for suggestions. */
 export const MetadataAttributesQuerySchema = z.object({
-  /** Only names starting with this (case-sensitive). */
-  prefix: z.string().max(63).default(''),
+  /** Only names starting with this (case-sensitive); no control characters (PostgreSQL refuses NUL). */
+  prefix: text(0, 63).default(''),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 export type MetadataAttributesQuery = z.input<typeof MetadataAttributesQuerySchema>;

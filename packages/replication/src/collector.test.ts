@@ -15,19 +15,23 @@ interface Call {
   values: unknown[];
 }
 
-/** A stand-in for the catalog pool: records every query and answers the incoming queue's `have` and `applied`. */
+/**
+ * A stand-in for the catalog pool: records every query and answers the incoming queue's `have` and
+ * what this site reports applied (`applied`, with its own log position `through`).
+ */
 class FakeDb {
   readonly calls: Call[] = [];
   have = '0';
   applied = '0';
+  through = '0';
 
   query(
     text: string,
     values: unknown[] = [],
-  ): Promise<{ rows: Array<{ have: string } | { applied_seq: string }>; rowCount: number }> {
+  ): Promise<{ rows: Array<{ have: string } | { applied: string; through: string }>; rowCount: number }> {
     this.calls.push({ text, values });
-    if (text.startsWith('SELECT applied_seq')) {
-      return Promise.resolve({ rows: [{ applied_seq: this.applied }], rowCount: 1 });
+    if (text.startsWith('SELECT reported_applied_seq')) {
+      return Promise.resolve({ rows: [{ applied: this.applied, through: this.through }], rowCount: 1 });
     }
     return Promise.resolve({ rows: [{ have: this.have }], rowCount: 1 });
   }
@@ -75,13 +79,14 @@ describe('Collector', () => {
     const db = new FakeDb();
     db.have = '2';
     db.applied = '1';
+    db.through = '5';
     const collector = new Collector(db.asDb());
     const b = batch([
       { seq: 1, changes: [change()] },
       { seq: 2, changes: [change({ o: 'U', b: 1, bs: 'lsu' }), change({ o: 'D', t: 'memberships' })] },
     ]);
     const ack = await collector.receive('lsu', b);
-    expect(ack).toEqual({ have: 2, applied: 1 });
+    expect(ack).toEqual({ have: 2, applied: 1, through: 5 });
     const stored = db.calls.find((c) => c.text.includes('INSERT INTO repl_incoming'));
     expect(stored).toBeDefined();
     expect(stored!.values[0]).toBe('lsu');
@@ -92,7 +97,7 @@ describe('Collector', () => {
     const db = new FakeDb();
     db.have = '7';
     const ack = await new Collector(db.asDb()).receive('tulane', batch([], 'tulane'));
-    expect(ack).toEqual({ have: 7, applied: 0 });
+    expect(ack).toEqual({ have: 7, applied: 0, through: 0 });
     expect(db.calls.length).toBeGreaterThan(0);
   });
 

@@ -48,13 +48,11 @@ describe('read-scoped tokens on POST routes that only read', () => {
   });
 
   it('may search metadata, with facets', async () => {
-    const res = await site
-      .asToken(readToken)
-      .post<MetadataQueryResult>('/api/v1/metadata/query', {
-        q: 'filetype = fits',
-        scope: base,
-        facets: ['filetype'],
-      });
+    const res = await site.asToken(readToken).post<MetadataQueryResult>('/api/v1/metadata/query', {
+      q: 'filetype = fits',
+      scope: base,
+      facets: ['filetype'],
+    });
     expectStatus(res, 200);
     expect(res.body.items.map((i) => i.name)).toEqual(['a.fits']);
     expect(res.body.facets?.filetype).toEqual([{ value: 'fits', count: 1 }]);

@@ -1,12 +1,15 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
 import { StorageModule } from '../data/storage.module';
 import { NamespaceController } from './namespace.controller';
+import { PeerTrashController } from './peer-trash.controller';
 import { NamespaceRepository } from './namespace.repository';
 import { NamespaceService } from './namespace.service';
 
 @Module({
-  imports: [StorageModule],
-  controllers: [NamespaceController],
+  // Forwarded restores and purges are done for the user a peer names (AuthService.forwardedPrincipal).
+  imports: [AuthModule, StorageModule],
+  controllers: [NamespaceController, PeerTrashController],
   providers: [NamespaceRepository, NamespaceService],
   exports: [NamespaceService, NamespaceRepository],
 })

@@ -19,6 +19,10 @@ import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import type { Principal } from '../common/principal';
 import { HOME_ROOT, PROJECTS_ROOT, SiteContext } from '../sites/site-context';
 import { StorageService } from '../data/storage.service';
+import { ReplicationService } from '../replication/replication.service';
+import { PeerRequestError } from '@tributary/replication';
+import { errorStatus } from '@tributary/shared';
+import { forwardedTrashPath, type ForwardedTrashAction, type TrashAction } from './forwarded-trash';
 import { toEntryDetailDto, toEntryDto, toTrashDto } from './namespace.mapper';
 import {
   CollectionRecord,
@@ -41,6 +45,7 @@ export class NamespaceService {
     private readonly storage: StorageService,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
     private readonly credentials: CredentialCache,
+    private readonly replication: ReplicationService,
   ) {}
 
   private get cycleSeconds(): number {
@@ -307,6 +312,8 @@ export class NamespaceService {
   }
 
   async restore(principal: Principal, trashId: bigint): Promise<EntryDto> {
+    const decidedAt = await this.decidingSite(principal, trashId);
+    if (decidedAt) return this.forwardTrashAction<EntryDto>(decidedAt, 'restore', principal, trashId);
     const restoredPath = await this.repo.transaction(async (tx) => {
       // Locked for the whole transaction: a purge of the same entry waits, then finds it gone.
       const trash = await this.loadTrash(principal, trashId, tx);
@@ -336,6 +343,11 @@ export class NamespaceService {
   }
 
   async purge(principal: Principal, trashId: bigint): Promise<void> {
+    const decidedAt = await this.decidingSite(principal, trashId);
+    if (decidedAt) {
+      await this.forwardTrashAction<unknown>(decidedAt, 'purge', principal, trashId);
+      return;
+    }
     const replicas = await this.repo.transaction(async (tx) => {
       const trash = await this.loadTrash(principal, trashId, tx);
       if (!trash.settledAt) {
@@ -395,6 +407,56 @@ export class NamespaceService {
     await Promise.all(
       replicas.filter((r) => r.siteId === this.site.siteId).map((r) => this.storage.remove(r.physicalPath)),
     );
+  }
+
+  /**
+   * The site that decides on a trash entry, when it is another one: the site where it was deleted.
+   * Restores and purges of one entry then serialise on that site's lock of the entry, so a restore
+   * asked for at one site and a purge at another cannot both win (the purge removing the bytes of
+   * what the restore brought back). Null when this site decides: it deleted the entry, the request
+   * was forwarded here, or the deleting site is no longer a peer. Checks first that the caller may
+   * act on the entry, as the deciding site will again.
+   */
+  private async decidingSite(principal: Principal, trashId: bigint): Promise<string | null> {
+    if (principal.via === 'peer') return null;
+    const trash = await this.repo.findTrash(trashId);
+    if (!trash || (!siteWide(principal) && trash.deletedById !== principal.userId)) {
+      throw notFound(`trash entry ${trashId}`);
+    }
+    this.access.assertWithinToken(principal, trash.originalPath);
+    if (trash.deletedAtSite === this.site.siteId) return null;
+    return this.replication.peers.peer(trash.deletedAtSite) ? trash.deletedAtSite : null;
+  }
+
+  /** Asks the deciding site to restore or purge a trash entry for this user; its answer is ours. */
+  private async forwardTrashAction<T>(
+    site: string,
+    action: TrashAction,
+    principal: Principal,
+    trashId: bigint,
+  ): Promise<T> {
+    const body: ForwardedTrashAction = { userId: principal.userId.toString() };
+    try {
+      return await this.replication.peers.request<T>(site, 'POST', forwardedTrashPath(trashId, action), body);
+    } catch (err) {
+      if (!(err instanceof PeerRequestError)) throw err;
+      if (err.code && err.code in errorStatus && err.code !== ErrorCode.Internal) {
+        throw new DomainError(
+          err.code as ErrorCode,
+          err.peerMessage ?? err.message,
+          undefined,
+          err.retryAfter ? { 'retry-after': err.retryAfter } : undefined,
+        );
+      }
+      const why =
+        err.status === undefined ? 'cannot be reached now' : `answered: ${err.peerMessage ?? err.message}`;
+      throw new DomainError(
+        ErrorCode.ReplicaUnavailable,
+        `trash entry ${trashId} was deleted at ${site}, which decides on restoring or purging it, and ${why}; try again later`,
+        undefined,
+        { 'retry-after': String(this.cycleSeconds) },
+      );
+    }
   }
 
   /** Loads and locks a trash entry the caller may act on (their own, or any for an administrator). */

@@ -147,4 +147,55 @@ describe('purge after a rescue', () => {
       }
     }
   });
+
+  it('a restore at one site and a purge at another are both decided where the entry was deleted: one wins, nothing is half-lost', async () => {
+    const dir = `/projects/${uniqueName('restore-purge')}`;
+    await lsu.client.createCollection(dir);
+    const bytes = testBytes(400, 40);
+    await lsu.client.upload(`${dir}/r.txt`, bytes);
+    await exchange();
+    const entry = await lsu.client.remove(`${dir}/r.txt`);
+    for (let i = 0; i < 20; i++) {
+      await exchange();
+      const page = expectStatus(
+        await tulane.http.get<Page<TrashEntryDto>>('/api/v1/trash', { query: { limit: 1000 } }),
+        200,
+      ).body;
+      if (page.items.find((t) => t.id === entry.id)?.purgeAllowed) break;
+    }
+    // At once: tulane restores (forwarded to lsu, where it was deleted), lsu purges.
+    const [restored, purged] = await Promise.all([
+      tulane.http.post<ErrorBody>(`/api/v1/trash/${entry.id}/restore`),
+      lsu.http.delete<ErrorBody>(`/api/v1/trash/${entry.id}`),
+    ]);
+    const outcome = `restore ${restored.status}, purge ${purged.status}`;
+    // Before, each site decided alone: both succeeded, and the restored file had no bytes left.
+    expect(['restore 200, purge 404', 'restore 404, purge 204'], outcome).toContain(outcome);
+    await exchange();
+    for (const site of [lsu, tulane]) {
+      if (restored.status === 200) await readable(site, `${dir}/r.txt`, bytes);
+      else {
+        const res = await site.http.get('/api/v1/namespace/stat', { query: { path: `${dir}/r.txt` } });
+        expect(res.status, site.id).toBe(404);
+      }
+    }
+  });
+
+  it('a purge asked for at another site while the deleting site is down is refused with 503, and nothing changes', async () => {
+    const dir = `/projects/${uniqueName('down')}`;
+    await lsu.client.createCollection(dir);
+    await lsu.client.upload(`${dir}/d.txt`, testBytes(100, 41));
+    await exchange();
+    const entry = await lsu.client.remove(`${dir}/d.txt`);
+    await exchange();
+    await lsu.stop();
+    try {
+      const res = await tulane.http.delete<ErrorBody>(`/api/v1/trash/${entry.id}`);
+      expect(expectError(res, 503, 'REPLICA_UNAVAILABLE').message).toContain('deleted at lsu');
+    } finally {
+      await lsu.restart();
+    }
+    await exchange();
+    expect(await trashIds(tulane)).toContain(entry.id);
+  }, 120_000);
 });

@@ -662,3 +662,52 @@ describe('conflicts on metadata triples (versions implied by the insert)', () =>
     expect(await copiesEverywhere(id)).toEqual([0, 0, 0]);
   });
 });
+
+describe('updates meeting moves to the trash, cycles in a given order (cases the property test found)', () => {
+  // SKIPPED: fails on the current code (tulane ends with the file live, content type text/uno-1; lsu
+  // and uno hold it in lsu's trash entry with text/uno-2). Found with the property test (trash weight
+  // 2, purge 3, round 5). In tulane's first cycle after lsu's move T2 (based on uno's update U1, made
+  // after lsu rescued the file), lsu's transactions are injected before uno's: tulane holds its own
+  // move T1, newer than U1, so repl_apply reports T2 'concurrent' (not 'behind'); both are moves to
+  // the trash, the later (T2) wins and is applied with base U1. Then uno's U1 arrives, based on the
+  // original version: 'concurrent' with T2, and CatalogResolver lets the live U1 rescue the file from
+  // T2 although T2 was made on top of U1 (U1 is held T2's base in repl_versions, but neither
+  // isAbsorbed nor the resolver look at ancestry). T2 becomes a losing head at tulane, and uno's
+  // later U2 (based on T2) is kept aside as a head too. A check that skips an incoming version that is
+  // the base of the held version or of a head (ConflictRecords.isAbsorbed) makes this test pass, but
+  // randomized.itest.ts still diverged in 2 of 6 runs with it, so it is not committed (see the report).
+  it.skip('a second move to the trash, based on a rescue, and an update of it: every site ends trashed with that update', async () => {
+    // The property test's sequence, with only what touches the file: uno updates it while tulane
+    // moves it to the trash; lsu, having rescued it, moves it to the trash again; uno updates it in
+    // the trash.
+    const { proj } = await base();
+    const f = await addObject('lsu', proj, 'f1');
+    await converge();
+    const round = async (from: string) => {
+      const at = SITES.indexOf(from);
+      for (const s of [...SITES.slice(at), ...SITES.slice(0, at)]) await fed.sites[s]!.engine.runCycle();
+    };
+    await touch('uno', f, 'text/uno-1');
+    await trash('tulane', 'object', f, `/proj/f${f}`);
+    await round('tulane');
+    await trash('lsu', 'object', f, `/proj/f${f}`);
+    await round('lsu');
+    await touch('uno', f, 'text/uno-2');
+    await fed.sites.lsu!.engine.runCycle();
+    await round('uno');
+    await converge();
+    for (const site of SITES) {
+      const waiting = await db(site).query(
+        'SELECT peer_id, waiting_on FROM repl_peers WHERE waiting_on IS NOT NULL',
+      );
+      expect(waiting.rows, site).toEqual([]);
+      const row = await one<{ trash_id: string; content_type: string }>(
+        site,
+        'SELECT trash_id::text, content_type FROM data_objects WHERE id = $1',
+        [f],
+      );
+      expect(row.trash_id, site).not.toBe('0');
+      expect(row.content_type, site).toBe('text/uno-2');
+    }
+  });
+});

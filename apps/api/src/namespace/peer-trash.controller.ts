@@ -8,6 +8,7 @@ import { Public } from '../auth/auth.decorators';
 import { AuthService } from '../auth/auth.service';
 import { DomainError } from '../common/domain-error';
 import { PeerAuthService } from '../replication/peer-auth.service';
+import { ReplicationService } from '../replication/replication.service';
 import { ForwardedTrashActionSchema, type ForwardedTrashAction } from './forwarded-trash';
 import { NamespaceService } from './namespace.service';
 
@@ -32,6 +33,7 @@ export class PeerTrashController {
     private readonly auth: PeerAuthService,
     private readonly users: AuthService,
     private readonly namespace: NamespaceService,
+    private readonly replication: ReplicationService,
   ) {}
 
   @Post(':id/:action')
@@ -47,6 +49,8 @@ export class PeerTrashController {
         await this.namespace.purge(principal, trashId);
         this.auth.sendSigned(res, peer, 200, {});
       }
+      // The user asked at another site: send the outcome there now rather than at the next cycle.
+      this.replication.engine.nudge();
     } catch (err) {
       this.auth.sendError(res, peer, err);
     }

@@ -171,6 +171,15 @@ describe('purge after a rescue', () => {
     const outcome = `restore ${restored.status}, purge ${purged.status}`;
     // Before, each site decided alone: both succeeded, and the restored file had no bytes left.
     expect(['restore 200, purge 404', 'restore 404, purge 204'], outcome).toContain(outcome);
+    if (restored.status === 200) {
+      // lsu sends the outcome at once (no exchange run here): tulane, where it was asked, shows it.
+      let seen = 0;
+      for (let i = 0; i < 50 && seen !== 200; i++) {
+        await sleep(200);
+        seen = (await tulane.http.get('/api/v1/namespace/stat', { query: { path: `${dir}/r.txt` } })).status;
+      }
+      expect(seen, 'the restore reached tulane without waiting for a cycle').toBe(200);
+    }
     await exchange();
     for (const site of [lsu, tulane]) {
       if (restored.status === 200) await readable(site, `${dir}/r.txt`, bytes);
@@ -198,4 +207,24 @@ describe('purge after a rescue', () => {
     await exchange();
     expect(await trashIds(tulane)).toContain(entry.id);
   }, 120_000);
+
+  it('a restore asked for at another site is done where the entry was deleted and shows there at once', async () => {
+    const dir = `/projects/${uniqueName('forwarded-restore')}`;
+    await lsu.client.createCollection(dir);
+    const bytes = testBytes(200, 42);
+    await lsu.client.upload(`${dir}/back.txt`, bytes);
+    await exchange();
+    const entry = await lsu.client.remove(`${dir}/back.txt`);
+    await exchange();
+    const res = await tulane.http.post(`/api/v1/trash/${entry.id}/restore`);
+    expectStatus(res, 200);
+    // No exchange is run (the cycle is an hour): lsu, which restored it, sends the change at once.
+    let seen = 0;
+    for (let i = 0; i < 50 && seen !== 200; i++) {
+      await sleep(200);
+      seen = (await tulane.http.get('/api/v1/namespace/stat', { query: { path: `${dir}/back.txt` } })).status;
+    }
+    expect(seen).toBe(200);
+    await readable(tulane, `${dir}/back.txt`, bytes);
+  });
 });

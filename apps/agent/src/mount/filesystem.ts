@@ -319,15 +319,20 @@ export class NamespaceFs {
     return length;
   }
 
-  /** close(2): a file being written is committed here, so the object exists when close returns. */
+  /**
+   * close(2): whatever the file holds now is committed before close returns (close-to-open, as NFS
+   * promises it), also when nothing was written: a new file then exists, an emptied one is empty.
+   * The kernel calls this for every close of a duplicated descriptor (a shell's `> file` dups it and
+   * closes the original before writing), so the handle goes on as a patch of what was committed and
+   * a later write through another descriptor makes the next version. Before, an unwritten handle was
+   * left to release, which the kernel runs after close has returned: `: > f; echo new >> f` lost the
+   * append to the empty object committed late.
+   */
   async flush(fh: number): Promise<void> {
     const handle = this.handle(fh);
     if (handle.mode !== 'write' || handle.committed) return;
-    if (handle.patch) return this.commitPatch(handle, handle.patch);
-    // close(2) of one descriptor among several (a shell's `> file` dups it, then closes the
-    // original before writing): nothing written yet, so nothing to commit; release commits then.
-    if (!handle.written) return;
-    await this.commit(handle);
+    if (!handle.patch) await this.toPatch(handle);
+    await this.commitPatch(handle, handle.patch!);
   }
 
   /** Ends a write handle: a replaced object is committed; one opened but never replaced is left as it was. */

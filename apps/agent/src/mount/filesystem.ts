@@ -5,7 +5,15 @@ import {
   type BufferedFile,
   type RetryPolicy,
 } from '@tributary/buffer';
-import { joinPath, normalizePath, splitPath, type EntryDto } from '@tributary/shared';
+import {
+  joinPath,
+  MAX_NAME_BYTES,
+  MAX_PATH_BYTES,
+  normalizePath,
+  PathError,
+  splitPath,
+  type EntryDto,
+} from '@tributary/shared';
 import { MetadataCache } from './cache';
 import { errno, FsError, isUnreachable, RemoteNamespace, toErrno } from './remote';
 import { PatchFile } from './patch-file';
@@ -159,7 +167,18 @@ export class NamespaceFs {
   /** Local path (as FUSE gives it) to the federation path. */
   toRemote(local: string): string {
     if (local === '/' || local === '') return this.root;
-    return this.root === '/' ? normalizePath(local) : normalizePath(this.root + local);
+    try {
+      return this.root === '/' ? normalizePath(local) : normalizePath(this.root + local);
+    } catch (err) {
+      // A name the namespace refuses: the errno a local file system gives (not EIO).
+      if (err instanceof PathError) {
+        const tooLong =
+          local.split('/').some((n) => Buffer.byteLength(n) > MAX_NAME_BYTES) ||
+          Buffer.byteLength(this.root + local) > MAX_PATH_BYTES;
+        throw new FsError(tooLong ? errno.ENAMETOOLONG : errno.EINVAL, err.message);
+      }
+      throw err;
+    }
   }
 
   /** The site answered (or did not): reported to the mount's state. */

@@ -377,6 +377,21 @@ describe('FUSE mount of the namespace', () => {
     expect(entry.body.size).toBe(50);
   });
 
+  it('refuses names the namespace does not allow with ENAMETOOLONG and EINVAL, not EIO (issue 25, item 6)', async () => {
+    await ok(`mkdir -p ${q(mnt + '/names')}`);
+    const script = [
+      'import errno, os, sys',
+      'for name in ["a" * 256, "line\\nbreak", "ok.txt"]:',
+      '    try:',
+      '        open(os.path.join(sys.argv[1], name), "w").close()',
+      '        print("created")',
+      '    except OSError as e:',
+      '        print(errno.errorcode[e.errno])',
+    ].join('\n');
+    const out = await ok(`python3 -c ${q(script)} ${q(mnt + '/names')}`);
+    expect(out.trim().split('\n')).toEqual(['ENAMETOOLONG', 'EINVAL', 'created']);
+  });
+
   it('shows a write made at another site, through the change feed', async () => {
     await ok(`mkdir -p ${q(mnt + '/shared')}`);
     // Listed (and cached for ten minutes) before the other site writes.

@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, errorStatus, joinPath, normalizeName, splitPath, type EntryDto } from '@tributary/shared';
+import { ErrorCode, joinPath, normalizeName, splitPath, type EntryDto } from '@tributary/shared';
 import { PeerRequestError } from '@tributary/replication';
 import type { IncomingMessage } from 'node:http';
 import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AccessService, levelAtLeast } from '../access/access.service';
+import { relayPeerRefusal } from '../common/peer-refusal';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
@@ -806,20 +807,10 @@ const RELAYED_CODES = new Set<string>([
 ]);
 
 function relayRefusal(err: PeerRequestError, holder: string, path: string): DomainError {
-  if (err.code && RELAYED_CODES.has(err.code) && err.code in errorStatus) {
-    return new DomainError(
-      err.code as ErrorCode,
-      err.peerMessage ?? err.message,
-      undefined,
-      err.retryAfter ? { 'retry-after': err.retryAfter } : undefined,
-    );
-  }
-  const why =
-    err.status === undefined ? 'cannot be reached now' : `answered: ${err.peerMessage ?? err.message}`;
-  return new DomainError(
-    ErrorCode.ReplicaUnavailable,
-    `the update of ${path} was not applied: its bytes are held at ${holder}, which ${why}; try again later`,
-    undefined,
-    { 'retry-after': '30' },
+  return relayPeerRefusal(
+    err,
+    RELAYED_CODES,
+    (why) =>
+      `the update of ${path} was not applied: its bytes are held at ${holder}, which ${why}; try again later`,
   );
 }

@@ -14,6 +14,7 @@ import {
 } from '@tributary/shared';
 import { AccessService, levelAtLeast, maxLevel, type AccessTarget } from '../access/access.service';
 import { CredentialCache } from '../auth/credential-cache';
+import { relayPeerRefusal } from '../common/peer-refusal';
 import { DomainError, notFound } from '../common/domain-error';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import type { Principal } from '../common/principal';
@@ -21,7 +22,6 @@ import { HOME_ROOT, PROJECTS_ROOT, SiteContext } from '../sites/site-context';
 import { StorageService } from '../data/storage.service';
 import { ReplicationService } from '../replication/replication.service';
 import { PeerRequestError } from '@tributary/replication';
-import { errorStatus } from '@tributary/shared';
 import { forwardedTrashPath, type ForwardedTrashAction, type TrashAction } from './forwarded-trash';
 import { toEntryDetailDto, toEntryDto, toTrashDto } from './namespace.mapper';
 import {
@@ -35,6 +35,18 @@ import {
 
 /** Collections that hold the namespace together: never renamed, moved or deleted. */
 const PROTECTED = new Set(['/', HOME_ROOT, PROJECTS_ROOT]);
+
+/** The deciding site's refusals of a forwarded restore or purge, passed on to the user as they are. */
+const RELAYED_TRASH_CODES = new Set<string>([
+  ErrorCode.NotFound,
+  ErrorCode.PurgeNotYet,
+  ErrorCode.PurgeBlocked,
+  ErrorCode.NameTaken,
+  ErrorCode.PermissionDenied,
+  ErrorCode.TokenOutsideCollection,
+  ErrorCode.AccountDisabled,
+  ErrorCode.Unauthenticated,
+]);
 
 @Injectable()
 export class NamespaceService {
@@ -440,21 +452,12 @@ export class NamespaceService {
       return await this.replication.peers.request<T>(site, 'POST', forwardedTrashPath(trashId, action), body);
     } catch (err) {
       if (!(err instanceof PeerRequestError)) throw err;
-      if (err.code && err.code in errorStatus && err.code !== ErrorCode.Internal) {
-        throw new DomainError(
-          err.code as ErrorCode,
-          err.peerMessage ?? err.message,
-          undefined,
-          err.retryAfter ? { 'retry-after': err.retryAfter } : undefined,
-        );
-      }
-      const why =
-        err.status === undefined ? 'cannot be reached now' : `answered: ${err.peerMessage ?? err.message}`;
-      throw new DomainError(
-        ErrorCode.ReplicaUnavailable,
-        `trash entry ${trashId} was deleted at ${site}, which decides on restoring or purging it, and ${why}; try again later`,
-        undefined,
-        { 'retry-after': String(this.cycleSeconds) },
+      throw relayPeerRefusal(
+        err,
+        RELAYED_TRASH_CODES,
+        (why) =>
+          `trash entry ${trashId} was deleted at ${site}, which decides on restoring or purging it, and ${why}; try again later`,
+        this.cycleSeconds,
       );
     }
   }

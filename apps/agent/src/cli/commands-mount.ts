@@ -106,8 +106,12 @@ async function mount(
   options: { foreground?: boolean; timeout?: number },
 ): Promise<void> {
   const service = await ctx.service();
-  const stat = await fs.stat(mountpoint).catch(() => undefined);
-  if (!stat?.isDirectory())
+  const stat = await fs.stat(mountpoint).catch((err: NodeJS.ErrnoException) =>
+    // A mount whose process died ("Transport endpoint is not connected"): the mount process clears
+    // it before mounting (see docs/mount.md), unless a live mount is registered there (below).
+    err.code === 'ENOTCONN' ? ('stale' as const) : undefined,
+  );
+  if (stat !== 'stale' && !stat?.isDirectory())
     throw new CliError(
       `${mountpoint} is not a directory`,
       ExitCode.NotFound,
@@ -115,6 +119,10 @@ async function mount(
       'ENOENT',
     );
   const already = await findMount(mountpoint, ctx.env);
+  if (already && !already.alive) {
+    // The record of a mount whose process died: the new mount replaces it.
+    await fs.rm(path.join(mountsDir(ctx.env), `${already.id}.json`), { force: true });
+  }
   if (already?.alive) {
     throw new CliError(
       `${mountpoint} is already mounted (${already.remote} at ${already.site})`,

@@ -552,6 +552,17 @@ describe('FUSE mount of the namespace', () => {
         state: string;
       }>;
       expect(listed).toEqual([expect.objectContaining({ mountpoint: dir, state: 'mounted' })]);
+
+      // The mount process crashes: its mount is left behind, dead ("Transport endpoint is not
+      // connected"). A new `trib mount` clears it (issue 25, item 6; before: "not a directory").
+      const [crashed] = await readMountStates(home);
+      process.kill(crashed!.pid, 'SIGKILL');
+      await until('the mount process to be gone', async () =>
+        (await sh(`kill -0 ${crashed!.pid}`)).code !== 0 ? true : undefined,
+      );
+      expect((await sh(`ls ${q(dir)}`)).stderr).toMatch(/not connected/i);
+      await ok(`${trib} mount /shared ${q(dir)}`, 60_000);
+      expect((await ok(`ls ${q(dir)}`)).split('\n')).toContain('from-tulane.txt');
       await ok(`${trib} unmount ${q(dir)}`, 60_000);
       expect(await mounted(dir)).toBe(false);
       expect(await readMountStates(home)).toEqual([]);

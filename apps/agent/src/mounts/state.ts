@@ -38,5 +38,7 @@ export async function findMount(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<MountView | undefined> {
   const wanted = path.resolve(dir);
-  return (await listMounts(env)).find((m) => path.resolve(m.mountpoint) === wanted);
+  const there = (await listMounts(env)).filter((m) => path.resolve(m.mountpoint) === wanted);
+  // A live mount before the record of one whose process died there.
+  return there.find((m) => m.alive) ?? there[0];
 }

@@ -1,0 +1,186 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { readMountStates, type MountState } from '../mount/index';
+
+/**
+ * What the mount's integration tests share: real FUSE mounts of a real two-site federation (site
+ * processes from apps/api, real PostgreSQL, real HTTP). The mount runs in a child process
+ * (dist/mount/main.js: build the agent first), and the test process touches the mount only through
+ * other child processes (cp, ls, sha256sum...), never with a synchronous call.
+ */
+
+// The API's federation helper, loaded at run time so that the agent's type check does not pull in
+// the API's sources (apps do not import each other; tests may use the API's test harness).
+export interface FederationSite {
+  readonly id: string;
+  readonly url: string;
+  readonly http: {
+    request<T = unknown>(
+      method: string,
+      pathname: string,
+      options?: {
+        query?: Record<string, string>;
+        headers?: Record<string, string>;
+        body?: string | Uint8Array;
+        json?: unknown;
+      },
+    ): Promise<{ status: number; body: T; text: string }>;
+    get<T = unknown>(
+      pathname: string,
+      options?: { query?: Record<string, string> },
+    ): Promise<{ status: number; body: T; text: string }>;
+    post<T = unknown>(pathname: string, json?: unknown): Promise<{ status: number; body: T; text: string }>;
+  };
+  stop(): Promise<void>;
+  restart(): Promise<unknown>;
+  query<R extends Record<string, unknown>>(sql: string, params?: unknown[]): Promise<{ rows: R[] }>;
+}
+export interface Federation {
+  readonly dataDir: string;
+  readonly adminToken: string;
+  site(id: string): FederationSite;
+  waitForConvergence(timeoutMs: number): Promise<unknown>;
+  close(): Promise<void>;
+}
+export type StartFederation = (options: { ids: string[]; cycleSeconds?: number }) => Promise<Federation>;
+export const FEDERATION_MODULE = path.resolve(__dirname, '../../../api/src/test/federation.ts');
+
+export const MAIN = path.resolve(__dirname, '../../dist/mount/main.js');
+export const TRIB = path.resolve(__dirname, '../../dist/cli/main.js');
+export const MiB = 1024 * 1024;
+export const GiB = 1024 * MiB;
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a shell command in a child process (never in this one: the mount must not be touched synchronously). */
+export function sh(command: string, timeoutMs = 120_000): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile('sh', ['-c', command], { timeout: timeoutMs, maxBuffer: 16 * MiB }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+/** The mount under test: its output (errors it answered) goes into failure messages. */
+let current: MountProcess | undefined;
+
+/** The mount whose output goes into the failure messages of `ok`. */
+export function setCurrentMount(m: MountProcess | undefined): void {
+  current = m;
+}
+
+export async function ok(command: string, timeoutMs?: number): Promise<string> {
+  if (process.env.MOUNT_ITEST_TRACE) console.log(new Date().toISOString(), command);
+  const run = await sh(command, timeoutMs);
+  const log = current?.output().slice(-3000) ?? '';
+  expect(run, `${command}\n${run.stderr}\nmount output:\n${log}`).toMatchObject({ code: 0 });
+  return run.stdout;
+}
+
+export const q = (p: string): string => `'${p.replace(/'/g, `'\\''`)}'`;
+
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export async function mounted(mountpoint: string): Promise<boolean> {
+  const table = await fs.readFile('/proc/self/mounts', 'utf8');
+  return table.split('\n').some((line) => line.split(' ')[1] === mountpoint);
+}
+
+export interface MountProcess {
+  child: ChildProcess;
+  mountpoint: string;
+  home: string;
+  output(): string;
+  exited: Promise<number | null>;
+  state(): Promise<MountState | undefined>;
+}
+
+export async function startMount(
+  site: string,
+  token: string,
+  options: { cacheTtlMs?: number; remote?: string } = {},
+) {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-mount-itest-'));
+  const mountpoint = path.join(root, 'mnt');
+  const home = path.join(root, 'home');
+  await fs.mkdir(mountpoint);
+  const child = spawn(
+    process.execPath,
+    [
+      MAIN,
+      '--site',
+      site,
+      '--remote',
+      options.remote ?? '/',
+      '--mountpoint',
+      mountpoint,
+      '--cache-ttl-ms',
+      String(options.cacheTtlMs ?? 3000),
+    ],
+    {
+      env: {
+        ...process.env,
+        TRIBUTARY_TOKEN: token,
+        TRIBUTARY_AGENT_HOME: home,
+        TRIBUTARY_MOUNT_DEBUG: process.env.MOUNT_ITEST_DEBUG ?? '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let log = '';
+  child.stdout?.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+  // Debugging aid: MOUNT_ITEST_LOG=<file> keeps the whole output (MOUNT_ITEST_DEBUG=trace: every operation).
+  if (process.env.MOUNT_ITEST_LOG)
+    child.stderr?.on('data', (d: Buffer) => void fs.appendFile(process.env.MOUNT_ITEST_LOG!, d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const handle: MountProcess = {
+    child,
+    mountpoint,
+    home,
+    output: () => log,
+    exited,
+    state: async () => (await readMountStates(home))[0],
+  };
+  await until(
+    `the mount (${log})`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the mount exited ${child.exitCode}: ${log}`);
+      return log.includes('mounted ') && (await mounted(mountpoint)) ? true : undefined;
+    },
+    30_000,
+  );
+  return handle;
+}
+
+export async function stopMount(m: MountProcess | undefined): Promise<void> {
+  if (!m) return;
+  if (m.child.exitCode === null) {
+    m.child.kill('SIGTERM');
+    const timer = setTimeout(() => m.child.kill('SIGKILL'), 15_000);
+    await m.exited;
+    clearTimeout(timer);
+  }
+  // Last resort, so no stale mount is left behind.
+  if (await mounted(m.mountpoint)) await sh(`fusermount -u -z ${q(m.mountpoint)}`);
+}

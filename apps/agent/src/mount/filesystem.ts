@@ -58,47 +58,68 @@ export interface FuseStatfs {
   namemax: number;
 }
 
-interface Handle {
-  fh: number;
-  /** Remote path. */
+/**
+ * A file open through the mount (what a local file system calls its inode): every descriptor on one
+ * path shares it, so writes through one are seen by reads through another, and it follows the file
+ * when it is renamed while open. libfuse itself hides a file unlinked while open (it renames it to
+ * `.fuse_hidden…` and unlinks that at the last close), so unlinked files stay readable too.
+ */
+interface OpenFile {
+  /** Remote path (changes when the file is renamed while open). */
   path: string;
-  mode: 'read' | 'write';
+  handles: Set<Handle>;
   /**
-   * Read handles, and write handles replacing the object (the sequential fast path); a write
-   * handle's upload session starts with its first bytes. Undefined for a write handle changing an
-   * existing object in place (`patch`).
+   * From the first open for writing until the last close: the file's content as the handles see
+   * it. Reads of every handle go through it, so they see the writes.
    */
-  file?: BufferedFile;
-  /** Write handles: the size getattr reports until the commit. */
+  content?: FileContent;
+}
+
+interface FileContent {
+  /** The size getattr reports until the commit. */
   size: number;
   /**
-   * Write handles: the object is being replaced from offset 0 in order (a new file, or one
-   * truncated to 0 after opening): the fast path, through `file`. Otherwise the handle changes
-   * the existing object in place through `patch`.
+   * The object is being replaced from offset 0 in order (a new file, or one truncated to 0 after
+   * opening): the fast path, through `file`. Otherwise the file is changed in place through
+   * `patch`.
    */
   rewrite: boolean;
+  /** The fast path's buffered file (its upload session starts with the first bytes). */
+  file?: BufferedFile;
+  /** The fast path's remote side (it knows the committed entry after a one-request commit). */
+  remote?: MountWriteFile;
   /**
-   * Write handles changing an existing object in place: writes at any offset, reads, truncation to
-   * any size, committed as a partial update. A rewrite that gets a write out of order (or a
-   * truncation to another size) commits what it wrote in order, then goes on as a patch.
+   * Changes in place: writes at any offset, reads, truncation to any size, committed as a partial
+   * update. A rewrite that gets a write out of order (or a truncation to another size, a read, a
+   * rename, a flush) commits what it wrote in order, then goes on as a patch.
    */
   patch?: PatchFile;
-  /** Write handles: the entry when opened (the version a patch starts from). */
+  /** The entry when opened, or of the last commit (the version a patch starts from). */
   base?: EntryDto;
-  /** Write handles: a switch from rewrite to patch in progress (see toPatch). */
+  /** A switch from rewrite to patch in progress (see toPatch). */
   switching?: Promise<void>;
-  /** Write handles opened with O_APPEND: every write goes to the end. */
-  append: boolean;
-  /** Write handles: committed by flush; later writes are refused. */
-  committed: boolean;
-  /** Write handles: at least one write arrived. */
+  /** At least one write arrived. */
   written: boolean;
-  /** Write handles: the remote side (it knows the committed entry after a one-request commit). */
-  remote?: MountWriteFile;
+  createdAt: number;
+}
+
+interface Handle {
+  fh: number;
+  file: OpenFile;
+  mode: 'read' | 'write';
+  /** Opened with O_APPEND: every write goes to the end. */
+  append: boolean;
+  /**
+   * Read handles while nobody writes the file: the catalog's version through the advance buffer,
+   * opened at `readerPath` (reopened at the new path after a rename).
+   */
+  reader?: BufferedFile;
+  readerPath?: string;
+  /** Read handles: the size of the version they read. */
+  size: number;
   /** Read handles: end of the last read handed to the buffer, and reads waiting for their turn. */
   dispatchedEnd: number;
   waiting: { position: number; start: () => void; timer: NodeJS.Timeout }[];
-  createdAt: number;
 }
 
 export interface NamespaceFsOptions {
@@ -138,6 +159,8 @@ export class NamespaceFs {
   readonly stats: MountStats = { bytesRead: 0, bytesWritten: 0, operations: 0, errors: 0 };
   private readonly pool: AdvanceBufferPool;
   private readonly handles = new Map<number, Handle>();
+  /** Open files by remote path. */
+  private readonly files = new Map<string, OpenFile>();
   private nextFh = 1;
   private reachable = true;
   private readonly uid = process.getuid?.() ?? 0;
@@ -194,14 +217,14 @@ export class NamespaceFs {
 
   async getattr(local: string): Promise<FuseStat> {
     const path = this.toRemote(local);
-    const open = this.writing(path);
-    if (open) return this.fileStat(open.size, open.createdAt, true);
+    const content = this.files.get(path)?.content;
+    if (content) return this.fileStat(content.size, content.createdAt, true);
     return this.toStat(await this.lookup(path));
   }
 
   async fgetattr(local: string, fh: number): Promise<FuseStat> {
-    const handle = this.handles.get(fh);
-    if (handle?.mode === 'write') return this.fileStat(handle.size, handle.createdAt, true);
+    const content = this.handles.get(fh)?.file.content;
+    if (content) return this.fileStat(content.size, content.createdAt, true);
     return this.getattr(local);
   }
 
@@ -226,41 +249,51 @@ export class NamespaceFs {
 
   async open(local: string, flags: number): Promise<number> {
     const path = this.toRemote(local);
+    const forWrite = (flags & O_ACCMODE) !== O_RDONLY;
+    const append = (flags & O_APPEND) !== 0;
+    const open = this.files.get(path);
+    if (open?.content) {
+      // Open already with its content in the mount (perhaps not in the catalog yet): shared.
+      const fh = this.addHandle(open, forWrite ? 'write' : 'read', append);
+      if (forWrite && (flags & O_TRUNC) !== 0) await this.resize(open.content, path, 0);
+      return fh;
+    }
     const entry = await this.lookup(path);
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
-    if ((flags & O_ACCMODE) === O_RDONLY) {
+    const file = open ?? this.openFile(path);
+    if (!forWrite) {
+      const fh = this.addHandle(file, 'read', false);
       // The size is the catalog's: no HEAD request before the first read.
-      const remote = ApiRemoteFile.forRead(this.options.api, path, entry.size, { retry: this.retry });
-      return this.addHandle(path, 'read', this.pool.open(remote), 0);
+      this.handle(fh).size = entry.size;
+      return fh;
     }
     // The kernel opens first and truncates afterwards (O_TRUNC arrives as ftruncate to 0).
     const rewrite = entry.size === 0 || (flags & O_TRUNC) !== 0;
-    return this.openForWrite(path, rewrite, rewrite ? 0 : entry.size, entry, (flags & O_APPEND) !== 0);
+    this.startContent(file, rewrite, rewrite ? 0 : entry.size, entry);
+    return this.addHandle(file, 'write', append);
   }
 
   create(local: string): number {
     const path = this.toRemote(local);
-    const fh = this.openForWrite(path, true, 0, undefined, false);
+    const file = this.files.get(path) ?? this.openFile(path);
+    this.startContent(file, true, 0, undefined);
+    const fh = this.addHandle(file, 'write', false);
     this.cache.invalidateEntry(path);
     return fh;
   }
 
   async read(fh: number, buffer: Buffer, length: number, position: number): Promise<number> {
     const handle = this.handle(fh);
-    const patch = handle.patch;
-    if (patch) {
-      // The bytes this handle wrote, the base's elsewhere.
+    const content = handle.file.content;
+    if (content) {
+      // Written through some descriptor: the bytes written, the base's elsewhere. A rewrite read
+      // back commits what it wrote so far and goes on as a patch, which can read.
+      if (!content.patch) await this.toPatch(content, handle.file.path);
+      const patch = content.patch!;
       const data = await this.call(() => patch.read(position, length));
       buffer.set(data, 0);
       this.stats.bytesRead += data.length;
       return data.length;
-    }
-    if (handle.mode !== 'read') {
-      if (handle.committed) throw new FsError(errno.EBADF, 'the file was already flushed');
-      // A rewrite read back (O_RDWR with O_TRUNC): what it wrote so far is committed, then it goes
-      // on as a patch, which can read.
-      await this.toPatch(handle);
-      return this.read(fh, buffer, length, position);
     }
     // Straight into the kernel's buffer: no copy of our own per request.
     const n = await this.call(() => this.readInOrder(handle, position, buffer.subarray(0, length)));
@@ -277,6 +310,7 @@ export class NamespaceFs {
    */
   private readInOrder(handle: Handle, position: number, target: Buffer): Promise<number> {
     const length = target.length;
+    const reader = this.reader(handle);
     return new Promise<number>((resolve, reject) => {
       const arrived = Date.now();
       const start = (): void => {
@@ -285,7 +319,7 @@ export class NamespaceFs {
             `read ${position} +${length} after ${handle.dispatchedEnd} waited ${Date.now() - arrived} ms\n`,
           );
         handle.dispatchedEnd = Math.max(handle.dispatchedEnd, position + length);
-        handle.file!.readInto(position, target).then(resolve, reject);
+        reader.readInto(position, target).then(resolve, reject);
         this.releaseWaiting(handle);
       };
       if (position <= handle.dispatchedEnd) {
@@ -305,6 +339,19 @@ export class NamespaceFs {
     });
   }
 
+  /** A read handle's buffered file, (re)opened at the file's path (which a rename may have changed). */
+  private reader(handle: Handle): BufferedFile {
+    const path = handle.file.path;
+    if (!handle.reader || handle.readerPath !== path) {
+      void handle.reader?.close().catch(() => undefined);
+      handle.reader = this.pool.open(
+        ApiRemoteFile.forRead(this.options.api, path, handle.size, { retry: this.retry }),
+      );
+      handle.readerPath = path;
+    }
+    return handle.reader;
+  }
+
   private releaseWaiting(handle: Handle): void {
     const next = handle.waiting[0];
     if (next && next.position <= handle.dispatchedEnd) {
@@ -316,24 +363,25 @@ export class NamespaceFs {
 
   async write(fh: number, buffer: Buffer, length: number, position: number): Promise<number> {
     const handle = this.handle(fh);
-    if (handle.mode !== 'write') throw new FsError(errno.EBADF, 'the file is open for reading');
-    if (handle.committed)
-      throw new FsError(errno.EIO, 'the file was already flushed; open it again to write');
-    if (handle.append) position = handle.size;
-    if (handle.switching || (handle.rewrite && position !== handle.size)) await this.toPatch(handle);
-    const patch = handle.patch;
+    const content = handle.file.content;
+    if (handle.mode !== 'write' || !content) throw new FsError(errno.EBADF, 'the file is open for reading');
+    const path = handle.file.path;
+    if (handle.append) position = content.size;
+    if (content.switching || (content.rewrite && position !== content.size))
+      await this.toPatch(content, path);
+    const patch = content.patch;
     if (patch) {
       await this.call(() => patch.write(position, buffer.subarray(0, length)));
-      handle.size = patch.size;
-      handle.written = true;
+      content.size = patch.size;
+      content.written = true;
       this.stats.bytesWritten += length;
       return length;
     }
-    const file = this.rewriteFile(handle);
+    const file = this.rewriteFile(content, path);
     // The buffer copies the bytes before its promise settles, so the kernel's buffer can be reused.
     await this.call(() => file.write(position, buffer.subarray(0, length)));
-    handle.size = position + length;
-    handle.written = true;
+    content.size = position + length;
+    content.written = true;
     this.stats.bytesWritten += length;
     return length;
   }
@@ -342,91 +390,96 @@ export class NamespaceFs {
    * close(2): whatever the file holds now is committed before close returns (close-to-open, as NFS
    * promises it), also when nothing was written: a new file then exists, an emptied one is empty.
    * The kernel calls this for every close of a duplicated descriptor (a shell's `> file` dups it and
-   * closes the original before writing), so the handle goes on as a patch of what was committed and
-   * a later write through another descriptor makes the next version. Before, an unwritten handle was
+   * closes the original before writing), so the file goes on as a patch of what was committed and a
+   * later write through another descriptor makes the next version. Before, an unwritten handle was
    * left to release, which the kernel runs after close has returned: `: > f; echo new >> f` lost the
    * append to the empty object committed late.
    */
   async flush(fh: number): Promise<void> {
     const handle = this.handle(fh);
-    if (handle.mode !== 'write' || handle.committed) return;
-    if (!handle.patch) await this.toPatch(handle);
-    await this.commitPatch(handle, handle.patch!);
+    const content = handle.file.content;
+    if (handle.mode !== 'write' || !content) return;
+    await this.commitContent(content, handle.file.path);
   }
 
-  /** Ends a write handle: a replaced object is committed; one opened but never replaced is left as it was. */
-  private async commit(handle: Handle): Promise<void> {
-    handle.committed = true;
-    const patch = handle.patch;
-    if (patch) {
-      try {
-        await this.commitPatch(handle, patch);
-      } finally {
-        await patch.close();
-      }
-      return;
-    }
-    const file = handle.file;
-    if (!handle.rewrite || !file) return;
-    try {
-      await this.call(() => file.close());
-    } finally {
-      this.cache.invalidateEntry(handle.path);
-    }
-    // Known without asking: the next lookup of the file (cp's fstat, ls) needs no request.
-    if (handle.remote?.entry) this.cache.added(handle.remote.entry);
-  }
-
-  /** A patch's changes become the object's next version; the handle goes on from it. */
-  private async commitPatch(handle: Handle, patch: PatchFile): Promise<void> {
+  /** Everything the file holds is a version in the catalog, and the file goes on as a patch of it. */
+  private async commitContent(content: FileContent, path: string): Promise<void> {
+    if (!content.patch) await this.toPatch(content, path);
+    const patch = content.patch!;
     if (!patch.changed) return;
     let entry: EntryDto | undefined;
     try {
       entry = await this.call(() => patch.commit());
     } finally {
-      this.cache.invalidateEntry(handle.path);
+      this.cache.invalidateEntry(path);
     }
     if (entry) {
-      handle.base = entry;
+      content.base = entry;
       this.cache.added(entry);
     }
   }
 
   /**
-   * A rewrite that is no longer sequential (a write elsewhere than at its end, or a truncation to
-   * another size) goes on as a patch: what it wrote in order is committed first (for a new file,
-   * an empty object), and the patch starts from that version. An existing object truncated to 0
-   * on opening that has not been written starts from the old version, with none of it visible.
+   * The last close of a written file: what is not committed yet is (release comes after flush, so
+   * normally nothing is left), and the file's temporary state is dropped.
    */
-  private toPatch(handle: Handle): Promise<void> {
-    // A read and a write may both find the rewrite out of order: one switch for both.
-    handle.switching ??= this.switchToPatch(handle).finally(() => (handle.switching = undefined));
-    return handle.switching;
+  private async closeContent(content: FileContent, path: string): Promise<void> {
+    const patch = content.patch;
+    if (patch) {
+      try {
+        await this.commitContent(content, path);
+      } finally {
+        await patch.close();
+      }
+      return;
+    }
+    const file = content.file;
+    if (!content.rewrite || !file) return;
+    try {
+      await this.call(() => file.close());
+    } finally {
+      this.cache.invalidateEntry(path);
+    }
+    // Known without asking: the next lookup of the file (cp's fstat, ls) needs no request.
+    if (content.remote?.entry) this.cache.added(content.remote.entry);
   }
 
-  private async switchToPatch(handle: Handle): Promise<void> {
-    if (handle.patch) return;
-    let base = handle.base;
+  /**
+   * A rewrite that is no longer sequential (a write elsewhere than at its end, a truncation to
+   * another size, a read, a rename, a flush) goes on as a patch: what it wrote in order is committed
+   * first (for a new file, an empty object), and the patch starts from that version. An existing
+   * object truncated to 0 on opening that has not been written starts from the old version, with
+   * none of it visible.
+   */
+  private toPatch(content: FileContent, path: string): Promise<void> {
+    // A read and a write may both find the rewrite out of order: one switch for both.
+    content.switching ??= this.switchToPatch(content, path).finally(() => (content.switching = undefined));
+    return content.switching;
+  }
+
+  private async switchToPatch(content: FileContent, path: string): Promise<void> {
+    if (content.patch) return;
+    let base = content.base;
     let visibleBase = 0;
-    if (handle.written || !base) {
-      const file = this.rewriteFile(handle);
+    if (content.written || !base) {
+      const file = this.rewriteFile(content, path);
       try {
         await this.call(() => file.close());
       } finally {
-        this.cache.invalidateEntry(handle.path);
+        this.cache.invalidateEntry(path);
       }
-      handle.file = undefined;
-      base = handle.remote?.entry ?? (await this.lookup(handle.path));
+      content.file = undefined;
+      base = content.remote?.entry ?? (await this.lookup(path));
       this.cache.added(base);
-      visibleBase = handle.size;
+      visibleBase = content.size;
     } else {
       // Never written: nothing was sent, and closing it would replace the object with nothing.
-      handle.file = undefined;
+      content.file = undefined;
     }
-    handle.remote = undefined;
-    handle.rewrite = false;
-    handle.base = base;
-    handle.patch = this.newPatch(handle.path, base, handle.size, visibleBase);
+    content.remote = undefined;
+    content.rewrite = false;
+    content.base = base;
+    content.patch = this.newPatch(path, base, content.size, visibleBase);
   }
 
   private newPatch(path: string, base: EntryDto, size: number, visibleBase: number): PatchFile {
@@ -442,22 +495,23 @@ export class NamespaceFs {
     });
   }
 
-  /** The fast path's buffered file (opened when the handle starts replacing the object). */
-  private rewriteFile(handle: Handle): BufferedFile {
-    if (!handle.file) {
-      const remote = new MountWriteFile(this.options.api, handle.path, this.retry);
-      handle.file = this.pool.open(remote);
-      handle.remote = remote;
+  /** The fast path's buffered file (opened when the file starts replacing the object). */
+  private rewriteFile(content: FileContent, path: string): BufferedFile {
+    if (!content.file) {
+      const remote = new MountWriteFile(this.options.api, path, this.retry);
+      content.file = this.pool.open(remote);
+      content.remote = remote;
     }
-    return handle.file;
+    return content.file;
   }
 
   /** fsync(2): a patch is committed (a new version); a rewrite's parts are sent and acknowledged. */
   async fsync(fh: number): Promise<void> {
     const handle = this.handle(fh);
-    if (handle.mode !== 'write' || handle.committed) return;
-    if (handle.patch) return this.commitPatch(handle, handle.patch);
-    const file = handle.file;
+    const content = handle.file.content;
+    if (handle.mode !== 'write' || !content) return;
+    if (content.patch) return this.commitContent(content, handle.file.path);
+    const file = content.file;
     if (file) await this.call(() => file.fsync());
   }
 
@@ -465,19 +519,19 @@ export class NamespaceFs {
     const handle = this.handles.get(fh);
     if (!handle) return;
     this.handles.delete(fh);
-    if (handle.mode === 'write' && !handle.committed) {
-      await this.commit(handle);
-    } else if (handle.mode === 'write') {
-      await handle.patch?.close();
-    } else {
-      await handle.file?.close().catch(() => undefined);
-    }
+    for (const w of handle.waiting) clearTimeout(w.timer);
+    await handle.reader?.close().catch(() => undefined);
+    const file = handle.file;
+    file.handles.delete(handle);
+    if (file.handles.size > 0) return;
+    this.files.delete(file.path);
+    if (file.content) await this.closeContent(file.content, file.path);
   }
 
   async truncate(local: string, size: number): Promise<void> {
     const path = this.toRemote(local);
-    const open = this.writing(path);
-    if (open) return this.resize(open, size);
+    const content = this.files.get(path)?.content;
+    if (content) return this.resize(content, path, size);
     const entry = await this.lookup(path);
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
     if (size === entry.size) return;
@@ -500,35 +554,36 @@ export class NamespaceFs {
 
   async ftruncate(fh: number, size: number): Promise<void> {
     const handle = this.handle(fh);
-    if (handle.mode === 'write' && !handle.committed) return this.resize(handle, size);
-    await this.truncate(this.localOf(handle.path), size);
+    const content = handle.file.content;
+    if (content) return this.resize(content, handle.file.path, size);
+    await this.truncate(this.localOf(handle.file.path), size);
   }
 
   /**
-   * ftruncate on a file open for writing. To 0 on a handle that has sent nothing starts replacing
-   * the object (the fast path: `>` opens, then truncates); any other size goes through a patch.
+   * A truncation of an open file. To 0 on a file that has sent nothing starts replacing the object
+   * (the fast path: `>` opens, then truncates); any other size goes through a patch.
    */
-  private async resize(handle: Handle, size: number): Promise<void> {
-    if (size === handle.size) return;
-    if (size === 0 && !handle.file && handle.patch?.entry === undefined) {
-      await handle.patch?.close();
-      handle.patch = undefined;
-      handle.rewrite = true;
-      handle.size = 0;
-      handle.written = false;
-      // Released without a write, it commits an empty object, as `> file` does.
-      this.rewriteFile(handle);
+  private async resize(content: FileContent, path: string, size: number): Promise<void> {
+    if (size === content.size) return;
+    if (size === 0 && !content.file && content.patch?.entry === undefined) {
+      await content.patch?.close();
+      content.patch = undefined;
+      content.rewrite = true;
+      content.size = 0;
+      content.written = false;
+      // Closed without a write, it commits an empty object, as `> file` does.
+      this.rewriteFile(content, path);
       return;
     }
-    if (!handle.patch) await this.toPatch(handle);
-    await handle.patch!.resize(size);
-    handle.size = size;
+    if (!content.patch) await this.toPatch(content, path);
+    await content.patch!.resize(size);
+    content.size = size;
   }
 
   /** Times are kept by the catalog (the time of the last change); setting them is accepted and ignored. */
   async utimens(local: string): Promise<void> {
     const path = this.toRemote(local);
-    if (this.writing(path)) return;
+    if (this.files.get(path)?.content) return;
     await this.lookup(path);
   }
 
@@ -558,10 +613,18 @@ export class NamespaceFs {
     this.cache.invalidateTree(path);
   }
 
-  /** rename(2): an existing target is replaced (an object, or an empty collection), as POSIX says. */
+  /**
+   * rename(2): an existing target is replaced (an object, or an empty collection), as POSIX says.
+   * Files open below the source follow it: what they wrote in order is committed first (so the
+   * object exists to be moved), and their reads and commits go to the new path afterwards. (A target
+   * that is open was already moved aside by libfuse, which hides open files instead of removing them.)
+   */
   async rename(localFrom: string, localTo: string): Promise<void> {
     const from = this.toRemote(localFrom);
     const to = this.toRemote(localTo);
+    const moving = [...this.files.values()].filter((f) => f.path === from || f.path.startsWith(from + '/'));
+    for (const file of moving)
+      if (file.content && !file.content.patch) await this.toPatch(file.content, file.path);
     const source = await this.lookup(from);
     const target = await this.lookup(to).catch((err: unknown) => {
       if (err instanceof FsError && err.errno === errno.ENOENT) return undefined;
@@ -581,6 +644,12 @@ export class NamespaceFs {
     await this.call(() => this.remote.move(from, to));
     this.cache.invalidateTree(from);
     this.cache.invalidateTree(to);
+    for (const file of moving) {
+      this.files.delete(file.path);
+      file.path = to + file.path.slice(from.length);
+      this.files.set(file.path, file);
+      await file.content?.patch?.rename(file.path);
+    }
   }
 
   statfs(): FuseStatfs {
@@ -604,14 +673,17 @@ export class NamespaceFs {
   /** Closes every open file (aborting unfinished writes): the mount is going away. */
   async closeAll(): Promise<void> {
     const handles = [...this.handles.values()];
+    const files = [...this.files.values()];
     this.handles.clear();
+    this.files.clear();
     // Uncommitted changes of a patch are dropped; a rewrite's file is closed as before.
-    await Promise.all(
-      handles.map(async (h) => {
-        await h.patch?.close();
-        await h.file?.close().catch(() => undefined);
+    await Promise.all([
+      ...handles.map((h) => h.reader?.close().catch(() => undefined)),
+      ...files.map(async (f) => {
+        await f.content?.patch?.close();
+        await f.content?.file?.close().catch(() => undefined);
       }),
-    );
+    ]);
   }
 
   // ---- helpers ----
@@ -648,46 +720,31 @@ export class NamespaceFs {
     }
   }
 
-  private openForWrite(
-    path: string,
-    rewrite: boolean,
-    size: number,
-    base: EntryDto | undefined,
-    append: boolean,
-  ): number {
-    const fh = this.addHandle(path, 'write', undefined, size, rewrite);
-    const handle = this.handles.get(fh)!;
-    handle.base = base;
-    handle.append = append;
-    if (rewrite) this.rewriteFile(handle);
-    else if (base) handle.patch = this.newPatch(path, base, size, size);
-    return fh;
+  private openFile(path: string): OpenFile {
+    const file: OpenFile = { path, handles: new Set() };
+    this.files.set(path, file);
+    return file;
   }
 
-  private addHandle(
-    path: string,
-    mode: 'read' | 'write',
-    file: BufferedFile | undefined,
-    size: number,
-    rewrite = false,
-  ): number {
+  /**
+   * The file becomes writable: replaced from offset 0 (`rewrite`), or changed in place from `base`.
+   * A file that already has content (another descriptor writes it) keeps it.
+   */
+  private startContent(file: OpenFile, rewrite: boolean, size: number, base: EntryDto | undefined): void {
+    if (file.content) return;
+    const content: FileContent = { size, rewrite, base, written: false, createdAt: Date.now() };
+    file.content = content;
+    if (rewrite) this.rewriteFile(content, file.path);
+    else if (base) content.patch = this.newPatch(file.path, base, size, size);
+  }
+
+  private addHandle(file: OpenFile, mode: 'read' | 'write', append: boolean): number {
     let fh = this.nextFh;
     while (this.handles.has(fh) || fh === 0) fh = (fh + 1) >>> 0;
     this.nextFh = (fh + 1) >>> 0;
-    this.handles.set(fh, {
-      fh,
-      path,
-      mode,
-      file,
-      size,
-      rewrite,
-      append: false,
-      committed: false,
-      written: false,
-      dispatchedEnd: 0,
-      waiting: [],
-      createdAt: Date.now(),
-    });
+    const handle: Handle = { fh, file, mode, append, size: 0, dispatchedEnd: 0, waiting: [] };
+    this.handles.set(fh, handle);
+    file.handles.add(handle);
     return fh;
   }
 
@@ -697,25 +754,18 @@ export class NamespaceFs {
     return handle;
   }
 
-  /** The newest uncommitted write handle on a path. */
-  private writing(path: string): Handle | undefined {
-    let found: Handle | undefined;
-    for (const h of this.handles.values())
-      if (h.path === path && h.mode === 'write' && !h.committed) found = h;
-    return found;
-  }
-
   private withPending(
     path: string,
     names: string[],
     stats: FuseStat[],
   ): { names: string[]; stats: FuseStat[] } {
-    for (const h of this.handles.values()) {
-      if (h.mode !== 'write' || h.committed || h.path === '/' || splitPath(h.path).parent !== path) continue;
-      const name = splitPath(h.path).name;
+    for (const file of this.files.values()) {
+      const content = file.content;
+      if (!content || file.path === '/' || splitPath(file.path).parent !== path) continue;
+      const name = splitPath(file.path).name;
       if (!names.includes(name)) {
         names = [...names, name];
-        stats = [...stats, this.fileStat(h.size, h.createdAt, true)];
+        stats = [...stats, this.fileStat(content.size, content.createdAt, true)];
       }
     }
     return { names, stats };

@@ -98,6 +98,20 @@ export class PatchFile {
     return this.serial(() => this.commitNow());
   }
 
+  /** The object was renamed while open: its base is read, and its changes committed, at `path` from now on. */
+  rename(path: string): Promise<void> {
+    return this.serial(async () => {
+      this.options.path = path;
+      const reader = this.baseReader;
+      this.baseReader = undefined;
+      await reader?.close().catch(() => undefined);
+    });
+  }
+
+  get path(): string {
+    return this.options.path;
+  }
+
   private serial<T>(op: () => Promise<T>): Promise<T> {
     const run = this.queue.then(op, op);
     this.queue = run.catch(() => undefined);

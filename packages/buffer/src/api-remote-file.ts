@@ -184,7 +184,15 @@ export class ApiRemoteFile implements RemoteFile {
     this.sessionId = undefined;
     this.sessionReady = undefined;
     this.restartHash();
-    this.entry = await this.sessions.complete(id);
+    try {
+      this.entry = await this.sessions.complete(id);
+    } catch (err) {
+      // Nothing completes it later: its bytes go now (a session the site already ended is no
+      // error). During an outage this fails at once, and the connection's observer keeps the
+      // session to be removed once the site answers again.
+      await this.sessions.abort(id).catch(() => undefined);
+      throw err;
+    }
   }
 
   async abort(): Promise<void> {

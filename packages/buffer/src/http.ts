@@ -3,6 +3,17 @@ import https from 'node:https';
 import { ApiError } from '@tributary/shared';
 import { apiError, TransportError, wrapTransport } from './http-errors';
 import { HttpIntoClient, placeBody, skipOf, type IntoOptions, type IntoResult } from './http-into';
+import {
+  now,
+  RequestClock,
+  RequestTimeoutError,
+  SiteUnreachableError,
+  slicedBody,
+  type RequestTimeouts,
+  type SiteLiveness,
+  type TimeoutKind,
+} from './timeouts';
+import type { UploadSessionObserver } from './upload-session';
 
 export { TransportError } from './http-errors';
 
@@ -18,6 +29,13 @@ export interface ApiConnectionOptions {
   fetch?: typeof fetch;
   /** Called once for each HTTP request sent (counting, tracing). */
   onRequest?(request: ApiRequest): void;
+  /**
+   * Timeouts for every request (see TimeoutKind for which one applies). Without them a request
+   * waits as long as the transport lets it.
+   */
+  timeouts?: RequestTimeouts;
+  /** Hears about the upload sessions opened and ended through this connection (crash recovery). */
+  uploadSessions?: UploadSessionObserver;
 }
 
 /** The answer a body is received from: its status and headers. */
@@ -39,7 +57,38 @@ export interface ApiRequest {
    */
   bodyInPlace?: boolean;
   signal?: AbortSignal;
+  /**
+   * Which of `ApiConnectionOptions.timeouts` applies (see TimeoutKind). Default: `data` for a body
+   * of bytes and for `receive`, `receiveInto` and `bytes`; otherwise `metadata`.
+   */
+  timeout?: TimeoutKind;
+  /** Sent even while the connection refuses requests after an outage (`setUnreachable`): health checks. */
+  probe?: boolean;
 }
+
+/** The timeout a request gets when it names none. */
+function kindOf(request: ApiRequest, streaming: boolean): TimeoutKind {
+  if (request.timeout) return request.timeout;
+  if (streaming) return 'data';
+  return request.body instanceof Uint8Array && request.body.length > 0 ? 'data' : 'metadata';
+}
+
+/** A request's clock, or none (no timeouts configured, or `timeout: 'none'`). */
+interface Clock {
+  signal: AbortSignal | undefined;
+  sent(): void;
+  received(): void;
+  bodySent(): void;
+  done(): void;
+}
+
+const noClock = (signal: AbortSignal | undefined): Clock => ({
+  signal,
+  sent: () => undefined,
+  received: () => undefined,
+  bodySent: () => undefined,
+  done: () => undefined,
+});
 
 /** A thin layer over fetch for the transfer engine: auth, error envelopes, transport failures. */
 export class ApiConnection {
@@ -48,13 +97,92 @@ export class ApiConnection {
   private agent: http.Agent | undefined;
   /** Keep-alive connections for `receiveInto` over plain HTTP. */
   private into: HttpIntoClient | undefined;
+  /** When the site last answered anything (monotonic ms; the creation time before its first answer). */
+  private heardAt = now();
+  /** A health check sent to see whether the site is alive while it works on a commit. */
+  private lifeCheck: Promise<void> | undefined;
+  /** Set while the site is known not to answer: requests fail at once (see setUnreachable). */
+  private outage: Error | undefined;
+  private readonly site: SiteLiveness = {
+    lastHeard: () => this.heardAt,
+    checkLife: (quietMs) => this.checkLife(quietMs),
+    // A request that ran out of time: the site is silent; the next ones need not wait as long.
+    timedOut: (error) => (this.outage ??= error),
+  };
 
   constructor(readonly options: ApiConnectionOptions) {
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
+  /** When the site last answered anything through this connection (monotonic ms, `performance.now()`). */
+  get lastHeard(): number {
+    return this.heardAt;
+  }
+
+  /**
+   * While the site is known not to answer (`cause`: the failure that showed it), requests other
+   * than probes (`ApiRequest.probe`) fail at once with SiteUnreachableError instead of each waiting
+   * for its own timeout; `undefined` ends that. A request that runs out of time sets it by itself,
+   * and any answer from the site (to a request in flight, or to a probe) ends it. The mount also
+   * sets it when a request finds no site at all (connection refused).
+   */
+  setUnreachable(cause: Error | undefined): void {
+    this.outage = cause;
+  }
+
+  /** The failure that began the current outage (see setUnreachable), if the site is not answering. */
+  get unreachable(): Error | undefined {
+    return this.outage;
+  }
+
   /** Sends the request; throws ApiError for an error status, TransportError without an answer. */
   async send(request: ApiRequest): Promise<Response> {
+    const clock = this.clock(request, false);
+    try {
+      return await this.fetchWith(request, clock);
+    } finally {
+      clock.done();
+    }
+  }
+
+  /** Starts a request's clock; throws SiteUnreachableError during an outage. */
+  private clock(request: ApiRequest, streaming: boolean): Clock {
+    if (this.outage && !request.probe) {
+      throw new SiteUnreachableError(
+        `not sent: the site did not answer a moment ago (${this.outage.message})`,
+        this.outage,
+      );
+    }
+    const kind = kindOf(request, streaming);
+    const timeouts = this.options.timeouts;
+    if (!timeouts || kind === 'none') return noClock(request.signal);
+    return new RequestClock(
+      kind,
+      timeouts,
+      `${request.method} ${request.url.split('?')[0]}`,
+      this.site,
+      request.signal,
+    );
+  }
+
+  private heard(clock: Clock): void {
+    this.heardAt = now();
+    this.outage = undefined;
+    clock.received();
+  }
+
+  /** Asks the site for a sign of life: one health check at a time, only if nothing was heard for `quietMs`. */
+  private checkLife(quietMs: number): void {
+    if (this.lifeCheck || now() - this.heardAt < quietMs) return;
+    // Any answer counts (a 503 too): `heard` is recorded as it arrives.
+    this.lifeCheck = this.send({ method: 'GET', url: '/api/health', timeout: 'metadata', probe: true })
+      .then((res) => res.body?.cancel())
+      .catch(() => undefined)
+      .finally(() => (this.lifeCheck = undefined));
+  }
+
+  /** The fetch of `send`, `json` and `receive`, under the request's clock (the caller stops it). */
+  private async fetchWith(request: ApiRequest, clock: Clock): Promise<Response> {
     this.options.onRequest?.(request);
     let res: Response;
     const headers: Record<string, string> = {
@@ -62,18 +190,29 @@ export class ApiConnection {
       ...request.headers,
     };
     let body = request.body as RequestInit['body'];
-    if (request.bodyInPlace && request.body instanceof Uint8Array && request.body.length > 0) {
-      // A stream of one piece is sent without a copy; with its length given, it is not sent
-      // chunked, and undici refuses to send a body of another length.
-      body = inPlace(request.body);
+    const timed = clock.signal !== request.signal;
+    if (request.body instanceof Uint8Array && request.body.length > 0 && (request.bodyInPlace || timed)) {
+      // A stream of views is sent without a copy; with its length given, it is not sent chunked,
+      // and undici refuses to send a body of another length. Under a clock, each slice taken is
+      // progress and the last one ends the upload's data phase.
+      body = timed
+        ? slicedBody(
+            request.body,
+            () => clock.sent(),
+            () => clock.bodySent(),
+          )
+        : inPlace(request.body);
       headers['content-length'] = String(request.body.length);
+    } else if (request.body !== undefined) {
+      clock.bodySent();
     }
+    const signal = clock.signal;
     try {
       res = await this.fetchImpl(`${this.options.baseUrl}${request.url}`, {
         method: request.method,
         headers,
         body,
-        signal: request.signal,
+        signal,
         // The API never redirects. With a body, following a redirect makes fetch (undici) clone
         // the request first, which copies every byte of the body once more (a tee of its stream):
         // no window and no redirects let it send the request as it is. A stream body needs
@@ -83,18 +222,34 @@ export class ApiConnection {
           : {}),
       });
     } catch (err) {
-      throw wrapTransport(err, request.signal);
+      throw wrapTransport(err, signal);
     }
-    if (!res.ok && res.status !== 304) throw apiError(res.status, await res.text().catch(() => ''));
+    this.heard(clock);
+    if (!res.ok && res.status !== 304) {
+      let text: string;
+      try {
+        text = await res.text();
+      } catch (err) {
+        // Out of time while the error's body arrived: that is the failure, not the status.
+        if (signal?.aborted) throw wrapTransport(err, signal);
+        text = '';
+      }
+      throw apiError(res.status, text);
+    }
     return res;
   }
 
   async json<T>(request: ApiRequest): Promise<T> {
-    const res = await this.send(request);
+    const clock = this.clock(request, false);
     try {
-      return (await res.json()) as T;
-    } catch (err) {
-      throw wrapTransport(err, request.signal);
+      const res = await this.fetchWith(request, clock);
+      try {
+        return (await res.json()) as T;
+      } catch (err) {
+        throw wrapTransport(err, clock.signal);
+      }
+    } finally {
+      clock.done();
     }
   }
 
@@ -107,8 +262,21 @@ export class ApiConnection {
     request: ApiRequest,
     onChunk: (chunk: Uint8Array, response: ReceivedResponse) => boolean | void,
   ): Promise<ReceivedResponse> {
-    if (!this.options.fetch) return this.receiveOverHttp(request, onChunk);
-    const response = await this.send(request);
+    const clock = this.clock(request, true);
+    try {
+      if (!this.options.fetch) return await this.receiveOverHttp(request, onChunk, clock);
+      return await this.receiveOverFetch(request, onChunk, clock);
+    } finally {
+      clock.done();
+    }
+  }
+
+  private async receiveOverFetch(
+    request: ApiRequest,
+    onChunk: (chunk: Uint8Array, response: ReceivedResponse) => boolean | void,
+    clock: Clock,
+  ): Promise<ReceivedResponse> {
+    const response = await this.fetchWith(request, clock);
     if (!response.body) return response;
     const announced = Number(response.headers.get('content-length') ?? NaN);
     const known = Number.isSafeInteger(announced) && announced >= 0;
@@ -118,6 +286,7 @@ export class ApiConnection {
     let failed: { error: unknown } | undefined;
     try {
       for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        this.heard(clock);
         received += chunk.length;
         if (known && received > announced) throw new TransportError('the body is longer than announced');
         try {
@@ -130,7 +299,7 @@ export class ApiConnection {
       }
     } catch (err) {
       if (err instanceof TransportError) throw err;
-      throw wrapTransport(err, request.signal);
+      throw wrapTransport(err, clock.signal);
     }
     if (failed) throw failed.error;
     if (known && !stopped && received !== announced)
@@ -168,18 +337,35 @@ export class ApiConnection {
       });
       return { response, filled };
     }
+    const clock = this.clock(request, true);
     this.options.onRequest?.(request);
     this.into ??= new HttpIntoClient(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80), url.host);
-    return this.into.get(
-      {
-        method: request.method,
-        path: `${url.pathname}${url.search}`,
-        headers: { authorization: `Bearer ${this.options.token}`, ...request.headers },
-        signal: request.signal,
-      },
-      target,
-      options,
-    );
+    try {
+      const result = await this.into.get(
+        {
+          method: request.method,
+          path: `${url.pathname}${url.search}`,
+          headers: { authorization: `Bearer ${this.options.token}`, ...request.headers },
+          signal: clock.signal,
+        },
+        target,
+        {
+          ...options,
+          onProgress: (filled) => {
+            this.heard(clock);
+            options.onProgress?.(filled);
+          },
+        },
+      );
+      this.heard(clock);
+      return result;
+    } catch (err) {
+      // An error status is an answer too.
+      if (err instanceof ApiError) this.heard(clock);
+      throw err;
+    } finally {
+      clock.done();
+    }
   }
 
   /**
@@ -213,14 +399,19 @@ export class ApiConnection {
   private receiveOverHttp(
     request: ApiRequest,
     onChunk: (chunk: Uint8Array, response: ReceivedResponse) => boolean | void,
+    clock: Clock,
   ): Promise<ReceivedResponse> {
     this.options.onRequest?.(request);
-    const { signal } = request;
+    const { signal } = clock;
     return new Promise<ReceivedResponse>((resolve, reject) => {
       let settled = false;
+      // Out of time (or cancelled) at any stage: settled at once, whatever the socket does next.
+      const onAbort = (): void => done(signal?.reason ?? new Error('aborted'));
+      signal?.addEventListener('abort', onAbort, { once: true });
       const done = (error: unknown, response?: ReceivedResponse): void => {
         if (settled) return;
         settled = true;
+        signal?.removeEventListener('abort', onAbort);
         if (error === undefined) {
           resolve(response!);
           return;
@@ -245,6 +436,7 @@ export class ApiConnection {
       });
       req.on('error', (err) => done(wrapTransport(err, signal)));
       req.on('response', (res) => {
+        this.heard(clock);
         const status = res.statusCode ?? 0;
         const response: ReceivedResponse = {
           status,
@@ -267,6 +459,7 @@ export class ApiConnection {
         let received = 0;
         res.on('data', (piece: Buffer) => {
           if (settled) return;
+          this.heard(clock);
           received += piece.length;
           if (known && received > announced) {
             done(new TransportError('the body is longer than announced'));
@@ -298,6 +491,7 @@ export class ApiConnection {
           done(new TransportError(`the body ended after ${received} bytes: the connection closed`)),
         );
       });
+      if (request.body !== undefined) clock.bodySent();
       req.end(request.body);
     });
   }
@@ -315,8 +509,13 @@ function inPlace(bytes: Uint8Array): ReadableStream<Uint8Array> {
 
 export const dataUrl = (path: string): string => `/api/v1/data?path=${encodeURIComponent(path)}`;
 
-/** Worth another try: no answer, a reset connection, or a server-side failure (5xx, 429). */
+/**
+ * Worth another try: no answer, a reset connection, or a server-side failure (5xx, 429). Not a
+ * timeout (RequestTimeoutError) nor a request refused during an outage (SiteUnreachableError): the
+ * caller chose how long to wait, and trying again would multiply it.
+ */
 export function isTransient(err: unknown): boolean {
+  if (err instanceof RequestTimeoutError || err instanceof SiteUnreachableError) return false;
   if (err instanceof TransportError) return true;
   if (err instanceof ApiError) return err.status >= 500 || err.status === 429;
   return false;

@@ -2,6 +2,7 @@ export * from './remote-file';
 export * from './memory-budget';
 export * from './buffered-file';
 export * from './http';
+export * from './timeouts';
 export type { IntoOptions, IntoResult } from './http-into';
 export * from './retry';
 export * from './progress';

@@ -18,18 +18,50 @@ import { withRetry, type RetryPolicy } from './retry';
  */
 export type ChunkChecksum = string | { prefixSha256: string };
 
+/**
+ * Hears about the upload sessions a connection opens and ends (`ApiConnectionOptions.uploadSessions`),
+ * so that a client can keep a record of those still open and remove them from the site after a
+ * crash (the mount does: docs/mount.md). Its methods must not throw.
+ */
+export interface UploadSessionObserver {
+  /** A session was opened; it is used once the promise settles (so it can be recorded first). */
+  opened(session: UploadSessionDto): void | Promise<void>;
+  /** The session ended: committed, abandoned, or the site no longer has it. */
+  ended(id: string): void;
+  /** Abandoning the session failed (the site did not answer, or was still busy with it): it may still be open there. */
+  abandoned(id: string): void;
+}
+
+/** The answers after which a session is no longer open at the site. */
+function sessionGone(err: unknown): boolean {
+  return (
+    err instanceof ApiError &&
+    (err.code === ErrorCode.NotFound ||
+      err.code === ErrorCode.UploadExpired ||
+      // Completing ends the session when the bytes are wrong or the base moved on.
+      err.code === ErrorCode.ChecksumMismatch ||
+      err.code === ErrorCode.UploadBaseChanged)
+  );
+}
+
 /** The API's resumable upload sessions (`/api/v1/uploads`), one call per method. */
 export class UploadSessionClient {
   constructor(private readonly api: ApiConnection) {}
 
-  create(request: CreateUploadRequest, signal?: AbortSignal): Promise<UploadSessionDto> {
-    return this.api.json<UploadSessionDto>({
+  private get observer(): UploadSessionObserver | undefined {
+    return this.api.options.uploadSessions;
+  }
+
+  async create(request: CreateUploadRequest, signal?: AbortSignal): Promise<UploadSessionDto> {
+    const session = await this.api.json<UploadSessionDto>({
       method: 'POST',
       url: '/api/v1/uploads',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(request),
       signal,
     });
+    await this.observer?.opened(session);
+    return session;
   }
 
   get(id: string, signal?: AbortSignal): Promise<UploadSessionDto> {
@@ -90,22 +122,39 @@ export class UploadSessionClient {
     }, retry);
   }
 
-  complete(id: string, sha256?: string, signal?: AbortSignal): Promise<EntryDto> {
-    return this.api.json<EntryDto>({
-      method: 'POST',
-      url: `/api/v1/uploads/${id}/complete`,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(sha256 ? { sha256 } : {}),
-      signal,
-    });
+  /**
+   * Commits the session. The site composes and hashes the object before it answers (time that
+   * grows with its size), so this waits as long as the site shows signs of life (`commit` timeout).
+   */
+  async complete(id: string, sha256?: string, signal?: AbortSignal): Promise<EntryDto> {
+    try {
+      const entry = await this.api.json<EntryDto>({
+        method: 'POST',
+        url: `/api/v1/uploads/${id}/complete`,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(sha256 ? { sha256 } : {}),
+        signal,
+        timeout: 'commit',
+      });
+      this.observer?.ended(id);
+      return entry;
+    } catch (err) {
+      if (sessionGone(err)) this.observer?.ended(id);
+      throw err;
+    }
   }
 
+  /** Abandons the session and its bytes; one the site no longer has (404, 410) is not an error. */
   async abort(id: string): Promise<void> {
     try {
       await this.api.send({ method: 'DELETE', url: `/api/v1/uploads/${id}` });
     } catch (err) {
-      if (!(err instanceof ApiError && err.code === ErrorCode.NotFound)) throw err;
+      if (!sessionGone(err)) {
+        this.observer?.abandoned(id);
+        throw err;
+      }
     }
+    this.observer?.ended(id);
   }
 }
 

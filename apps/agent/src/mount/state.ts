@@ -64,7 +64,8 @@ export async function readMountFiles(home: string): Promise<MountState[]> {
     throw err;
   }
   const states: MountState[] = [];
-  for (const name of names.filter((n) => n.endsWith('.json'))) {
+  // `<id>.json`; not the upload records kept next to them (`<id>.uploads.json`, upload-record.ts).
+  for (const name of names.filter((n) => n.endsWith('.json') && !n.endsWith('.uploads.json'))) {
     try {
       const state = JSON.parse(await fs.readFile(path.join(mountsDir(home), name), 'utf8')) as MountState;
       if (

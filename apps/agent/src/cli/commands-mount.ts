@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, closeSync, promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { agentHome } from '../agent-home';
 import { findMount, listMounts, mountLogFile, mountsDir, type MountView } from '../mounts/state';
 import { processAlive } from '../transfers/registry';
@@ -19,6 +19,24 @@ export function mountMain(env: NodeJS.ProcessEnv): string {
   return env.TRIBUTARY_MOUNT_MAIN ?? path.join(__dirname, '..', 'mount', 'main.js');
 }
 
+/** A timeout in seconds for the mount process (decimals allowed, 0.1 to 3600). */
+function secondsArg(name: string): (value: string) => number {
+  return (value: string) => {
+    const n = Number(value);
+    if (!/^\d+(\.\d+)?$/.test(value.trim()) || n < 0.1 || n > 3600)
+      throw new InvalidArgumentError(`${name} must be a number of seconds from 0.1 to 3600`);
+    return n;
+  };
+}
+
+interface MountCommandOptions {
+  foreground?: boolean;
+  list?: boolean;
+  timeout?: number;
+  metadataTimeout?: number;
+  dataTimeout?: number;
+}
+
 /** mount, unmount, mounts: the FUSE mount runs as its own process; these start, find and stop it. */
 export function registerMount(program: Command, io: CliIO): void {
   program
@@ -32,28 +50,28 @@ export function registerMount(program: Command, io: CliIO): void {
       'how long to wait for the mount to come up (default 30)',
       intArg('--timeout', 1, 600),
     )
+    .option(
+      '--metadata-timeout <seconds>',
+      'longest wait for the site to answer a stat or a listing, and to show signs of life while it commits a change (default 5)',
+      secondsArg('--metadata-timeout'),
+    )
+    .option(
+      '--data-timeout <seconds>',
+      'longest time a read or write may make no progress (default 30)',
+      secondsArg('--data-timeout'),
+    )
     .description("mount a collection on a local directory with FUSE (the seed's petafs)")
     .addHelpText(
       'after',
       '\nExamples:\n  trib mount / ~/federation\n  trib mount /projects/coast /mnt/coast --foreground\n  trib unmount ~/federation',
     )
     .action(
-      action(
-        io,
-        async (
-          ctx: CliContext,
-          options: { foreground?: boolean; list?: boolean; timeout?: number },
-          remote?: string,
-          local?: string,
-        ) => {
-          if (options.list) return showMounts(ctx);
-          if (!remote || !local)
-            throw usage(
-              'give the remote collection and the local directory: trib mount <remote> <local-dir>',
-            );
-          await mount(ctx, await ctx.remote(remote), path.resolve(ctx.cwd, local), options);
-        },
-      ),
+      action(io, async (ctx: CliContext, options: MountCommandOptions, remote?: string, local?: string) => {
+        if (options.list) return showMounts(ctx);
+        if (!remote || !local)
+          throw usage('give the remote collection and the local directory: trib mount <remote> <local-dir>');
+        await mount(ctx, await ctx.remote(remote), path.resolve(ctx.cwd, local), options);
+      }),
     );
   program
     .command('unmount')
@@ -103,7 +121,7 @@ async function mount(
   ctx: CliContext,
   remote: string,
   mountpoint: string,
-  options: { foreground?: boolean; timeout?: number },
+  options: MountCommandOptions,
 ): Promise<void> {
   const service = await ctx.service();
   const stat = await fs.stat(mountpoint).catch((err: NodeJS.ErrnoException) =>
@@ -148,6 +166,8 @@ async function mount(
     TRIBUTARY_CACHE_TTL_SECONDS: String(settings.cacheTtlSeconds),
   };
   const args = [main, '--site', service.site.url, '--remote', remote, '--mountpoint', mountpoint];
+  if (options.metadataTimeout !== undefined) args.push('--metadata-timeout', String(options.metadataTimeout));
+  if (options.dataTimeout !== undefined) args.push('--data-timeout', String(options.dataTimeout));
   if (options.foreground) {
     const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (d: Buffer) => ctx.io.stdout.write(d.toString()));

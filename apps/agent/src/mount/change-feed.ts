@@ -18,6 +18,11 @@ export interface ChangeFeedOptions {
   onConnected?(connected: boolean): void;
   /** Wait before reconnecting (ms). */
   retryMs?: number;
+  /**
+   * Longest wait for the stream's answer (its head) when connecting (ms; default 10000): a site
+   * that accepts connections but does not answer (paused) is tried again instead of waited for.
+   */
+  connectTimeoutMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -69,7 +74,9 @@ export class ChangeFeed {
         };
         if (this.lastEventId) headers['last-event-id'] = this.lastEventId;
         const url = `${this.options.baseUrl}/api/v1/events?path=${encodeURIComponent(this.options.path)}`;
+        watchdog = setTimeout(() => controller.abort(), this.options.connectTimeoutMs ?? 10_000);
         const res = await fetchImpl(url, { headers, signal: controller.signal });
+        clearTimeout(watchdog);
         if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
         // Reconnected without being able to resume: what changed meanwhile is unknown.
         if (everConnected && !this.lastEventId) this.options.onResync();

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The mount process: `node dist/mount/main.js --site <url> --remote <path> --mountpoint <dir>
- * [--buffer-mib N] [--cache-ttl-ms N]`, token in TRIBUTARY_TOKEN. Runs in the foreground until
+ * [--buffer-mib N] [--cache-ttl-ms N] [--metadata-timeout S] [--data-timeout S]`, token in
+ * TRIBUTARY_TOKEN. Runs in the foreground until
  * SIGINT or SIGTERM, then unmounts and exits 0. Exit codes: 2 bad arguments, 3 FUSE unavailable,
  * 1 anything else (one line on stderr).
  */
@@ -15,7 +16,7 @@ export const EXIT_USAGE = 2;
 export const EXIT_NO_FUSE = 3;
 
 const USAGE =
-  'usage: main.js --site <url> --remote <path> --mountpoint <dir> [--buffer-mib N] [--cache-ttl-ms N] (token in TRIBUTARY_TOKEN)';
+  'usage: main.js --site <url> --remote <path> --mountpoint <dir> [--buffer-mib N] [--cache-ttl-ms N] [--metadata-timeout SECONDS] [--data-timeout SECONDS] (token in TRIBUTARY_TOKEN)';
 
 function fail(code: number, message: string): never {
   process.stderr.write(`tributary mount: ${message}\n`);
@@ -29,6 +30,15 @@ function integer(name: string, value: string | undefined, min: number): number |
   return Number(value);
 }
 
+/** A timeout in seconds (decimals allowed, 0.1 to 3600), as milliseconds. */
+function seconds(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value) || n < 0.1 || n > 3600)
+    fail(EXIT_USAGE, `--${name} must be a number of seconds from 0.1 to 3600\n${USAGE}`);
+  return Math.round(n * 1000);
+}
+
 async function main(): Promise<void> {
   let values: Record<string, string | undefined>;
   try {
@@ -39,6 +49,8 @@ async function main(): Promise<void> {
         mountpoint: { type: 'string' },
         'buffer-mib': { type: 'string' },
         'cache-ttl-ms': { type: 'string' },
+        'metadata-timeout': { type: 'string' },
+        'data-timeout': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -62,6 +74,8 @@ async function main(): Promise<void> {
   }
   const bufferMiB = integer('buffer-mib', values['buffer-mib'], 1);
   const cacheTtlMs = integer('cache-ttl-ms', values['cache-ttl-ms'], 0);
+  const metadataTimeoutMs = seconds('metadata-timeout', values['metadata-timeout']);
+  const dataTimeoutMs = seconds('data-timeout', values['data-timeout']);
   const token = process.env.TRIBUTARY_TOKEN;
   if (!token)
     fail(EXIT_USAGE, 'set TRIBUTARY_TOKEN to an API token (it is never taken from the command line)');
@@ -83,7 +97,16 @@ async function main(): Promise<void> {
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   try {
-    handle = await mountNamespace({ site, token, remote, mountpoint, bufferMiB, cacheTtlMs });
+    handle = await mountNamespace({
+      site,
+      token,
+      remote,
+      mountpoint,
+      bufferMiB,
+      cacheTtlMs,
+      metadataTimeoutMs,
+      dataTimeoutMs,
+    });
   } catch (err) {
     fail(EXIT_FAILURE, `mounting ${remote} at ${mountpoint} failed: ${(err as Error).message}`);
   }

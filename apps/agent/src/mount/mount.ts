@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ApiConnection } from '@tributary/buffer';
+import { ApiConnection, TransportError, UploadSessionClient } from '@tributary/buffer';
 import { normalizePath } from '@tributary/shared';
 import { agentHome } from '../agent-home';
 import { fuseAvailability, loadFuseAddon } from './availability';
@@ -9,8 +9,37 @@ import { NamespaceFs } from './filesystem';
 import { removeStaleSpills } from './patch-file';
 import { errno, toErrno } from './remote';
 import { newMountId, removeMountState, writeMountState, type MountState, type MountStatus } from './state';
+import { UploadLedger } from './upload-record';
 
 const MiB = 1024 * 1024;
+
+/** Default metadata timeout: a stat, a listing, opening an upload session (docs/mount.md, "Bounded waits"). */
+export const DEFAULT_METADATA_TIMEOUT_MS = 5_000;
+/** Default data timeout: the longest time a transfer may make no progress. */
+export const DEFAULT_DATA_TIMEOUT_MS = 30_000;
+/**
+ * An operation is answered ETIMEDOUT by the mount itself once the site has been silent this much
+ * longer than the longer timeout (a safety net: every request has its own timeout, shorter).
+ */
+export const OPERATION_SILENCE_MARGIN_MS = 5_000;
+/**
+ * fuse-native's own timer (its `timeout` option): the last resort for an operation that has not
+ * ended although the site keeps answering. Operations on a silent site end well before (see above);
+ * one the site works on can take long (a change in place to a file of hundreds of GiB is composed
+ * by the site at disk speed).
+ */
+export const OPERATION_LIMIT_MS = 10 * 60_000;
+
+/** The timeouts in force for a mount: the options' or the defaults. */
+export function mountTimeouts(options: Pick<MountOptions, 'metadataTimeoutMs' | 'dataTimeoutMs'>): {
+  metadataMs: number;
+  dataMs: number;
+} {
+  return {
+    metadataMs: options.metadataTimeoutMs ?? DEFAULT_METADATA_TIMEOUT_MS,
+    dataMs: options.dataTimeoutMs ?? DEFAULT_DATA_TIMEOUT_MS,
+  };
+}
 
 export interface MountOptions {
   /** The site's base URL. */
@@ -24,6 +53,13 @@ export interface MountOptions {
   bufferMiB?: number;
   /** How long attributes and listings are kept without a change-feed notice (default 3000 ms). */
   cacheTtlMs?: number;
+  /**
+   * How long a metadata request (stat, listing) may take, and how long the site may stay silent
+   * while it works on a change (default 5000 ms).
+   */
+  metadataTimeoutMs?: number;
+  /** How long a transfer may make no progress (default 30000 ms). */
+  dataTimeoutMs?: number;
   /** Where the state file goes (default agentHome()). */
   home?: string;
   /** Interval of the state file's refresh (default 2000 ms). */
@@ -89,7 +125,7 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
   const remote = normalizePath(options.remote);
   const mountpoint = path.resolve(options.mountpoint);
   const site = options.site.replace(/\/+$/, '');
-  const api = new ApiConnection({ baseUrl: site, token: options.token });
+  const timeouts = mountTimeouts(options);
   const now = new Date().toISOString();
   const state: MountState = {
     id: newMountId(),
@@ -119,6 +155,13 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     void save();
   };
   await save();
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  // The upload sessions this mount opens, on disk next to its state file (crash recovery).
+  const ledger = new UploadLedger(home, state.id, site, (err) =>
+    log(`recording upload sessions in ${ledger.file} failed: ${(err as Error).message}`),
+  );
+  const api = new ApiConnection({ baseUrl: site, token: options.token, timeouts, uploadSessions: ledger });
+  const sessions = new UploadSessionClient(api);
 
   // Dirty bytes a dead mount never committed are lost (docs/mount.md); their files need not stay.
   await removeStaleSpills().catch(() => 0);
@@ -127,7 +170,16 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     remoteRoot: remote,
     cacheTtlMs: options.cacheTtlMs ?? 3000,
     bufferBytes: (options.bufferMiB ?? 32) * MiB,
-    onReachability: (reachable, error) => setState(reachable ? 'mounted' : 'unreachable', error),
+    onReachability: (reachable, error) => {
+      setState(reachable ? 'mounted' : 'unreachable', error);
+      if (reachable) {
+        api.setUnreachable(undefined);
+        return;
+      }
+      // Until the site answers again, requests fail at once instead of each waiting to time out.
+      if (!api.unreachable) api.setUnreachable(new TransportError(error ?? 'the site does not answer'));
+      probeNow();
+    },
   });
   state.stats = fs.stats;
 
@@ -141,15 +193,21 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     throw err;
   }
 
-  // While the site is unreachable, probe it every second; an answer ends the outage.
-  const probe = setInterval(() => {
-    if (fs.isReachable) return;
-    void fs.remote.health().then((ok) => ok && fs.setReachable(true));
-  }, 1000);
+  // Sessions a crashed mount of this site left open are removed from the site (in the background).
+  const sweep = (reason: string): void => {
+    void ledger.sweep(sessions).then(({ removed, left }) => {
+      if (removed > 0 || left > 0)
+        log(`removed ${removed} upload session(s) ${reason}${left > 0 ? `; ${left} left for later` : ''}`);
+    });
+  };
+  if ((await ledger.adoptLeftovers().catch(() => 0)) > 0)
+    sweep('left open by a mount that stopped without ending them');
+
   const feed = new ChangeFeed({
     baseUrl: site,
     token: options.token,
     path: remote,
+    connectTimeoutMs: timeouts.metadataMs,
     onChange: (change) => fs.cache.apply(change),
     onResync: () => fs.cache.clear(),
     onConnected: (connected) => {
@@ -157,21 +215,66 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
       if (connected) fs.setReachable(true);
     },
   });
+  // While the site is unreachable (or the change feed is down, or a request timed out), probe it
+  // every second: an answer ends the outage, silence with the feed down begins one.
+  let probing = false;
+  let ticks = 0;
+  const probeNow = (): void => {
+    if (probing || stopped) return;
+    probing = true;
+    void fs.remote
+      .health()
+      .then((ok) => {
+        if (ok) fs.setReachable(true);
+        else if (!feed.isConnected || api.unreachable)
+          fs.setReachable(false, api.unreachable?.message ?? 'the site does not answer its health check');
+      })
+      .finally(() => (probing = false));
+  };
+  const probe = setInterval(() => {
+    ticks++;
+    if (!fs.isReachable || !feed.isConnected || api.unreachable) probeNow();
+    // Sessions abandoned during an outage are removed once the site answers.
+    else if (ticks % 5 === 0 && ledger.abandonedCount > 0) sweep('abandoned by writes that failed');
+  }, 1000);
   const refresh = setInterval(() => void save(), options.stateIntervalMs ?? 2000);
 
   const FuseClass = bigRequestFuse();
   const debug = process.env.TRIBUTARY_MOUNT_DEBUG === '1';
   const trace = process.env.TRIBUTARY_MOUNT_DEBUG === 'trace';
+  // Operations in progress. Every request to the site has a timeout, so an operation ends soon
+  // after the site goes silent; should one not, this answers it ETIMEDOUT once the site has been
+  // silent for longer than any timeout (its later result is then dropped).
+  const inFlight = new Set<{ name: string; started: number; answer: (code: number) => void }>();
+  const silenceLimitMs = Math.max(timeouts.metadataMs, timeouts.dataMs) + OPERATION_SILENCE_MARGIN_MS;
+  const watchdog = setInterval(() => {
+    const t = performance.now();
+    if (inFlight.size === 0 || t - api.lastHeard < silenceLimitMs) return;
+    for (const op of inFlight) {
+      if (t - op.started < silenceLimitMs) continue;
+      fs.stats.errors++;
+      if (debug || trace)
+        process.stderr.write(
+          `${op.name}: answered ETIMEDOUT, the site has been silent for ${silenceLimitMs} ms\n`,
+        );
+      op.answer(errno.ETIMEDOUT);
+    }
+  }, 1000);
   const run = (name: string, cb: Callback, op: () => unknown, shape: 'value' | 'count' = 'value'): void => {
     fs.stats.operations++;
-    const started = trace ? performance.now() : 0;
-    if (trace) {
-      const done = cb;
-      cb = (code, ...values) => {
-        process.stderr.write(`${name} ${code} ${(performance.now() - started).toFixed(1)} ms\n`);
-        done(code, ...values);
-      };
-    }
+    const started = performance.now();
+    const kernel = cb;
+    const entry = { name, started, answer: (code: number) => cb(code) };
+    let answered = false;
+    cb = (code, ...values) => {
+      // Once: the safety net above may have answered already.
+      if (answered) return;
+      answered = true;
+      inFlight.delete(entry);
+      if (trace) process.stderr.write(`${name} ${code} ${(performance.now() - started).toFixed(1)} ms\n`);
+      kernel(code, ...values);
+    };
+    inFlight.add(entry);
     Promise.resolve()
       .then(op)
       .then(
@@ -232,14 +335,15 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     maxRead: 1024 * 1024,
     fsname: 'tributary',
     subtype: 'tributary',
-    // Operations end by themselves well before this (short retries); a commit of a large write may take a while.
-    timeout: 120_000,
+    // The last resort (see OPERATION_LIMIT_MS): the site's silence ends operations much sooner.
+    timeout: OPERATION_LIMIT_MS,
   });
   try {
     await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(err) : resolve())));
   } catch (err) {
     clearInterval(probe);
     clearInterval(refresh);
+    clearInterval(watchdog);
     setState('failed', (err as Error).message);
     await save();
     throw err;
@@ -260,7 +364,10 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
         setState('stopped');
         await feed.stop();
         await new Promise<void>((resolve, reject) => fuse.unmount((err) => (err ? reject(err) : resolve())));
+        clearInterval(watchdog);
         await fs.closeAll();
+        // Sessions left open (the site did not answer) stay recorded for the next mount to remove.
+        await ledger.close();
         await writing;
         stopped = true;
         await removeMountState(home, state.id);

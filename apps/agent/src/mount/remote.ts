@@ -1,10 +1,21 @@
 import { constants as os } from 'node:os';
-import { ApiConnection, TransportError, dataUrl } from '@tributary/buffer';
+import {
+  ApiConnection,
+  RequestTimeoutError,
+  SiteUnreachableError,
+  TransportError,
+  dataUrl,
+} from '@tributary/buffer';
 import { ApiError, ErrorCode, type EntryDetailDto, type EntryDto, type Page } from '@tributary/shared';
 
 const PAGE = 1000;
 
-/** The namespace routes the mount uses, over the buffer package's connection (auth, error envelopes). */
+/**
+ * The namespace routes the mount uses, over the buffer package's connection (auth, error envelopes,
+ * timeouts). Reads (stat, listings) get the metadata timeout; changes (mkdir, move, remove, an
+ * emptied object) are waited for as long as the site shows signs of life (`commit`): moving a large
+ * collection takes the site a while, and a change reported as failed must not happen anyway.
+ */
 export class RemoteNamespace {
   constructor(readonly api: ApiConnection) {}
 
@@ -44,7 +55,11 @@ export class RemoteNamespace {
 
   /** Moves an entry to the trash. */
   async remove(path: string): Promise<void> {
-    await this.api.send({ method: 'DELETE', url: `/api/v1/namespace?path=${encodeURIComponent(path)}` });
+    await this.api.send({
+      method: 'DELETE',
+      url: `/api/v1/namespace?path=${encodeURIComponent(path)}`,
+      timeout: 'commit',
+    });
   }
 
   /** Replaces an object's bytes with nothing (a new, empty version), or creates it empty. */
@@ -54,12 +69,21 @@ export class RemoteNamespace {
       url: `${dataUrl(path)}&overwrite=true`,
       headers: { 'content-type': 'application/octet-stream' },
       body: new Uint8Array(0),
+      timeout: 'commit',
     });
   }
 
+  /** Whether the site answers its health check (sent also while requests fail fast during an outage). */
   async health(signal?: AbortSignal): Promise<boolean> {
     try {
-      await this.api.send({ method: 'GET', url: '/api/health', signal });
+      const res = await this.api.send({
+        method: 'GET',
+        url: '/api/health',
+        signal,
+        timeout: 'metadata',
+        probe: true,
+      });
+      await res.body?.cancel();
       return true;
     } catch {
       return false;
@@ -72,6 +96,7 @@ export class RemoteNamespace {
       url,
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
+      timeout: 'commit',
     });
   }
 }
@@ -101,18 +126,31 @@ export const errno = {
   EBADF: -os.errno.EBADF,
   EOPNOTSUPP: -os.errno.EOPNOTSUPP,
   ENAMETOOLONG: -os.errno.ENAMETOOLONG,
+  ETIMEDOUT: -os.errno.ETIMEDOUT,
 } as const;
 
-/** True when the failure means the site did not answer at all (not an error it answered with). */
+/**
+ * True when the failure means the site did not answer at all (not an error it answered with): no
+ * connection, a connection cut, a request out of time (RequestTimeoutError) or one not sent because
+ * the site was not answering a moment ago (SiteUnreachableError).
+ */
 export function isUnreachable(err: unknown): boolean {
+  if (err instanceof RequestTimeoutError || err instanceof SiteUnreachableError) return true;
   if (err instanceof TransportError) return true;
   // The retry helpers rethrow the last transport failure; fetch's own failure is a TypeError.
   return err instanceof TypeError && /fetch failed/i.test(err.message);
 }
 
-/** Maps an API failure to the errno a program sees. */
+/**
+ * Maps an API failure to the errno a program sees. The site out of time is ETIMEDOUT ("Connection
+ * timed out"), also for the operations refused at once during that outage; no site at all
+ * (connection refused or cut) is EIO.
+ */
 export function toErrno(err: unknown): number {
   if (err instanceof FsError) return err.errno;
+  if (err instanceof RequestTimeoutError) return errno.ETIMEDOUT;
+  if (err instanceof SiteUnreachableError)
+    return err.cause instanceof RequestTimeoutError ? errno.ETIMEDOUT : errno.EIO;
   if (isUnreachable(err)) return errno.EIO;
   if (err instanceof ApiError) {
     switch (err.code) {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CatalogResolver,
   canonical,
+  differsOnlyInAttributes,
   mergeConflictRows,
   numberedName,
   provisionalWinner,
@@ -146,5 +147,46 @@ describe('mergeConflictRows', () => {
     const del = { ...b, kind: 'delete' as const };
     expect(mergeConflictRows(a, del).kind).toBe('delete');
     expect(mergeConflictRows(del, a).kind).toBe('delete');
+  });
+});
+
+describe('attribute-only versions (docs/attributes.md)', () => {
+  const file = {
+    id: 42,
+    name: 'run.sh',
+    size: 10,
+    checksum: 'ab',
+    trash_id: 0,
+    mode: 420,
+    mtime_ns: 1000,
+    created_at: '2026-11-27T10:00:00.000+00:00',
+    updated_at: '2026-11-27T10:00:01.000+00:00',
+    updated_by: 1,
+  };
+
+  it('two versions that differ in mode, mtime and bookkeeping only', () => {
+    const chmod = { ...file, mode: 493, updated_at: '2026-11-27T10:00:02.000+00:00', updated_by: 2 };
+    const touch = { ...file, mtime_ns: 5000, updated_at: '2026-11-27T10:00:03.000+00:00' };
+    expect(differsOnlyInAttributes('data_objects', chmod, touch)).toBe(true);
+    // The same time written in another zone is the same time.
+    expect(
+      differsOnlyInAttributes('data_objects', file, { ...chmod, created_at: '2026-11-27T10:00:00.000Z' }),
+    ).toBe(true);
+  });
+
+  it('anything else makes it an ordinary conflict', () => {
+    expect(differsOnlyInAttributes('data_objects', file, { ...file, mode: 493, name: 'run2.sh' })).toBe(
+      false,
+    );
+    expect(differsOnlyInAttributes('data_objects', file, { ...file, size: 11, checksum: 'cd' })).toBe(false);
+    expect(differsOnlyInAttributes('data_objects', file, { ...file, trash_id: 7 })).toBe(false);
+    expect(differsOnlyInAttributes('data_objects', file, null)).toBe(false);
+    expect(differsOnlyInAttributes('users', { id: 1, email: 'a' }, { id: 1, email: 'a' })).toBe(false);
+  });
+
+  it("a folder's path follows its parent and name: not compared", () => {
+    const dir = { id: 7, parent_id: 1, name: 'd', path: '/a/d', mode: 493, trash_id: 0 };
+    expect(differsOnlyInAttributes('collections', dir, { ...dir, path: '/b/d', mode: 448 })).toBe(true);
+    expect(differsOnlyInAttributes('collections', dir, { ...dir, parent_id: 2, path: '/b/d' })).toBe(false);
   });
 });

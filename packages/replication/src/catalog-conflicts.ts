@@ -62,6 +62,43 @@ export function isNegotiable(table: string): boolean {
   return !NOT_NEGOTIATED.has(table);
 }
 
+/**
+ * Columns of files and folders that hold their POSIX attributes (docs/attributes.md), with the
+ * record's bookkeeping (and a folder's path, which follows from its parent and name, compared
+ * already). Two concurrent versions that differ in nothing else (a `chmod` at one site and a
+ * `touch -d` at another, or both) are decided by the latest-wins rule alone, identically at every
+ * site, without a conflict record: there is nothing for people to negotiate in a file time. Versions
+ * that differ in anything else (content, name, place, trash) are an ordinary conflict, attributes
+ * included.
+ */
+const ATTRIBUTE_ONLY: Record<string, ReadonlySet<string>> = {
+  data_objects: new Set(['mode', 'mtime_ns', 'updated_at', 'updated_by']),
+  collections: new Set(['mode', 'mtime_ns', 'updated_at', 'updated_by', 'path']),
+};
+
+/** Whether two versions of a file or folder differ in their POSIX attributes only (see ATTRIBUTE_ONLY). */
+export function differsOnlyInAttributes(
+  table: string,
+  a: Record<string, unknown> | null,
+  b: Record<string, unknown> | null,
+): boolean {
+  const ignored = ATTRIBUTE_ONLY[table];
+  if (!ignored || !a || !b) return false;
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (ignored.has(key) || sameValue(a[key], b[key])) continue;
+    return false;
+  }
+  return true;
+}
+
+/** Equal JSON values; times written in two zones (`+00:00`, `Z`) are the same time. */
+function sameValue(x: unknown, y: unknown): boolean {
+  if (canonical(x ?? null) === canonical(y ?? null)) return true;
+  if (typeof x !== 'string' || typeof y !== 'string' || !/^\d{4}-\d{2}-\d{2}[T ]/.test(x)) return false;
+  const tx = Date.parse(x);
+  return Number.isFinite(tx) && tx === Date.parse(y);
+}
+
 /** Whether a row (as JSON) is in the trash. */
 export function isTrashed(table: string, row: Record<string, unknown> | null | undefined): boolean {
   if (!TRASHABLE.has(table) || !row) return false;
@@ -359,6 +396,9 @@ export class ConflictRecords {
     const deleteKind =
       versions.some((v) => v.deleted) ||
       isTrashed(conflict.table, incomingVersion.data) !== isTrashed(conflict.table, heldVersion.data);
+    // A file time or permission bits changed at two sites: the latest stands, nobody is asked.
+    if (!deleteKind && differsOnlyInAttributes(conflict.table, incomingVersion.data, heldVersion.data))
+      return;
     const winner = provisionalWinner(conflict.table, versions);
     const openedMicros = openedAt(versions);
     const collection = collectionOf(conflict.table, winner.data ?? change.d);

@@ -340,6 +340,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/namespace/symlinks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["NamespaceController_createSymlink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/namespace/attributes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch: operations["NamespaceController_setAttributes"];
+        trace?: never;
+    };
     "/api/v1/namespace/move": {
         parameters: {
             query?: never;
@@ -882,6 +914,24 @@ export interface components {
             path: string;
             /** @default false */
             parents: boolean;
+            /** @description Permission bits 0..0o7777: a number (420) or octal digits ("0644") */
+            mode?: number | string;
+            /** @description ISO 8601 with a zone (up to 9 fraction digits), or milliseconds since 1970 */
+            mtime?: string | number;
+        };
+        CreateSymlinkDto: {
+            path: string;
+            /** @description The target as written: 1 to 4,096 bytes of UTF-8 without NUL; relative or absolute; never resolved */
+            target: string;
+            /** @description ISO 8601 with a zone (up to 9 fraction digits), or milliseconds since 1970 */
+            mtime?: string | number;
+        };
+        SetAttributesDto: {
+            path: string;
+            /** @description ISO 8601 with a zone (up to 9 fraction digits), or milliseconds since 1970 */
+            mtime?: string | number;
+            /** @description Permission bits 0..0o7777: a number (420) or octal digits ("0644") */
+            mode?: number | string;
         };
         MoveDto: {
             from: string;
@@ -911,6 +961,10 @@ export interface components {
         };
         CompleteUploadDto: {
             sha256?: string;
+            /** @description ISO 8601 with a zone (up to 9 fraction digits), or milliseconds since 1970 */
+            mtime?: string | number;
+            /** @description Permission bits 0..0o7777: a number (420) or octal digits ("0644") */
+            mode?: number | string;
         };
         ConflictPolicyRequestDto: {
             path: string;
@@ -1030,7 +1084,7 @@ export interface components {
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "VALIDATION_FAILED" | "INVALID_PATH" | "NOT_FOUND" | "NAME_TAKEN" | "NOT_A_COLLECTION" | "NOT_AN_OBJECT" | "MOVE_INTO_ITSELF" | "ROOT_IMMUTABLE" | "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "ACCOUNT_DISABLED" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_SCOPE_INSUFFICIENT" | "TOKEN_OUTSIDE_COLLECTION" | "PERMISSION_DENIED" | "ADMIN_REQUIRED" | "CSRF_FAILED" | "NOT_A_MEMBER" | "RATE_LIMITED" | "PAYLOAD_TOO_LARGE" | "RANGE_NOT_SATISFIABLE" | "UPLOAD_INCOMPLETE" | "UPLOAD_OFFSET_MISMATCH" | "UPLOAD_EXPIRED" | "UPLOAD_BASE_CHANGED" | "UPLOAD_RANGE_INVALID" | "UPLOAD_RANGE_OVERLAP" | "CHECKSUM_MISMATCH" | "INVALID_CURSOR" | "ROUTE_NOT_FOUND" | "REPLICA_UNAVAILABLE" | "PEER_UNAUTHORIZED" | "BATCH_REJECTED" | "SNAPSHOT_REFUSED" | "PURGE_NOT_YET" | "PURGE_BLOCKED" | "CONFLICT_CLOSED" | "UPDATE_REJECTED" | "INVALID_QUERY" | "INTERNAL";
+                code: "VALIDATION_FAILED" | "INVALID_PATH" | "NOT_FOUND" | "NAME_TAKEN" | "NOT_A_COLLECTION" | "NOT_AN_OBJECT" | "IS_A_SYMLINK" | "MOVE_INTO_ITSELF" | "ROOT_IMMUTABLE" | "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "ACCOUNT_DISABLED" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_SCOPE_INSUFFICIENT" | "TOKEN_OUTSIDE_COLLECTION" | "PERMISSION_DENIED" | "ADMIN_REQUIRED" | "CSRF_FAILED" | "NOT_A_MEMBER" | "RATE_LIMITED" | "PAYLOAD_TOO_LARGE" | "RANGE_NOT_SATISFIABLE" | "UPLOAD_INCOMPLETE" | "UPLOAD_OFFSET_MISMATCH" | "UPLOAD_EXPIRED" | "UPLOAD_BASE_CHANGED" | "UPLOAD_RANGE_INVALID" | "UPLOAD_RANGE_OVERLAP" | "CHECKSUM_MISMATCH" | "INVALID_CURSOR" | "ROUTE_NOT_FOUND" | "REPLICA_UNAVAILABLE" | "PEER_UNAUTHORIZED" | "BATCH_REJECTED" | "SNAPSHOT_REFUSED" | "PURGE_NOT_YET" | "PURGE_BLOCKED" | "CONFLICT_CLOSED" | "UPDATE_REJECTED" | "INVALID_QUERY" | "INTERNAL";
                 message: string;
                 details?: {
                     [key: string]: string[];
@@ -1141,7 +1195,7 @@ export interface components {
         };
         EntryDto: {
             /** @enum {string} */
-            kind: "collection" | "object";
+            kind: "collection" | "object" | "symlink";
             id: string;
             name: string;
             path: string;
@@ -1157,6 +1211,10 @@ export interface components {
             createdAt: string;
             /** @description ISO 8601 time */
             modifiedAt: string;
+            /** @description ISO 8601 time */
+            mtime: string;
+            mode: number;
+            linkTarget: string | null;
             /** @enum {string|null} */
             access: "read" | "write" | "own" | null;
         };
@@ -1167,7 +1225,7 @@ export interface components {
         };
         EntryDetailDto: {
             /** @enum {string} */
-            kind: "collection" | "object";
+            kind: "collection" | "object" | "symlink";
             id: string;
             name: string;
             path: string;
@@ -1183,6 +1241,10 @@ export interface components {
             createdAt: string;
             /** @description ISO 8601 time */
             modifiedAt: string;
+            /** @description ISO 8601 time */
+            mtime: string;
+            mode: number;
+            linkTarget: string | null;
             /** @enum {string|null} */
             access: "read" | "write" | "own" | null;
             replicas: components["schemas"]["ReplicaDto"][];
@@ -1198,7 +1260,7 @@ export interface components {
         TrashEntryDto: {
             id: string;
             /** @enum {string} */
-            kind: "collection" | "object";
+            kind: "collection" | "object" | "symlink";
             originalPath: string;
             deletedBy: string;
             /** @description ISO 8601 time */
@@ -1796,7 +1858,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2269,7 +2331,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2938,7 +3000,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3092,7 +3154,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3240,7 +3302,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3318,7 +3380,199 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the operation takes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body encoding or charset the API does not read (VALIDATION_FAILED) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    NamespaceController_createSymlink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSymlinkDto"];
+            };
+        };
+        responses: {
+            /** @description The new symbolic link */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntryDto"];
+                };
+            };
+            /** @description Malformed request: a body that is not valid JSON or an unreadable upload (VALIDATION_FAILED, UPLOAD_INCOMPLETE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the operation takes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body encoding or charset the API does not read (VALIDATION_FAILED) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    NamespaceController_setAttributes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetAttributesDto"];
+            };
+        };
+        responses: {
+            /** @description The entry with its new attributes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntryDto"];
+                };
+            };
+            /** @description Malformed request: a body that is not valid JSON or an unreadable upload (VALIDATION_FAILED, UPLOAD_INCOMPLETE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3414,7 +3668,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3499,7 +3753,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3616,7 +3870,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3681,7 +3935,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3909,7 +4163,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3954,6 +4208,10 @@ export interface operations {
                 overwrite?: "true" | "false";
             };
             header?: {
+                /** @description The object's permission bits in octal (0 to 7777, e.g. 755); default unchanged (644 when new) */
+                "X-Tributary-Mode"?: string;
+                /** @description The object's file time: ISO 8601 with a zone (up to 9 fraction digits) or milliseconds since 1970; default now */
+                "X-Tributary-Mtime"?: string;
                 /** @description Hex SHA-256 of the bytes; other bytes are refused (422 CHECKSUM_MISMATCH) */
                 "X-Checksum-Sha256"?: string;
             };
@@ -4021,7 +4279,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4112,7 +4370,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4205,7 +4463,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4292,7 +4550,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4611,7 +4869,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4779,7 +5037,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4951,7 +5209,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5499,7 +5757,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
             409: {
                 headers: {
                     [name: string]: unknown;

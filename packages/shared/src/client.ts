@@ -23,6 +23,7 @@ import type {
   PermissionDto,
   TrashEntryDto,
 } from './dto/namespace';
+import { MODE_HEADER, MTIME_HEADER } from './attributes';
 import type {
   AddTriplesRequest,
   BulkMetadataRequest,
@@ -60,6 +61,15 @@ export class ApiError extends Error {
     super(message);
     this.name = 'ApiError';
   }
+}
+
+/**
+ * An entry's POSIX attributes as a client gives them: `mtime` as ISO 8601 (up to nanoseconds) or
+ * milliseconds since 1970, `mode` as permission bits (a number) or octal text.
+ */
+export interface EntryAttributes {
+  mtime?: string | number;
+  mode?: number | string;
 }
 
 export interface ClientOptions {
@@ -188,8 +198,26 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<EntryDetailDto>(http.GET('/api/v1/namespace/stat', { params: { query: { path } }, ...safe })),
     listChildren: (query: ListChildrenQuery, signal?: AbortSignal) =>
       unwrap<Page<EntryDto>>(http.GET('/api/v1/namespace/children', { params: { query }, ...safe, signal })),
-    createCollection: (path: string, parents = false) =>
-      unwrap<EntryDto>(http.POST('/api/v1/namespace/collections', { body: { path, parents }, ...unsafe() })),
+    createCollection: (path: string, parents = false, attributes: EntryAttributes = {}) =>
+      unwrap<EntryDto>(
+        http.POST('/api/v1/namespace/collections', { body: { path, parents, ...attributes }, ...unsafe() }),
+      ),
+    /**
+     * Creates a symbolic link at `path` to `target`, stored as written and never followed by the
+     * site (409 NAME_TAKEN if the name exists). `mtime` is the link's own file time (default now).
+     */
+    createSymlink: (path: string, target: string, mtime?: string | number) =>
+      unwrap<EntryDto>(
+        http.POST('/api/v1/namespace/symlinks', {
+          body: { path, target, ...(mtime !== undefined ? { mtime } : {}) },
+          ...unsafe(),
+        }),
+      ),
+    /** Sets an entry's file time and/or permission bits (`touch -d`, `chmod`); needs write access. */
+    setAttributes: (path: string, attributes: EntryAttributes) =>
+      unwrap<EntryDto>(
+        http.PATCH('/api/v1/namespace/attributes', { body: { path, ...attributes }, ...unsafe() }),
+      ),
     move: (from: string, to: string) =>
       unwrap<EntryDto>(http.POST('/api/v1/namespace/move', { body: { from, to }, ...unsafe() })),
     remove: (path: string) =>
@@ -285,14 +313,26 @@ export function createTributaryClient(options: ClientOptions) {
     /** Runs one replication cycle now (administrators). */
     runReplicationCycle: () => unwrap<ReplicationCycleDto>(http.POST('/api/v1/replication/cycle', unsafe())),
 
-    /** Uploads bytes (a Blob, a buffer, or a stream with `duplex: 'half'` support) to a path. */
+    /**
+     * Uploads bytes (a Blob, a buffer, or a stream with `duplex: 'half'` support) to a path, with the
+     * object's file time and mode if given (default: now, and the mode unchanged or 0644).
+     */
     async upload(
       path: string,
       body: NonNullable<RequestInit['body']>,
-      opts: { overwrite?: boolean; sha256?: string; contentLength?: number; signal?: AbortSignal } = {},
+      opts: {
+        overwrite?: boolean;
+        sha256?: string;
+        contentLength?: number;
+        signal?: AbortSignal;
+      } & EntryAttributes = {},
     ): Promise<EntryDto> {
       const h: Record<string, string> = { ...headers(true), 'content-type': 'application/octet-stream' };
       if (opts.sha256) h['x-checksum-sha256'] = opts.sha256;
+      if (opts.mtime !== undefined) h[MTIME_HEADER] = String(opts.mtime);
+      if (opts.mode !== undefined) {
+        h[MODE_HEADER] = typeof opts.mode === 'number' ? opts.mode.toString(8) : opts.mode;
+      }
       if (opts.contentLength !== undefined) h['content-length'] = String(opts.contentLength);
       const init: RequestInit & { duplex?: 'half' } = {
         method: 'PUT',
@@ -341,9 +381,16 @@ export function createTributaryClient(options: ClientOptions) {
         body as Uint8Array<ArrayBuffer>,
         sha256 ? { [CHUNK_SHA256_HEADER]: sha256 } : {},
       ),
-    /** Commits the session as the object's new version (or the new object). */
-    completeUpload: (id: string, sha256?: string) =>
-      sessionCall<EntryDto>('POST', `/${id}/complete`, JSON.stringify(sha256 ? { sha256 } : {})),
+    /**
+     * Commits the session as the object's new version (or the new object), with its file time and
+     * mode if given (default: now, and the mode unchanged or 0644).
+     */
+    completeUpload: (id: string, sha256?: string, attributes: EntryAttributes = {}) =>
+      sessionCall<EntryDto>(
+        'POST',
+        `/${id}/complete`,
+        JSON.stringify({ ...(sha256 ? { sha256 } : {}), ...attributes }),
+      ),
     abortUpload: (id: string) => sessionCall<void>('DELETE', `/${id}`),
 
     /** Fetches an object's bytes; `range` is inclusive, as in HTTP. */

@@ -1,6 +1,7 @@
 export * from './errors';
 export * from './paths';
 export * from './byte-ranges';
+export * from './attributes';
 export * from './dto/common';
 export * from './dto/accounts';
 export * from './dto/tokens';

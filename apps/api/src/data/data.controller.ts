@@ -1,6 +1,17 @@
 import { Body, Controller, Get, Head, HttpCode, Post, Put, Query, Req, Res } from '@nestjs/common';
 import { ApiConsumes, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { EntryDtoSchema, ErrorCode, ObjectPathSchema, PathSchema, type EntryDto } from '@tributary/shared';
+import {
+  EntryDtoSchema,
+  ErrorCode,
+  MODE_HEADER,
+  MTIME_HEADER,
+  ObjectPathSchema,
+  parseMode,
+  parseMtime,
+  PathSchema,
+  type EntryDto,
+  type Parsed,
+} from '@tributary/shared';
 import { create as contentDisposition } from 'content-disposition';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
@@ -33,6 +44,22 @@ class BatchReadDto extends createZodDto(
 export const BATCH_READ_CONTENT_TYPE = 'application/x-tributary-objects';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** An attribute header's value, if sent; a bad one is 422 VALIDATION_FAILED naming the header. */
+function attributeHeader<T>(
+  req: Request,
+  name: string,
+  display: string,
+  parse: (value: unknown) => Parsed<T>,
+): T | undefined {
+  const value = req.headers[name];
+  if (value === undefined) return undefined;
+  const parsed = parse(Array.isArray(value) ? value.join(',') : value);
+  if (parsed.ok) return parsed.value;
+  throw new DomainError(ErrorCode.ValidationFailed, `${display} ${parsed.message}`, {
+    [name]: [parsed.message],
+  });
+}
+
 /** Object bytes shown in a browser run nothing and load nothing, in an origin of their own. */
 const DOWNLOAD_POLICY = "default-src 'none'; sandbox";
 
@@ -44,7 +71,10 @@ export class DataController {
   /**
    * Uploads an object's bytes as the raw request body (any size, streamed). Optional header
    * `X-Checksum-Sha256: <hex>` rejects the upload if the bytes differ. `overwrite=true` replaces
-   * an existing object's bytes (a new version).
+   * an existing object's bytes (a new version). Optional `X-Tributary-Mtime` (ISO 8601 up to
+   * nanoseconds, or milliseconds since 1970) and `X-Tributary-Mode` (octal permission bits) set the
+   * object's file time and mode with the bytes; without them the file time becomes now and the mode
+   * stays (0644 for a new object). A symbolic link at `path` is 409 IS_A_SYMLINK.
    */
   @Answer(201, EntryDtoSchema, 'A new object')
   @Answer(200, EntryDtoSchema, 'A new version of an existing object (overwrite=true)')
@@ -54,6 +84,18 @@ export class DataController {
     name: 'X-Checksum-Sha256',
     required: false,
     description: 'Hex SHA-256 of the bytes; other bytes are refused (422 CHECKSUM_MISMATCH)',
+  })
+  @ApiHeader({
+    name: 'X-Tributary-Mtime',
+    required: false,
+    description:
+      "The object's file time: ISO 8601 with a zone (up to 9 fraction digits) or milliseconds since 1970; default now",
+  })
+  @ApiHeader({
+    name: 'X-Tributary-Mode',
+    required: false,
+    description:
+      "The object's permission bits in octal (0 to 7777, e.g. 755); default unchanged (644 when new)",
   })
   @Put()
   @ApiQuery({ name: 'overwrite', required: false, enum: ['true', 'false'] })
@@ -70,12 +112,16 @@ export class DataController {
         'x-checksum-sha256': ['must be 64 hex digits'],
       });
     }
+    const mtimeNs = attributeHeader(req, MTIME_HEADER, 'X-Tributary-Mtime', parseMtime);
+    const mode = attributeHeader(req, MODE_HEADER, 'X-Tributary-Mode', parseMode);
     const contentType = req.headers['content-type'];
     const entry = await this.data.upload(p, q.path, req, {
       overwrite: q.overwrite,
       contentLength: lengthHeader !== undefined ? Number(lengthHeader) : undefined,
       contentType: storedContentType(contentType),
       expectedSha256: typeof expected === 'string' ? expected.toLowerCase() : undefined,
+      mtimeNs,
+      mode,
     });
     res.status(entry.version === 1 ? 201 : 200);
     return entry;

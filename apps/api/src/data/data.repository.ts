@@ -13,6 +13,16 @@ export interface LockedObject {
   id: bigint;
   version: number;
   contentType: string;
+  /** Set for a symbolic link, which has no bytes to replace. */
+  linkTarget: string | null;
+}
+
+/** The attributes a write gives with the bytes (docs/attributes.md). */
+export interface WrittenAttributes {
+  /** The file time; absent: now (a content change moves it). */
+  mtimeNs?: bigint;
+  /** The permission bits; absent: unchanged. */
+  mode?: number;
 }
 
 /** The update another site made within the current window (see `claimUpdateWindow`). */
@@ -50,10 +60,14 @@ export class DataRepository {
 
   /** Locks a live object's row until the transaction ends; null when it is gone or in the trash. */
   async lockObject(tx: Tx, id: bigint): Promise<LockedObject | null> {
-    const rows = await tx.$queryRaw<Array<{ version: number; content_type: string }>>`
-      SELECT version, content_type FROM data_objects WHERE id = ${id} AND trash_id = 0 FOR UPDATE`;
+    const rows = await tx.$queryRaw<
+      Array<{ version: number; content_type: string; link_target: string | null }>
+    >`
+      SELECT version, content_type, link_target FROM data_objects WHERE id = ${id} AND trash_id = 0 FOR UPDATE`;
     const row = rows[0];
-    return row ? { id, version: row.version, contentType: row.content_type } : null;
+    return row
+      ? { id, version: row.version, contentType: row.content_type, linkTarget: row.link_target }
+      : null;
   }
 
   /**
@@ -85,8 +99,9 @@ export class DataRepository {
   }
 
   /**
-   * Replaces an object's bytes: bumps the version, points this site's replica at the new key and
-   * marks other sites' copies stale. Returns this site's previous key, for removal after commit.
+   * Replaces an object's bytes: bumps the version, moves its file time to the one given or to now,
+   * sets its mode if given, points this site's replica at the new key and marks other sites' copies
+   * stale. Returns this site's previous key, for removal after commit.
    */
   async replaceBytes(
     tx: Tx,
@@ -94,10 +109,17 @@ export class DataRepository {
     bytes: NewObjectBytes,
     replica: { siteId: string; resourceId: bigint; physicalPath: string },
     by: bigint,
+    attributes: WrittenAttributes = {},
   ): Promise<string | null> {
     await tx.dataObject.update({
       where: { id: objectId },
-      data: { ...bytes, version: { increment: 1 }, updatedBy: by },
+      data: {
+        ...bytes,
+        version: { increment: 1 },
+        updatedBy: by,
+        mtimeNs: attributes.mtimeNs ?? BigInt(Date.now()) * 1_000_000n,
+        ...(attributes.mode !== undefined ? { mode: attributes.mode } : {}),
+      },
     });
     const previous = await tx.replica.findFirst({
       where: { objectId, siteId: replica.siteId, resourceId: replica.resourceId },

@@ -20,7 +20,7 @@ import {
 import { entryTarget, NamespaceService } from '../namespace/namespace.service';
 import { ReplicationService } from '../replication/replication.service';
 import { SiteContext } from '../sites/site-context';
-import { DataRepository, type UpdateWindowHolder } from './data.repository';
+import { DataRepository, type UpdateWindowHolder, type WrittenAttributes } from './data.repository';
 import { forwardedUpdatePath, type ForwardedUpdate } from './forwarded-update';
 import { IngestRepository, type InsertedObject } from './ingest.repository';
 import { forEachFilePart, MultipartError } from './multipart';
@@ -39,6 +39,10 @@ export interface UploadOptions {
    * (409 UPLOAD_BASE_CHANGED) and nothing changes.
    */
   expectedBase?: { version: number; sha256: string };
+  /** The object's file time with these bytes; absent: now. */
+  mtimeNs?: bigint;
+  /** The object's permission bits with these bytes; absent: unchanged (0o644 for a new object). */
+  mode?: number;
 }
 
 /** A file this site already holds inside its storage root, with its size and SHA-256 as measured. */
@@ -187,6 +191,8 @@ export class DataService {
           name,
           ownerId: principal.userId,
           groupId: principal.activeGroupId,
+          mtimeNs: options.mtimeNs,
+          mode: options.mode,
         },
         { siteId: this.site.siteId, resourceId: this.site.resourceId, key },
       );
@@ -212,6 +218,9 @@ export class DataService {
       version: 1,
       createdAt: inserted.createdAt,
       updatedAt: inserted.updatedAt,
+      mtimeNs: inserted.mtimeNs,
+      mode: inserted.mode,
+      linkTarget: null,
       replicaCount: 1,
       site: this.site.siteId,
       replicas: [],
@@ -337,6 +346,9 @@ export class DataService {
             version: 1,
             createdAt: row.createdAt,
             updatedAt: row.updatedAt,
+            mtimeNs: row.mtimeNs,
+            mode: row.mode,
+            linkTarget: null,
             replicaCount: 1,
             site: this.site.siteId,
             replicas: [],
@@ -364,6 +376,7 @@ export class DataService {
     const existing = await this.namespace.resolve(path);
     if (existing?.kind !== 'object') throw notFound(path);
     await this.access.require(principal, { path, kind: 'object', objectId: existing.id }, 'write');
+    if (existing.linkTarget !== null) throw isASymlink(path, existing.linkTarget);
     const base = options.expectedBase;
     const holder = holdingSite(existing, this.site.siteId);
     if (base && !baseAcceptable(existing, base, holder === this.site.siteId)) {
@@ -379,6 +392,7 @@ export class DataService {
       options.contentType,
       this.site.siteId,
       base?.version,
+      { mtimeNs: options.mtimeNs, mode: options.mode },
     );
   }
 
@@ -410,6 +424,8 @@ export class DataService {
         sha256: staged.sha256,
         contentType: options.contentType ?? null,
         ...(options.expectedBase ? { baseVersion: options.expectedBase.version } : {}),
+        ...(options.mtimeNs !== undefined ? { mtime: options.mtimeNs.toString() } : {}),
+        ...(options.mode !== undefined ? { mode: options.mode } : {}),
       };
       // At least a megabyte a second, and a minute for the holding site to commit.
       const timeoutMs = 60_000 + Math.ceil(staged.size / 1000);
@@ -447,6 +463,7 @@ export class DataService {
       throw notFound(`${update.path} (it was deleted at ${this.site.siteId}, which held its bytes)`);
     }
     await this.access.require(principal, { path, kind: 'object', objectId }, 'write');
+    if (existing.linkTarget !== null) throw isASymlink(path, existing.linkTarget);
     const holder = holdingSite(existing, this.site.siteId);
     if (holder !== this.site.siteId) {
       throw new DomainError(
@@ -466,6 +483,7 @@ export class DataService {
       update.contentType ?? undefined,
       from,
       update.baseVersion,
+      { mtimeNs: update.mtime === undefined ? undefined : BigInt(update.mtime), mode: update.mode },
     );
   }
 
@@ -482,6 +500,7 @@ export class DataService {
     contentType: string | undefined,
     requester: string,
     baseVersion?: number,
+    attributes: WrittenAttributes = {},
   ): Promise<EntryDto> {
     let committedKey: string | null = null;
     let replacedKey: string | null = null;
@@ -489,6 +508,7 @@ export class DataService {
       await this.namespaceRepo.transaction(async (tx) => {
         const current = await this.repo.lockObject(tx, objectId);
         if (!current) throw notFound(`${path} (it was deleted meanwhile)`);
+        if (current.linkTarget !== null) throw isASymlink(path, current.linkTarget);
         if (baseVersion !== undefined && current.version !== baseVersion) {
           throw baseChanged(path, current.version);
         }
@@ -514,6 +534,7 @@ export class DataService {
           },
           { siteId: this.site.siteId, resourceId: this.site.resourceId, physicalPath: key },
           principal.userId,
+          attributes,
         );
       });
     } catch (err) {
@@ -605,6 +626,7 @@ export class DataService {
     await this.access.requireAt(principal, path, entry && entryTarget(entry), 'read', () => notFound(path));
     if (!entry || entry.kind !== 'object')
       throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; list it instead`);
+    if (entry.linkTarget !== null) throw isASymlink(path, entry.linkTarget);
     return { object: entry, source: this.sourceOf(path, entry) };
   }
 
@@ -689,9 +711,10 @@ export class DataService {
         for (const index of indexes) {
           const path = paths[index]!;
           const object = path === '/' ? undefined : found.get(splitPath(path).name);
-          opened[index] = object
-            ? { object, source: this.sourceOf(path, object) }
-            : await this.openForRead(principal, path);
+          opened[index] =
+            object && object.linkTarget === null
+              ? { object, source: this.sourceOf(path, object) }
+              : await this.openForRead(principal, path);
         }
       }
     };
@@ -779,6 +802,15 @@ function baseChanged(path: string, version: number): DomainError {
   );
 }
 
+/** A data route asked about a symbolic link: it has no bytes, and the site never follows it. */
+function isASymlink(path: string, target: string): DomainError {
+  return new DomainError(
+    ErrorCode.IsASymlink,
+    `${path} is a symbolic link (to ${JSON.stringify(target)}): it has no bytes to read or replace, and the site ` +
+      'does not follow links; read or write its target, or remove the link first',
+  );
+}
+
 function checksumMismatch(actual: string, expected: string): DomainError {
   return new DomainError(
     ErrorCode.ChecksumMismatch,
@@ -798,6 +830,7 @@ export function holdingSite(object: ObjectRecord, localSite: string): string {
 /** Refusals of the holding site the user can act on, passed on as they are; anything else is "unavailable". */
 const RELAYED_CODES = new Set<string>([
   ErrorCode.UpdateRejected,
+  ErrorCode.IsASymlink,
   ErrorCode.UploadBaseChanged,
   ErrorCode.PermissionDenied,
   ErrorCode.NotFound,

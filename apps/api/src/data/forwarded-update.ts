@@ -1,4 +1,4 @@
-import { IdSchema } from '@tributary/shared';
+import { IdSchema, MODE_MASK, MTIME_MAX_NS, MTIME_MIN_NS } from '@tributary/shared';
 import { z } from 'zod';
 
 /**
@@ -16,6 +16,14 @@ export const ForwardedUpdateSchema = z.object({
   contentType: z.string().min(1).max(255).nullable(),
   /** A partial update's base: the holding site refuses the update unless this is still the version. */
   baseVersion: z.number().int().min(1).optional(),
+  /** The file time the writer gave with the bytes (nanoseconds since 1970, decimal); absent: now. */
+  mtime: z
+    .string()
+    .regex(/^-?\d{1,19}$/)
+    .refine((v) => BigInt(v) >= MTIME_MIN_NS && BigInt(v) <= MTIME_MAX_NS)
+    .optional(),
+  /** The permission bits the writer gave with the bytes; absent: unchanged. */
+  mode: z.number().int().min(0).max(MODE_MASK).optional(),
 });
 
 export type ForwardedUpdate = z.infer<typeof ForwardedUpdateSchema>;

@@ -15,12 +15,18 @@ export interface NewObject {
   contentType: string;
   ownerId: bigint;
   groupId: bigint | null;
+  /** The file time; absent: now. */
+  mtimeNs?: bigint;
+  /** The permission bits; absent: 0o644. */
+  mode?: number;
 }
 
 export interface InsertedObject {
   id: bigint;
   createdAt: Date;
   updatedAt: Date;
+  mtimeNs: bigint;
+  mode: number;
 }
 
 /**
@@ -58,8 +64,10 @@ export class IngestRepository {
       id: string | null;
       created_at: Date | null;
       updated_at: Date | null;
+      mtime_ns: string | null;
+      mode: number | null;
     }>(
-      'SELECT status, id, created_at, updated_at FROM catalog_ingest_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      'SELECT status, id, created_at, updated_at, mtime_ns, mode FROM catalog_ingest_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
       [
         object.collectionId.toString(),
         object.name,
@@ -71,11 +79,19 @@ export class IngestRepository {
         replica.siteId,
         replica.resourceId.toString(),
         replica.key,
+        object.mtimeNs?.toString() ?? null,
+        object.mode ?? null,
       ],
     );
     const row = rows[0];
     if (row?.status !== 'created') return row?.status === 'parent-gone' ? 'parent-gone' : 'name-taken';
-    return { id: BigInt(row.id!), createdAt: row.created_at!, updatedAt: row.updated_at! };
+    return {
+      id: BigInt(row.id!),
+      createdAt: row.created_at!,
+      updatedAt: row.updated_at!,
+      mtimeNs: BigInt(row.mtime_ns!),
+      mode: row.mode!,
+    };
   }
 
   /**
@@ -93,8 +109,10 @@ export class IngestRepository {
       name: string | null;
       id: string | null;
       created_at: Date | null;
+      mtime_ns: string | null;
+      mode: number | null;
     }>(
-      'SELECT status, name, id, created_at FROM catalog_ingest_objects($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      'SELECT status, name, id, created_at, mtime_ns, mode FROM catalog_ingest_objects($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
       [
         collectionId.toString(),
         objects.map((o) => o.name),
@@ -112,7 +130,16 @@ export class IngestRepository {
     if (rows.some((r) => r.status === 'name-taken')) return { taken: rows.map((r) => r.name!) };
     return {
       inserted: new Map(
-        rows.map((r) => [r.name!, { id: BigInt(r.id!), createdAt: r.created_at!, updatedAt: r.created_at! }]),
+        rows.map((r) => [
+          r.name!,
+          {
+            id: BigInt(r.id!),
+            createdAt: r.created_at!,
+            updatedAt: r.created_at!,
+            mtimeNs: BigInt(r.mtime_ns!),
+            mode: r.mode!,
+          },
+        ]),
       ),
     };
   }

@@ -1,7 +1,8 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import {
   CreateCollectionSchema,
+  CreateSymlinkSchema,
   EntryDetailDtoSchema,
   EntryDtoSchema,
   EntryPageSchema,
@@ -13,6 +14,7 @@ import {
   MoveSchema,
   PageQuerySchema,
   PathQuerySchema,
+  SetAttributesSchema,
   TrashIdParamSchema,
   type EntryDetailDto,
   type EntryDto,
@@ -29,6 +31,8 @@ import { NamespaceService } from './namespace.service';
 class PathQueryDto extends createZodDto(PathQuerySchema) {}
 class ListChildrenQueryDto extends createZodDto(ListChildrenQuerySchema) {}
 class CreateCollectionDto extends createZodDto(CreateCollectionSchema) {}
+class CreateSymlinkDto extends createZodDto(CreateSymlinkSchema) {}
+class SetAttributesDto extends createZodDto(SetAttributesSchema) {}
 class MoveDto extends createZodDto(MoveSchema) {}
 class GrantDto extends createZodDto(GrantSchema) {}
 class PageQueryDto extends createZodDto(PageQuerySchema) {}
@@ -58,11 +62,39 @@ export class NamespaceController {
     return this.namespace.list(p, q.path, q.sort, q.order, q.limit, q.cursor, q.offset);
   }
 
+  /** Creates a collection (`parents: true` is `mkdir -p`), optionally with its `mode` and `mtime`. */
   @Answer(201, EntryDtoSchema, 'The new collection')
   @Fails(404, 409)
   @Post('namespace/collections')
   createCollection(@CurrentPrincipal() p: Principal, @Body() body: CreateCollectionDto): Promise<EntryDto> {
-    return this.namespace.createCollection(p, body.path, body.parents);
+    return this.namespace.createCollection(p, body.path, body.parents, {
+      mode: body.mode,
+      mtimeNs: body.mtime,
+    });
+  }
+
+  /**
+   * Creates a symbolic link `{path, target, mtime?}`. The target is stored exactly as written
+   * (relative or absolute, it may point nowhere) and never followed by the site; the link has no
+   * bytes (the data routes answer 409 IS_A_SYMLINK). Needs write access to the collection.
+   */
+  @Answer(201, EntryDtoSchema, 'The new symbolic link')
+  @Fails(404, 409)
+  @Post('namespace/symlinks')
+  createSymlink(@CurrentPrincipal() p: Principal, @Body() body: CreateSymlinkDto): Promise<EntryDto> {
+    return this.namespace.createSymlink(p, body.path, body.target, body.mtime);
+  }
+
+  /**
+   * Sets an entry's file time (`mtime`, ISO 8601 up to nanoseconds or milliseconds since 1970) and/or
+   * permission bits (`mode`, 0..0o7777 as a number or octal text). Needs write access to the entry.
+   * A symbolic link's mode is always 0777 (409 IS_A_SYMLINK for another).
+   */
+  @Answer(200, EntryDtoSchema, 'The entry with its new attributes')
+  @Fails(404, 409)
+  @Patch('namespace/attributes')
+  setAttributes(@CurrentPrincipal() p: Principal, @Body() body: SetAttributesDto): Promise<EntryDto> {
+    return this.namespace.setAttributes(p, body.path, { mtimeNs: body.mtime, mode: body.mode });
   }
 
   /** Renames and/or moves a collection (with everything in it) or an object. */

@@ -1,11 +1,23 @@
-import type { EntryDetailDto, EntryDto, PermissionLevel, TrashEntryDto } from '@tributary/shared';
+import {
+  formatMtime,
+  type EntryDetailDto,
+  type EntryDto,
+  type EntryKind,
+  type PermissionLevel,
+  type TrashEntryDto,
+} from '@tributary/shared';
 import { idString, iso } from '../common/serialize';
 import type { EntryRecord, TrashRecord } from './namespace.repository';
+
+/** What clients see an entry as: a symbolic link is a data object row with a target. */
+export function entryKind(e: EntryRecord): EntryKind {
+  return e.kind === 'collection' ? 'collection' : e.linkTarget !== null ? 'symlink' : 'object';
+}
 
 export function toEntryDto(e: EntryRecord, access: PermissionLevel | null): EntryDto {
   const isObject = e.kind === 'object';
   return {
-    kind: e.kind,
+    kind: entryKind(e),
     id: idString(e.id),
     name: e.name,
     path: e.path,
@@ -19,6 +31,9 @@ export function toEntryDto(e: EntryRecord, access: PermissionLevel | null): Entr
     replicaCount: isObject ? e.replicaCount : 0,
     createdAt: iso(e.createdAt),
     modifiedAt: iso(e.updatedAt),
+    mtime: formatMtime(e.mtimeNs),
+    mode: e.mode,
+    linkTarget: isObject ? e.linkTarget : null,
     access,
   };
 }
@@ -42,7 +57,7 @@ export function toEntryDetailDto(e: EntryRecord, access: PermissionLevel | null)
 export function toTrashDto(t: TrashRecord): TrashEntryDto {
   return {
     id: idString(t.id),
-    kind: t.kind,
+    kind: t.symlink ? 'symlink' : t.kind,
     originalPath: t.originalPath,
     deletedBy: t.deletedBy,
     deletedAt: iso(t.createdAt),

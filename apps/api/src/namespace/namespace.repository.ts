@@ -1,6 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma } from '@prisma/client';
-import { escapeLike, joinPath, type PermissionLevel } from '@tributary/shared';
+import { createHash } from 'node:crypto';
+import {
+  DEFAULT_MODES,
+  escapeLike,
+  joinPath,
+  SYMLINK_CONTENT_TYPE,
+  type PermissionLevel,
+} from '@tributary/shared';
 import { purgeWaitsFor } from '@tributary/replication';
 import { LOCK_NAME_SQL } from '../data/ingest.repository';
 import { PrismaService } from '../database/prisma.service';
@@ -22,6 +29,10 @@ export interface CollectionRecord {
   group: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The file time (POSIX mtime), nanoseconds since 1970. */
+  mtimeNs: bigint;
+  /** Permission bits (0..0o7777). */
+  mode: number;
 }
 
 export interface ReplicaRecord {
@@ -49,6 +60,14 @@ export interface ObjectRecord {
   version: number;
   createdAt: Date;
   updatedAt: Date;
+  mtimeNs: bigint;
+  mode: number;
+  /**
+   * Set for a symbolic link: a data object row without replicas whose size and checksum are its
+   * target's (docs/attributes.md). Everything that names, moves, trashes, grants or replicates
+   * objects treats it as one; only the data routes refuse it.
+   */
+  linkTarget: string | null;
   replicaCount: number;
   /** Site of the first good replica: where the bytes are read from. */
   site: string | null;
@@ -79,6 +98,8 @@ export interface TrashRecord {
   deletedAtSite: string;
   createdAt: Date;
   settledAt: Date | null;
+  /** The trashed object is a symbolic link. */
+  symlink: boolean;
 }
 
 export interface GrantRecord {
@@ -115,6 +136,9 @@ interface ObjectSqlRow {
   version: number;
   created_at: Date;
   updated_at: Date;
+  mtime_ns: bigint;
+  mode: number;
+  link_target: string | null;
   collection_path: string;
   owner: string | null;
   group_name: string | null;
@@ -139,7 +163,7 @@ interface ReplicaJson {
  */
 const OBJECT_SELECT = Prisma.sql`
   SELECT o.id, o.collection_id, o.name, o.size, o.checksum, o.content_type, o.owner_id, o.version,
-         o.created_at, o.updated_at, c.path AS collection_path, u.username AS owner, g.name AS group_name,
+         o.created_at, o.updated_at, o.mtime_ns, o.mode, o.link_target, c.path AS collection_path, u.username AS owner, g.name AS group_name,
          COALESCE((SELECT json_agg(json_build_object(
                             'siteId', r.site_id, 'resourceId', r.resource_id::text, 'resource', s.name,
                             'physicalPath', r.physical_path, 'size', r.size::text, 'checksum', r.checksum,
@@ -170,6 +194,9 @@ function toObjectRecord(row: ObjectSqlRow): ObjectRecord {
     version: Number(row.version),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    mtimeNs: BigInt(row.mtime_ns),
+    mode: Number(row.mode),
+    linkTarget: row.link_target,
     replicaCount: replicas.length,
     site: replicas.find((r) => r.status === 'good')?.siteId ?? null,
     replicas: replicas.map((r) => ({
@@ -204,10 +231,12 @@ export class NamespaceRepository {
         group_name: string | null;
         created_at: Date;
         updated_at: Date;
+        mtime_ns: bigint;
+        mode: number;
       }[]
     >(Prisma.sql`
       SELECT c.id, c.parent_id, c.name, c.path, c.owner_id, u.username AS owner, g.name AS group_name,
-             c.created_at, c.updated_at
+             c.created_at, c.updated_at, c.mtime_ns, c.mode
         FROM collections c JOIN users u ON u.id = c.owner_id LEFT JOIN project_groups g ON g.id = c.group_id
        WHERE c.path = ${path} AND c.trash_id = 0`);
     const r = rows[0];
@@ -223,6 +252,8 @@ export class NamespaceRepository {
           group: r.group_name,
           createdAt: r.created_at,
           updatedAt: r.updated_at,
+          mtimeNs: BigInt(r.mtime_ns),
+          mode: Number(r.mode),
         }
       : null;
   }
@@ -278,8 +309,62 @@ export class NamespaceRepository {
   async createCollection(
     tx: Tx,
     data: { parentId: bigint; name: string; path: string; ownerId: bigint; groupId: bigint | null },
+    attributes: { mode?: number; mtimeNs?: bigint } = {},
   ): Promise<void> {
-    await tx.collection.create({ data: { ...data, createdBy: data.ownerId } });
+    await tx.collection.create({ data: { ...data, ...attributes, createdBy: data.ownerId } });
+  }
+
+  /**
+   * A symbolic link: a data object row without replicas, whose size and checksum are its target's
+   * (so listings, sorting and conflict records need nothing new) and whose mode is 0o777.
+   */
+  async createSymlink(
+    tx: Tx,
+    data: {
+      collectionId: bigint;
+      name: string;
+      target: string;
+      ownerId: bigint;
+      groupId: bigint | null;
+      mtimeNs?: bigint;
+    },
+  ): Promise<bigint> {
+    const bytes = Buffer.from(data.target, 'utf8');
+    const created = await tx.dataObject.create({
+      data: {
+        collectionId: data.collectionId,
+        name: data.name,
+        size: BigInt(bytes.length),
+        checksum: createHash('sha256').update(bytes).digest('hex'),
+        contentType: SYMLINK_CONTENT_TYPE,
+        ownerId: data.ownerId,
+        groupId: data.groupId,
+        mode: DEFAULT_MODES.symlink,
+        linkTarget: data.target,
+        createdBy: data.ownerId,
+        ...(data.mtimeNs !== undefined ? { mtimeNs: data.mtimeNs } : {}),
+      },
+      select: { id: true },
+    });
+    return created.id;
+  }
+
+  /**
+   * Sets a live entry's file time and/or permission bits (a change of its catalog record, which
+   * replicates). False when the entry is no longer live (moved to the trash or purged meanwhile).
+   */
+  async setAttributes(
+    entry: { kind: 'collection' | 'object'; id: bigint },
+    attributes: { mtimeNs?: bigint; mode?: number },
+    by: bigint,
+  ): Promise<boolean> {
+    const data = { ...attributes, updatedBy: by };
+    const where = { id: entry.id, trashId: 0n };
+    const res =
+      entry.kind === 'collection'
+        ? await this.prisma.collection.updateMany({ where, data })
+        : await this.prisma.dataObject.updateMany({ where, data });
+    return res.count === 1;
   }
 
   async counts(collectionId: bigint): Promise<{ collections: number; objects: number }> {
@@ -393,12 +478,12 @@ export class NamespaceRepository {
       after = Prisma.sql`AND (${keyExpr}, e.name, e.id) ${cmp} (${value}, ${cursor.n}::text, ${BigInt(cursor.id)}::bigint)`;
     }
     const objectColumns = isObjects
-      ? Prisma.sql`e.size, e.checksum, e.content_type, e.version,
+      ? Prisma.sql`e.size, e.checksum, e.content_type, e.version, e.link_target,
           (SELECT count(*) FROM replicas r WHERE r.object_id = e.id)::int AS replica_count,
           (SELECT r.site_id FROM replicas r WHERE r.object_id = e.id AND r.status = 'good'
             ORDER BY r.created_at LIMIT 1) AS site`
       : Prisma.sql`0::bigint AS size, NULL AS checksum, NULL AS content_type, NULL::int AS version,
-          0 AS replica_count, NULL AS site`;
+          NULL::text AS link_target, 0 AS replica_count, NULL AS site`;
     const rows = await this.prisma.$queryRaw<
       {
         id: bigint;
@@ -408,16 +493,19 @@ export class NamespaceRepository {
         group_name: string | null;
         created_at: Date;
         updated_at: Date;
+        mtime_ns: bigint;
+        mode: number;
         size: bigint;
         checksum: string | null;
         content_type: string | null;
         version: number | null;
+        link_target: string | null;
         replica_count: number;
         site: string | null;
       }[]
     >(Prisma.sql`
       SELECT e.id, e.name, e.owner_id, u.username AS owner, g.name AS group_name, e.created_at, e.updated_at,
-             ${objectColumns}
+             e.mtime_ns, e.mode, ${objectColumns}
         FROM ${Prisma.raw(table)} e
         JOIN users u ON u.id = e.owner_id
         LEFT JOIN project_groups g ON g.id = e.group_id
@@ -442,6 +530,9 @@ export class NamespaceRepository {
             version: r.version ?? 1,
             createdAt: r.created_at,
             updatedAt: r.updated_at,
+            mtimeNs: BigInt(r.mtime_ns),
+            mode: Number(r.mode),
+            linkTarget: r.link_target,
             replicaCount: r.replica_count,
             site: r.site,
             replicas: [],
@@ -457,6 +548,8 @@ export class NamespaceRepository {
             group: r.group_name,
             createdAt: r.created_at,
             updatedAt: r.updated_at,
+            mtimeNs: BigInt(r.mtime_ns),
+            mode: Number(r.mode),
           },
     );
   }
@@ -544,7 +637,10 @@ export class NamespaceRepository {
     const row = await tx.trashEntry.findUnique({ where: { id } });
     if (!row) return null;
     const user = await tx.user.findUnique({ where: { id: row.deletedById }, select: { username: true } });
-    return { ...row, deletedBy: user?.username ?? '?' };
+    const object = row.objectId
+      ? await tx.dataObject.findUnique({ where: { id: row.objectId }, select: { linkTarget: true } })
+      : null;
+    return { ...row, deletedBy: user?.username ?? '?', symlink: (object?.linkTarget ?? null) !== null };
   }
 
   /** The trash entry, locked until the transaction ends (restore and purge of one entry serialise). */
@@ -630,9 +726,11 @@ export class NamespaceRepository {
           deleted_at_site: string;
           created_at: Date;
           settled_at: Date | null;
+          symlink: boolean;
         }>
       >`SELECT t.id, t.kind::text AS kind, t.collection_id, t.object_id, t.original_path, t.deleted_by_id,
-               u.username AS deleted_by, t.deleted_at_site, t.created_at, t.settled_at
+               u.username AS deleted_by, t.deleted_at_site, t.created_at, t.settled_at,
+               EXISTS (SELECT 1 FROM data_objects o WHERE o.id = t.object_id AND o.link_target IS NOT NULL) AS symlink
           FROM trash_entries t LEFT JOIN users u ON u.id = t.deleted_by_id
          WHERE ${where} ${page}
          ORDER BY t.id DESC LIMIT ${limit}`,
@@ -650,6 +748,7 @@ export class NamespaceRepository {
         deletedAtSite: r.deleted_at_site,
         createdAt: r.created_at,
         settledAt: r.settled_at,
+        symlink: r.symlink,
       })),
       total: Number(counted[0]?.n ?? 0),
     };

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   ancestorPaths,
+  DEFAULT_MODES,
   ErrorCode,
   isCatalogId,
   isWithin,
@@ -173,7 +174,12 @@ export class NamespaceService {
     return result;
   }
 
-  async createCollection(principal: Principal, path: string, parents: boolean): Promise<EntryDto> {
+  async createCollection(
+    principal: Principal,
+    path: string,
+    parents: boolean,
+    attributes: { mode?: number; mtimeNs?: bigint } = {},
+  ): Promise<EntryDto> {
     this.access.assertWithinToken(principal, path);
     if (path === '/') throw new DomainError(ErrorCode.NameTaken, 'the root collection exists');
     const missing: string[] = [];
@@ -222,13 +228,115 @@ export class NamespaceService {
             ErrorCode.NameTaken,
             `${p} exists already (a ${clash === 'object' ? 'data object' : 'collection'})`,
           );
-        await this.repo.createCollection(tx, { parentId, name, path: p, ownerId: principal.userId, groupId });
+        await this.repo.createCollection(
+          tx,
+          { parentId, name, path: p, ownerId: principal.userId, groupId },
+          p === path ? attributes : {},
+        );
         const created = await this.repo.findCollection(p, tx);
         parentId = created!.id;
       }
     });
     const created = await this.repo.findCollection(path);
     return toEntryDto(created!, 'own');
+  }
+
+  /**
+   * Creates a symbolic link at `path` pointing to `target`, stored as written and never resolved
+   * (it may point nowhere, or outside the namespace). Needs write access to the collection it goes
+   * in, as an upload does; a name that exists is 409 NAME_TAKEN.
+   */
+  async createSymlink(
+    principal: Principal,
+    path: string,
+    target: string,
+    mtimeNs: bigint | undefined,
+  ): Promise<EntryDto> {
+    this.access.assertWithinToken(principal, path);
+    if (path === '/') throw new DomainError(ErrorCode.NameTaken, 'the root collection exists');
+    const { parent, name } = splitPath(path);
+    // Whether something is there, or the collection exists, is told only to a caller who may read
+    // where it would go (as for mkdir).
+    const existing = await this.resolve(path);
+    if (existing) {
+      const level = await this.access.levelOf(principal, entryTarget(existing));
+      if (!levelAtLeast(level, 'read') && !(await this.access.canSee(principal, path))) {
+        throw this.access.concealed(path, 'write');
+      }
+      throw new DomainError(
+        ErrorCode.NameTaken,
+        `${path} exists already; remove it first or choose another name`,
+      );
+    }
+    const collection = await this.resolve(parent);
+    if (!collection) {
+      if (!(await this.access.canSee(principal, path))) throw this.access.concealed(path, 'write');
+      throw notFound(`collection ${parent} (create it first: POST /api/v1/namespace/collections)`);
+    }
+    const level = await this.access.levelOf(principal, entryTarget(collection));
+    if (!levelAtLeast(level, 'read')) throw this.access.concealed(path, 'write');
+    if (collection.kind !== 'collection') {
+      throw new DomainError(ErrorCode.NotACollection, `${parent} is a data object, not a collection`);
+    }
+    if (!levelAtLeast(level, 'write')) {
+      throw new DomainError(
+        ErrorCode.PermissionDenied,
+        `you need write access to ${parent} (you have ${level})`,
+      );
+    }
+    await this.repo.transaction(async (tx) => {
+      await this.repo.lockName(tx, collection.id, name);
+      await this.requireLive(tx, collection);
+      const clash = await this.repo.nameTaken(tx, collection.id, name);
+      if (clash) {
+        throw new DomainError(
+          ErrorCode.NameTaken,
+          `${path} exists already (a ${clash === 'object' ? 'data object' : 'collection'})`,
+        );
+      }
+      await this.repo.createSymlink(tx, {
+        collectionId: collection.id,
+        name,
+        target,
+        ownerId: principal.userId,
+        groupId: principal.activeGroupId,
+        mtimeNs,
+      });
+    });
+    const created = await this.resolve(path);
+    if (!created) throw notFound(`${path} (it was moved or deleted meanwhile)`);
+    return toEntryDto(created, 'own');
+  }
+
+  /**
+   * Sets an entry's file time and/or permission bits (`touch -d`, `utimensat`, `chmod`): a change
+   * of its catalog record, which replicates. Needs write access to the entry. A symbolic link's
+   * mode stays 0o777 (Linux has no lchmod); its file time may be set (`touch -h`, `lutimes`).
+   */
+  async setAttributes(
+    principal: Principal,
+    path: string,
+    attributes: { mtimeNs?: bigint; mode?: number },
+  ): Promise<EntryDto> {
+    const { entry, level } = await this.reach(principal, path, 'write');
+    if (
+      entry.kind === 'object' &&
+      entry.linkTarget !== null &&
+      attributes.mode !== undefined &&
+      attributes.mode !== DEFAULT_MODES.symlink
+    ) {
+      throw new DomainError(
+        ErrorCode.IsASymlink,
+        `${path} is a symbolic link: its mode is always 0777 (change the mode of its target instead)`,
+        { mode: ['a symbolic link has no permission bits of its own'] },
+      );
+    }
+    if (!(await this.repo.setAttributes(entry, attributes, principal.userId))) {
+      throw notFound(`${path} (it was moved or deleted meanwhile)`);
+    }
+    const updated = await this.resolve(path);
+    if (!updated) throw notFound(`${path} (it was moved or deleted meanwhile)`);
+    return toEntryDto(updated, level);
   }
 
   async move(principal: Principal, from: string, to: string): Promise<EntryDto> {

@@ -107,7 +107,9 @@ export class UploadsController {
    * whole-object SHA-256 given here or at creation (422 CHECKSUM_MISMATCH ends the session). A
    * partial update's new version is the base's bytes where no part was sent (zeros past the base's
    * end) and the parts elsewhere, cut to `size`; committed only if the object is still at the base
-   * version (else 409 UPLOAD_BASE_CHANGED, and the session ends).
+   * version (else 409 UPLOAD_BASE_CHANGED, and the session ends). Optional `mtime` and `mode` set
+   * the object's file time and permission bits with this version (default: now, and the mode
+   * unchanged, 0644 for a new object).
    */
   @Answer(201, EntryDtoSchema, 'A new object')
   @Answer(200, EntryDtoSchema, 'A new version of an existing object')

@@ -8,7 +8,7 @@ import {
   ByteRangeSet,
   ErrorCode,
   splitPath,
-  type CompleteUploadRequest,
+  type CompleteUpload,
   type CreateUploadRequest,
   type EntryDto,
   type UploadSessionDto,
@@ -247,7 +247,7 @@ export class UploadsService implements OnModuleInit {
    * nothing is created); other failures (a name taken meanwhile, access lost) leave the session
    * and its bytes for another try.
    */
-  async complete(principal: Principal, id: string, request: CompleteUploadRequest): Promise<EntryDto> {
+  async complete(principal: Principal, id: string, request: CompleteUpload): Promise<EntryDto> {
     const session = await this.load(principal, id);
     if (request.sha256 && session.sha256 && request.sha256 !== session.sha256) {
       throw new DomainError(
@@ -277,6 +277,8 @@ export class UploadsService implements OnModuleInit {
             overwrite: session.overwrite,
             contentType: session.contentType,
             expectedSha256: request.sha256 ?? session.sha256 ?? undefined,
+            mtimeNs: request.mtime,
+            mode: request.mode,
           },
         );
       } catch (err) {
@@ -373,7 +375,7 @@ export class UploadsService implements OnModuleInit {
   private async completePartial(
     principal: Principal,
     session: UploadSessionRecord,
-    request: CompleteUploadRequest,
+    request: CompleteUpload,
   ): Promise<EntryDto> {
     const { id } = session;
     const size = Number(session.size);
@@ -394,6 +396,8 @@ export class UploadsService implements OnModuleInit {
             contentType: session.contentType,
             expectedSha256: request.sha256 ?? session.sha256 ?? undefined,
             expectedBase: base,
+            mtimeNs: request.mtime,
+            mode: request.mode,
           },
         );
       } catch (err) {
@@ -552,6 +556,12 @@ export class UploadsService implements OnModuleInit {
         );
       }
       await this.access.require(principal, { path: target, kind: 'object', objectId: existing.id }, 'write');
+      if (existing.linkTarget !== null) {
+        throw new DomainError(
+          ErrorCode.IsASymlink,
+          `${target} is a symbolic link: it has no bytes to replace; remove the link first to upload there`,
+        );
+      }
       return;
     }
     await this.access.require(principal, { path: parent, kind: 'collection' }, 'write');

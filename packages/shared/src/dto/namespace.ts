@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { LinkTargetSchema, ModeSchema, MtimeSchema } from '../attributes';
 import {
   IdSchema,
+  ObjectPathSchema,
   NameSchema,
   PageQuerySchema,
   pageSchema,
@@ -42,7 +44,40 @@ export const CreateCollectionSchema = z.object({
   path: PathSchema,
   /** Create missing parents too (like `mkdir -p`). */
   parents: z.boolean().default(false),
+  /** The new collection's permission bits (default 0o755; missing parents get the default). */
+  mode: ModeSchema.optional(),
+  /** The new collection's file time (default: now). */
+  mtime: MtimeSchema.optional(),
 });
+export type CreateCollectionRequest = z.input<typeof CreateCollectionSchema>;
+
+/**
+ * A new symbolic link: `target` is stored exactly as written (relative or absolute, it may point
+ * nowhere) and never followed by the site. Its mode is always 0o777.
+ */
+export const CreateSymlinkSchema = z.object({
+  path: ObjectPathSchema,
+  target: LinkTargetSchema,
+  /** The link's own file time (default: now), as `lutimes` sets it. */
+  mtime: MtimeSchema.optional(),
+});
+export type CreateSymlinkRequest = z.input<typeof CreateSymlinkSchema>;
+
+/**
+ * Sets an entry's file time and/or permission bits (`touch -d`, `utimensat`, `chmod`). Both are
+ * advisory: the catalog's grants decide access. A symbolic link takes `mtime` only.
+ */
+export const SetAttributesSchema = z
+  .object({
+    path: PathSchema,
+    mtime: MtimeSchema.optional(),
+    mode: ModeSchema.optional(),
+  })
+  .refine((v) => v.mtime !== undefined || v.mode !== undefined, {
+    message: 'give "mtime", "mode" or both',
+    path: ['mtime'],
+  });
+export type SetAttributesRequest = z.input<typeof SetAttributesSchema>;
 
 export const MoveSchema = z.object({ from: PathSchema, to: PathSchema });
 
@@ -64,7 +99,8 @@ export type GrantRequest = z.input<typeof GrantSchema>;
 
 export const TrashIdParamSchema = z.object({ id: IdSchema });
 
-export const ENTRY_KINDS = ['collection', 'object'] as const;
+/** A symbolic link is an entry of its own kind: a name with a target, no bytes (docs/attributes.md). */
+export const ENTRY_KINDS = ['collection', 'object', 'symlink'] as const;
 export type EntryKind = (typeof ENTRY_KINDS)[number];
 
 export const ReplicaDtoSchema = responseSchema(
@@ -86,9 +122,9 @@ const entryFields = {
   path: z.string(),
   owner: z.string(),
   group: z.string().nullable(),
-  /** Bytes for objects; 0 for collections. */
+  /** Bytes for objects; the target's length in bytes of UTF-8 for symlinks; 0 for collections. */
   size: z.number().int(),
-  /** `sha256:<hex>` for objects. */
+  /** `sha256:<hex>` for objects (of the target, for symlinks). */
   checksum: z.string().nullable(),
   contentType: z.string().nullable(),
   version: z.number().int().nullable(),
@@ -96,7 +132,17 @@ const entryFields = {
   site: z.string().nullable(),
   replicaCount: z.number().int(),
   createdAt: TimeSchema,
+  /** When the catalog record last changed (any change: a rename, a grant, a move to the trash and back). */
   modifiedAt: TimeSchema,
+  /**
+   * The file time (POSIX mtime): set by writers (`touch -d`, `rsync -a`), else the time of the last
+   * content change. ISO 8601 in UTC with nine fraction digits (nanoseconds).
+   */
+  mtime: TimeSchema,
+  /** Permission bits (0..0o7777), advisory: grants decide access. */
+  mode: z.number().int(),
+  /** A symlink's target, exactly as written; null for other kinds. */
+  linkTarget: z.string().nullable(),
   /** What the caller may do here (null: the name is visible, the content is not). */
   access: z.enum(PERMISSION_LEVELS).nullable(),
 };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ModeSchema, MtimeSchema } from '../attributes';
 import { ObjectPathSchema, responseSchema, text, TimeSchema } from './common';
 
 const Sha256Schema = z
@@ -42,8 +43,14 @@ export type CreateUploadRequest = z.input<typeof CreateUploadSchema>;
 export const CompleteUploadSchema = z.object({
   /** Hex SHA-256 of the whole object, if not given when the session was created. */
   sha256: Sha256Schema.optional(),
+  /** The object's file time with this version (default: now). */
+  mtime: MtimeSchema.optional(),
+  /** The object's permission bits with this version (default: unchanged; 0o644 for a new object). */
+  mode: ModeSchema.optional(),
 });
 export type CompleteUploadRequest = z.input<typeof CompleteUploadSchema>;
+/** A completion as the API reads it (mtime in nanoseconds since 1970, mode as bits). */
+export type CompleteUpload = z.output<typeof CompleteUploadSchema>;
 
 /**
  * A resumable upload session. Chunks go to `PUT /api/v1/uploads/{id}?offset=<received>`; after an

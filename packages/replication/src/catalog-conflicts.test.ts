@@ -158,7 +158,8 @@ describe('attribute-only versions (docs/attributes.md)', () => {
     checksum: 'ab',
     trash_id: 0,
     mode: 420,
-    mtime_ns: 1000,
+    mtime_s: 1,
+    mtime_nsec: 0,
     created_at: '2026-11-27T10:00:00.000+00:00',
     updated_at: '2026-11-27T10:00:01.000+00:00',
     updated_by: 1,
@@ -166,7 +167,7 @@ describe('attribute-only versions (docs/attributes.md)', () => {
 
   it('two versions that differ in mode, mtime and bookkeeping only', () => {
     const chmod = { ...file, mode: 493, updated_at: '2026-11-27T10:00:02.000+00:00', updated_by: 2 };
-    const touch = { ...file, mtime_ns: 5000, updated_at: '2026-11-27T10:00:03.000+00:00' };
+    const touch = { ...file, mtime_s: 5, mtime_nsec: 7, updated_at: '2026-11-27T10:00:03.000+00:00' };
     expect(differsOnlyInAttributes('data_objects', chmod, touch)).toBe(true);
     // The same time written in another zone is the same time.
     expect(

@@ -72,8 +72,8 @@ export function isNegotiable(table: string): boolean {
  * included.
  */
 const ATTRIBUTE_ONLY: Record<string, ReadonlySet<string>> = {
-  data_objects: new Set(['mode', 'mtime_ns', 'updated_at', 'updated_by']),
-  collections: new Set(['mode', 'mtime_ns', 'updated_at', 'updated_by', 'path']),
+  data_objects: new Set(['mode', 'mtime_s', 'mtime_nsec', 'updated_at', 'updated_by']),
+  collections: new Set(['mode', 'mtime_s', 'mtime_nsec', 'updated_at', 'updated_by', 'path']),
 };
 
 /** Whether two versions of a file or folder differ in their POSIX attributes only (see ATTRIBUTE_ONLY). */

@@ -9,6 +9,7 @@ import {
   MtimeSchema,
   parseMode,
   parseMtime,
+  splitMtime,
 } from './attributes';
 import { SetAttributesSchema } from './dto/namespace';
 
@@ -71,6 +72,12 @@ describe('mtime', () => {
     expect(parseMtime(1795773600123)).toEqual({ ok: true, value: 1795773600123000000n });
     expect(parseMtime('1795773600123.456789')).toEqual({ ok: true, value: 1795773600123456789n });
     expect(parseMtime('-1.5')).toEqual({ ok: true, value: -1500000n });
+  });
+
+  it('splits into a timespec: whole seconds (floor) and nanoseconds', () => {
+    expect(splitMtime(1_500_000_001n)).toEqual({ seconds: 1n, nanoseconds: 500_000_001 });
+    expect(splitMtime(-1n)).toEqual({ seconds: -1n, nanoseconds: 999_999_999 });
+    expect(splitMtime(-1_000_000_000n)).toEqual({ seconds: -1n, nanoseconds: 0 });
   });
 
   it('keeps times before 1970 (touch -d 1960-01-01)', () => {

@@ -126,14 +126,23 @@ export function parseMtime(value: unknown): Parsed<bigint> {
 
 /** A file time as the API writes it: ISO 8601 in UTC with nine fraction digits (nanoseconds). */
 export function formatMtime(ns: bigint): string {
+  const { seconds, nanoseconds } = splitMtime(ns);
+  const whole = new Date(Number(seconds) * 1000).toISOString();
+  return `${whole.slice(0, -5)}.${nanoseconds.toString().padStart(9, '0')}Z`;
+}
+
+/**
+ * A file time as a struct timespec: whole seconds since 1970 (floor) and nanoseconds 0..999,999,999
+ * (how the catalog stores it, and what `utimensat` and FUSE take).
+ */
+export function splitMtime(ns: bigint): { seconds: bigint; nanoseconds: number } {
   let seconds = ns / NS_PER_S;
   let fraction = ns % NS_PER_S;
   if (fraction < 0n) {
     fraction += NS_PER_S;
     seconds -= 1n;
   }
-  const whole = new Date(Number(seconds) * 1000).toISOString();
-  return `${whole.slice(0, -5)}.${fraction.toString().padStart(9, '0')}Z`;
+  return { seconds, nanoseconds: Number(fraction) };
 }
 
 /** Nanoseconds since 1970 of an entry's `mtime` (or any time parseMtime takes); throws if it is none. */

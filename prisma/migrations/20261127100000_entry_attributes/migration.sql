@@ -1,10 +1,13 @@
 -- POSIX attributes per entry (issue 25; docs/attributes.md): the file time, the permission bits, and
 -- symbolic links.
 --
--- mtime_ns: the file time (POSIX mtime) in nanoseconds since 1970, what `touch -d`, `utimensat`,
---   `rsync -a` and `make` set and compare; nanoseconds because rsync and tar compare them, and a
---   timestamptz keeps microseconds only. It is not `updated_at` (the catalog record's last change,
---   which a rename or a grant also moves). Existing entries start from their `updated_at`.
+-- mtime_s, mtime_nsec: the file time (POSIX mtime) as a struct timespec: seconds since 1970 and
+--   nanoseconds (0..999,999,999), what `touch -d`, `utimensat`, `rsync -a` and `make` set and compare.
+--   Nanoseconds because rsync and tar compare them (a timestamptz keeps microseconds only); two
+--   columns because a count of nanoseconds since 1970 needs 61 bits, more than the 53 a JSON number
+--   keeps exactly on its way between sites (replicated rows travel as JSON through Node). It is not
+--   `updated_at` (the catalog record's last change, which a rename or a grant also moves). Existing
+--   entries start from their `updated_at`.
 -- mode: the permission bits (0..0o7777: rwx for owner, group and others, setuid, setgid, sticky),
 --   advisory; the catalog's grants decide access. 0o644 for objects, 0o755 for collections.
 -- link_target: set for a symbolic link, which is a data_objects row without replicas (size: the
@@ -17,26 +20,35 @@
 -- state them (the drift check compares them); the API validates every value it writes.
 
 ALTER TABLE "collections"
-  ADD COLUMN "mtime_ns" BIGINT,
+  ADD COLUMN "mtime_s" BIGINT,
+  ADD COLUMN "mtime_nsec" INTEGER,
   ADD COLUMN "mode" INTEGER NOT NULL DEFAULT 493;
 ALTER TABLE "data_objects"
-  ADD COLUMN "mtime_ns" BIGINT,
+  ADD COLUMN "mtime_s" BIGINT,
+  ADD COLUMN "mtime_nsec" INTEGER,
   ADD COLUMN "mode" INTEGER NOT NULL DEFAULT 420,
   ADD COLUMN "link_target" TEXT;
 
 -- Existing entries: the file time is the record's last change. Every site computes the same from
 -- the replicated updated_at, so the backfill is not captured (not a change to send anyone).
 SET LOCAL tributary.capture = 'off';
-UPDATE "collections" SET "mtime_ns" = (extract(epoch FROM "updated_at") * 1000000)::BIGINT * 1000;
-UPDATE "data_objects" SET "mtime_ns" = (extract(epoch FROM "updated_at") * 1000000)::BIGINT * 1000;
+UPDATE "collections" SET "mtime_s" = floor(extract(epoch FROM "updated_at"))::BIGINT,
+  "mtime_nsec" = (extract(microseconds FROM "updated_at")::INTEGER % 1000000) * 1000;
+UPDATE "data_objects" SET "mtime_s" = floor(extract(epoch FROM "updated_at"))::BIGINT,
+  "mtime_nsec" = (extract(microseconds FROM "updated_at")::INTEGER % 1000000) * 1000;
 SET LOCAL tributary.capture = 'on';
 
+-- New entries: now (the transaction's time, as created_at).
 ALTER TABLE "collections"
-  ALTER COLUMN "mtime_ns" SET DEFAULT ((extract(epoch FROM now()) * 1000000)::BIGINT * 1000),
-  ALTER COLUMN "mtime_ns" SET NOT NULL;
+  ALTER COLUMN "mtime_s" SET DEFAULT floor(extract(epoch FROM now()))::BIGINT,
+  ALTER COLUMN "mtime_s" SET NOT NULL,
+  ALTER COLUMN "mtime_nsec" SET DEFAULT (extract(microseconds FROM now())::INTEGER % 1000000) * 1000,
+  ALTER COLUMN "mtime_nsec" SET NOT NULL;
 ALTER TABLE "data_objects"
-  ALTER COLUMN "mtime_ns" SET DEFAULT ((extract(epoch FROM now()) * 1000000)::BIGINT * 1000),
-  ALTER COLUMN "mtime_ns" SET NOT NULL;
+  ALTER COLUMN "mtime_s" SET DEFAULT floor(extract(epoch FROM now()))::BIGINT,
+  ALTER COLUMN "mtime_s" SET NOT NULL,
+  ALTER COLUMN "mtime_nsec" SET DEFAULT (extract(microseconds FROM now())::INTEGER % 1000000) * 1000,
+  ALTER COLUMN "mtime_nsec" SET NOT NULL;
 
 -- A change from a peer that has not been migrated yet carries none of the new columns: its row
 -- would be written with NULLs (the injector writes every column it knows). Such a change keeps the
@@ -45,15 +57,24 @@ ALTER TABLE "data_objects"
 -- only when a value is missing (the WHEN clause costs the usual write nothing). A symlink's target
 -- never changes: an update without one keeps it.
 CREATE FUNCTION entry_attributes_fill() RETURNS TRIGGER LANGUAGE plpgsql AS $$
+DECLARE
+  v_at TIMESTAMPTZ;
 BEGIN
   IF TG_OP = 'UPDATE' THEN
-    NEW."mtime_ns" := COALESCE(NEW."mtime_ns", OLD."mtime_ns");
+    IF NEW."mtime_s" IS NULL OR NEW."mtime_nsec" IS NULL THEN
+      NEW."mtime_s" := OLD."mtime_s";
+      NEW."mtime_nsec" := OLD."mtime_nsec";
+    END IF;
     NEW."mode" := COALESCE(NEW."mode", OLD."mode");
     IF TG_TABLE_NAME = 'data_objects' THEN
       NEW."link_target" := COALESCE(NEW."link_target", OLD."link_target");
     END IF;
   ELSE
-    NEW."mtime_ns" := COALESCE(NEW."mtime_ns", (extract(epoch FROM COALESCE(NEW."updated_at", now())) * 1000000)::BIGINT * 1000);
+    IF NEW."mtime_s" IS NULL OR NEW."mtime_nsec" IS NULL THEN
+      v_at := COALESCE(NEW."updated_at", now());
+      NEW."mtime_s" := floor(extract(epoch FROM v_at))::BIGINT;
+      NEW."mtime_nsec" := (extract(microseconds FROM v_at)::INTEGER % 1000000) * 1000;
+    END IF;
     IF TG_TABLE_NAME = 'collections' THEN
       NEW."mode" := COALESCE(NEW."mode", 493);
     ELSE
@@ -65,17 +86,18 @@ END
 $$;
 
 CREATE TRIGGER "entry_attributes_fill_insert" BEFORE INSERT ON "collections"
-  FOR EACH ROW WHEN (NEW."mtime_ns" IS NULL OR NEW."mode" IS NULL) EXECUTE FUNCTION entry_attributes_fill();
+  FOR EACH ROW WHEN (NEW."mtime_s" IS NULL OR NEW."mtime_nsec" IS NULL OR NEW."mode" IS NULL) EXECUTE FUNCTION entry_attributes_fill();
 CREATE TRIGGER "entry_attributes_fill_update" BEFORE UPDATE ON "collections"
-  FOR EACH ROW WHEN (NEW."mtime_ns" IS NULL OR NEW."mode" IS NULL) EXECUTE FUNCTION entry_attributes_fill();
+  FOR EACH ROW WHEN (NEW."mtime_s" IS NULL OR NEW."mtime_nsec" IS NULL OR NEW."mode" IS NULL) EXECUTE FUNCTION entry_attributes_fill();
 CREATE TRIGGER "entry_attributes_fill_insert" BEFORE INSERT ON "data_objects"
-  FOR EACH ROW WHEN (NEW."mtime_ns" IS NULL OR NEW."mode" IS NULL) EXECUTE FUNCTION entry_attributes_fill();
+  FOR EACH ROW WHEN (NEW."mtime_s" IS NULL OR NEW."mtime_nsec" IS NULL OR NEW."mode" IS NULL) EXECUTE FUNCTION entry_attributes_fill();
 CREATE TRIGGER "entry_attributes_fill_update" BEFORE UPDATE ON "data_objects"
-  FOR EACH ROW WHEN (NEW."mtime_ns" IS NULL OR NEW."mode" IS NULL
+  FOR EACH ROW WHEN (NEW."mtime_s" IS NULL OR NEW."mtime_nsec" IS NULL OR NEW."mode" IS NULL
                      OR (OLD."link_target" IS NOT NULL AND NEW."link_target" IS NULL))
   EXECUTE FUNCTION entry_attributes_fill();
 
--- The ingest functions take the new object's file time and mode (NULL: the defaults).
+-- The ingest functions take the new object's file time (in nanoseconds since 1970) and mode (NULL:
+-- the defaults), and answer them.
 DROP FUNCTION catalog_ingest_object(BIGINT, TEXT, BIGINT, TEXT, TEXT, BIGINT, BIGINT, TEXT, BIGINT, TEXT);
 CREATE FUNCTION catalog_ingest_object(
   p_collection_id BIGINT, p_name TEXT, p_size BIGINT, p_checksum TEXT, p_content_type TEXT,
@@ -85,6 +107,7 @@ CREATE FUNCTION catalog_ingest_object(
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   new_id BIGINT;
+  v_s BIGINT := floor(p_mtime_ns::NUMERIC / 1000000000)::BIGINT;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext(p_collection_id::text), hashtext(p_name));
   PERFORM 1 FROM collections c WHERE c.id = p_collection_id AND c.trash_id = 0 FOR SHARE;
@@ -96,9 +119,12 @@ BEGIN
     RETURN QUERY SELECT 'name-taken'::text, NULL::bigint, NULL::timestamptz, NULL::timestamptz, NULL::bigint, NULL::integer;
     RETURN;
   END IF;
-  INSERT INTO data_objects AS o (collection_id, name, size, checksum, content_type, owner_id, group_id, created_by, mtime_ns, mode)
+  INSERT INTO data_objects AS o (collection_id, name, size, checksum, content_type, owner_id, group_id, created_by,
+                                 mtime_s, mtime_nsec, mode)
   VALUES (p_collection_id, p_name, p_size, p_checksum, p_content_type, p_owner_id, p_group_id, p_owner_id,
-          COALESCE(p_mtime_ns, (extract(epoch FROM now()) * 1000000)::BIGINT * 1000), COALESCE(p_mode, 420))
+          COALESCE(v_s, floor(extract(epoch FROM now()))::BIGINT),
+          COALESCE((p_mtime_ns - v_s * 1000000000)::INTEGER, (extract(microseconds FROM now())::INTEGER % 1000000) * 1000),
+          COALESCE(p_mode, 420))
   ON CONFLICT (collection_id, trash_id, name) DO NOTHING
   RETURNING o.id INTO new_id;
   IF new_id IS NULL THEN
@@ -107,7 +133,8 @@ BEGIN
   END IF;
   INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, created_by)
   VALUES (new_id, p_site_id, p_resource_id, p_physical_path, p_size, p_checksum, p_owner_id);
-  RETURN QUERY SELECT 'created'::text, o.id, o.created_at::timestamptz, o.updated_at::timestamptz, o.mtime_ns, o.mode
+  RETURN QUERY SELECT 'created'::text, o.id, o.created_at::timestamptz, o.updated_at::timestamptz,
+                      o.mtime_s * 1000000000 + o.mtime_nsec, o.mode
     FROM data_objects o WHERE o.id = new_id;
 END;
 $$;
@@ -142,7 +169,7 @@ BEGIN
     ), inserted AS (
       INSERT INTO data_objects AS o (collection_id, name, size, checksum, content_type, owner_id, group_id, created_by)
       SELECT p_collection_id, i.n, i.size, i.checksum, i.content_type, p_owner_id, p_group_id, p_owner_id FROM input i
-      RETURNING o.id, o.name, o.created_at, o.mtime_ns, o.mode
+      RETURNING o.id, o.name, o.created_at, o.mtime_s * 1000000000 + o.mtime_nsec AS mtime_ns, o.mode
     ), replicas AS (
       INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, created_by)
       SELECT ins.id, p_site_id, p_resource_id, i.physical_path, i.size, i.checksum, p_owner_id

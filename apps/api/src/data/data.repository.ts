@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '../database/prisma.service';
-import type { Tx } from '../namespace/namespace.repository';
+import { timespec, type Tx } from '../namespace/namespace.repository';
 
 export interface NewObjectBytes {
   size: bigint;
@@ -117,7 +117,7 @@ export class DataRepository {
         ...bytes,
         version: { increment: 1 },
         updatedBy: by,
-        mtimeNs: attributes.mtimeNs ?? BigInt(Date.now()) * 1_000_000n,
+        ...timespec(attributes.mtimeNs ?? BigInt(Date.now()) * 1_000_000n),
         ...(attributes.mode !== undefined ? { mode: attributes.mode } : {}),
       },
     });

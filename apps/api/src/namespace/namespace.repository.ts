@@ -5,6 +5,7 @@ import {
   DEFAULT_MODES,
   escapeLike,
   joinPath,
+  splitMtime,
   SYMLINK_CONTENT_TYPE,
   type PermissionLevel,
 } from '@tributary/shared';
@@ -163,7 +164,8 @@ interface ReplicaJson {
  */
 const OBJECT_SELECT = Prisma.sql`
   SELECT o.id, o.collection_id, o.name, o.size, o.checksum, o.content_type, o.owner_id, o.version,
-         o.created_at, o.updated_at, o.mtime_ns, o.mode, o.link_target, c.path AS collection_path, u.username AS owner, g.name AS group_name,
+         o.created_at, o.updated_at, o.mtime_s * 1000000000 + o.mtime_nsec AS mtime_ns, o.mode, o.link_target,
+         c.path AS collection_path, u.username AS owner, g.name AS group_name,
          COALESCE((SELECT json_agg(json_build_object(
                             'siteId', r.site_id, 'resourceId', r.resource_id::text, 'resource', s.name,
                             'physicalPath', r.physical_path, 'size', r.size::text, 'checksum', r.checksum,
@@ -211,6 +213,16 @@ function toObjectRecord(row: ObjectSqlRow): ObjectRecord {
   };
 }
 
+/**
+ * A file time in nanoseconds as the catalog's columns hold it (`mtime_s`, `mtime_nsec`: a timespec,
+ * so that no value outgrows what a JSON number keeps between sites); nothing when not given.
+ */
+export function timespec(ns: bigint | undefined): { mtimeS?: bigint; mtimeNsec?: number } {
+  if (ns === undefined) return {};
+  const { seconds, nanoseconds } = splitMtime(ns);
+  return { mtimeS: seconds, mtimeNsec: nanoseconds };
+}
+
 @Injectable()
 export class NamespaceRepository {
   constructor(private readonly prisma: PrismaService) {}
@@ -236,7 +248,7 @@ export class NamespaceRepository {
       }[]
     >(Prisma.sql`
       SELECT c.id, c.parent_id, c.name, c.path, c.owner_id, u.username AS owner, g.name AS group_name,
-             c.created_at, c.updated_at, c.mtime_ns, c.mode
+             c.created_at, c.updated_at, c.mtime_s * 1000000000 + c.mtime_nsec AS mtime_ns, c.mode
         FROM collections c JOIN users u ON u.id = c.owner_id LEFT JOIN project_groups g ON g.id = c.group_id
        WHERE c.path = ${path} AND c.trash_id = 0`);
     const r = rows[0];
@@ -311,7 +323,9 @@ export class NamespaceRepository {
     data: { parentId: bigint; name: string; path: string; ownerId: bigint; groupId: bigint | null },
     attributes: { mode?: number; mtimeNs?: bigint } = {},
   ): Promise<void> {
-    await tx.collection.create({ data: { ...data, ...attributes, createdBy: data.ownerId } });
+    await tx.collection.create({
+      data: { ...data, ...timespec(attributes.mtimeNs), mode: attributes.mode, createdBy: data.ownerId },
+    });
   }
 
   /**
@@ -342,7 +356,7 @@ export class NamespaceRepository {
         mode: DEFAULT_MODES.symlink,
         linkTarget: data.target,
         createdBy: data.ownerId,
-        ...(data.mtimeNs !== undefined ? { mtimeNs: data.mtimeNs } : {}),
+        ...timespec(data.mtimeNs),
       },
       select: { id: true },
     });
@@ -358,7 +372,7 @@ export class NamespaceRepository {
     attributes: { mtimeNs?: bigint; mode?: number },
     by: bigint,
   ): Promise<boolean> {
-    const data = { ...attributes, updatedBy: by };
+    const data = { ...timespec(attributes.mtimeNs), mode: attributes.mode, updatedBy: by };
     const where = { id: entry.id, trashId: 0n };
     const res =
       entry.kind === 'collection'
@@ -505,7 +519,7 @@ export class NamespaceRepository {
       }[]
     >(Prisma.sql`
       SELECT e.id, e.name, e.owner_id, u.username AS owner, g.name AS group_name, e.created_at, e.updated_at,
-             e.mtime_ns, e.mode, ${objectColumns}
+             e.mtime_s * 1000000000 + e.mtime_nsec AS mtime_ns, e.mode, ${objectColumns}
         FROM ${Prisma.raw(table)} e
         JOIN users u ON u.id = e.owner_id
         LEFT JOIN project_groups g ON g.id = e.group_id

@@ -53,7 +53,8 @@ export interface ApiRequest {
   /**
    * Sends a Uint8Array body as it is: fetch (undici) otherwise copies a byte body before sending
    * it (a fresh allocation of its size, which also drives garbage collection). The caller must
-   * leave the bytes unchanged until the request settles.
+   * leave the bytes unchanged until the request settles. With timeouts (`ApiConnectionOptions.timeouts`)
+   * every byte body is sent this way, in slices whose progress the data timeout watches.
    */
   bodyInPlace?: boolean;
   signal?: AbortSignal;
@@ -106,8 +107,11 @@ export class ApiConnection {
   private readonly site: SiteLiveness = {
     lastHeard: () => this.heardAt,
     checkLife: (quietMs) => this.checkLife(quietMs),
-    // A request that ran out of time: the site is silent; the next ones need not wait as long.
-    timedOut: (error) => (this.outage ??= error),
+    // A request ran out of time and nothing else was heard from the site meanwhile: it is silent,
+    // and the next requests need not wait as long. (A slow answer while others arrive is not that.)
+    timedOut: (error, since) => {
+      if (this.heardAt <= since) this.outage ??= error;
+    },
   };
 
   constructor(readonly options: ApiConnectionOptions) {
@@ -122,9 +126,9 @@ export class ApiConnection {
   /**
    * While the site is known not to answer (`cause`: the failure that showed it), requests other
    * than probes (`ApiRequest.probe`) fail at once with SiteUnreachableError instead of each waiting
-   * for its own timeout; `undefined` ends that. A request that runs out of time sets it by itself,
-   * and any answer from the site (to a request in flight, or to a probe) ends it. The mount also
-   * sets it when a request finds no site at all (connection refused).
+   * for its own timeout; `undefined` ends that. A request that runs out of time while nothing at
+   * all is heard from the site sets it by itself, and any answer from the site (to a request in
+   * flight, or to a probe) ends it.
    */
   setUnreachable(cause: Error | undefined): void {
     this.outage = cause;

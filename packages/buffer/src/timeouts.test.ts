@@ -169,6 +169,18 @@ describe('metadata timeout', () => {
     expect(await api.json({ method: 'GET', url: '/json-late?ms=0' })).toEqual({ late: true });
   });
 
+  it('one slow request while the site answers others is a timeout, not an outage', async () => {
+    const api = new ApiConnection({ baseUrl, token: 't', timeouts });
+    const hung = failure(api.json({ method: 'GET', url: '/hang' }));
+    // Answers keep arriving while /hang waits.
+    for (let i = 0; i < 5; i++) {
+      await api.json({ method: 'GET', url: '/json-late?ms=0' });
+      await wait(100);
+    }
+    expect(await hung).toBeInstanceOf(RequestTimeoutError);
+    expect(api.unreachable).toBeUndefined();
+  });
+
   it('an error answer is an answer: no timeout, no outage', async () => {
     const api = new ApiConnection({ baseUrl, token: 't', timeouts });
     expect(await failure(api.json({ method: 'GET', url: '/missing' }))).toBeInstanceOf(ApiError);

@@ -67,8 +67,11 @@ export interface SiteLiveness {
    * the last `quietMs`.
    */
   checkLife(quietMs: number): void;
-  /** A request ran out of time. */
-  timedOut(error: RequestTimeoutError): void;
+  /**
+   * A request ran out of time; it had waited since `since` (monotonic ms) without hearing from the
+   * site. The connection treats the site as silent only if nothing else was heard since either.
+   */
+  timedOut(error: RequestTimeoutError, since: number): void;
 }
 
 /** Milliseconds on a monotonic clock. */
@@ -167,6 +170,8 @@ export class RequestClock {
     this.finished = true;
     let message: string;
     let limit: number;
+    // Since when this request has waited for a sign of progress.
+    const since = this.phase === 'metadata' ? this.started : this.last;
     if (this.phase === 'data') {
       limit = this.timeouts.dataMs;
       message = `the site made no progress on ${this.what} for ${seconds(limit)} (data timeout)`;
@@ -178,7 +183,7 @@ export class RequestClock {
       message = `the site did not answer ${this.what} within ${seconds(limit)} (metadata timeout)`;
     }
     const error = new RequestTimeoutError(message, this.phase, limit);
-    this.site.timedOut(error);
+    this.site.timedOut(error, since);
     this.controller.abort(error);
   }
 }

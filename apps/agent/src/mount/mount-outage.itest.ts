@@ -199,6 +199,10 @@ describe('the mount when the site does not answer, and after a crash (issue 25, 
         async () => ((await mountState(mount!)) === 'unreachable' ? true : undefined),
         2000,
       );
+      // And it stays so while the site is silent (an operation that ends without asking the
+      // site, as closing a file whose commit failed, is no sign of it).
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await mountState(mount!)).toBe('unreachable');
     } finally {
       await lsu.kill('SIGCONT');
     }

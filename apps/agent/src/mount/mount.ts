@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ApiConnection, TransportError, UploadSessionClient } from '@tributary/buffer';
+import { ApiConnection, UploadSessionClient } from '@tributary/buffer';
 import { normalizePath } from '@tributary/shared';
 import { agentHome } from '../agent-home';
 import { fuseAvailability, loadFuseAddon } from './availability';
@@ -170,17 +170,30 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     remoteRoot: remote,
     cacheTtlMs: options.cacheTtlMs ?? 3000,
     bufferBytes: (options.bufferMiB ?? 32) * MiB,
-    onReachability: (reachable, error) => {
-      setState(reachable ? 'mounted' : 'unreachable', error);
-      if (reachable) {
-        api.setUnreachable(undefined);
-        return;
-      }
-      // Until the site answers again, requests fail at once instead of each waiting to time out.
-      if (!api.unreachable) api.setUnreachable(new TransportError(error ?? 'the site does not answer'));
-      probeNow();
-    },
+    onReachability: (reachable, error) => report(reachable, error),
   });
+  /**
+   * The state the file system's calls suggest, checked against what the connection heard: once the
+   * site is unreachable, only an answer from it ends that (an operation can end well without
+   * asking it, e.g. closing a file whose commit already failed). `outageHeard`: the connection's
+   * `lastHeard` when the outage began; undefined while the site answers.
+   */
+  let outageHeard: number | undefined;
+  const report = (reachable: boolean, error?: string): void => {
+    if (!reachable) {
+      outageHeard ??= api.lastHeard;
+      setState('unreachable', error);
+      // Ask at once whether the site is there (one request may have been slow while it lives).
+      probeNow();
+      return;
+    }
+    if (outageHeard !== undefined && api.lastHeard <= outageHeard) {
+      probeNow();
+      return;
+    }
+    outageHeard = undefined;
+    setState('mounted');
+  };
   state.stats = fs.stats;
 
   try {
@@ -212,11 +225,15 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     onResync: () => fs.cache.clear(),
     onConnected: (connected) => {
       fs.cache.setLive(connected);
-      if (connected) fs.setReachable(true);
+      if (connected) {
+        fs.setReachable(true);
+        report(true);
+      }
     },
   });
   // While the site is unreachable (or the change feed is down, or a request timed out), probe it
-  // every second: an answer ends the outage, silence with the feed down begins one.
+  // every second: an answer ends the outage, silence with the feed down begins one. Each probe
+  // waits at most the metadata timeout.
   let probing = false;
   let ticks = 0;
   const probeNow = (): void => {
@@ -225,15 +242,20 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     void fs.remote
       .health()
       .then((ok) => {
-        if (ok) fs.setReachable(true);
-        else if (!feed.isConnected || api.unreachable)
-          fs.setReachable(false, api.unreachable?.message ?? 'the site does not answer its health check');
+        if (ok) {
+          fs.setReachable(true);
+          report(true);
+        } else if (outageHeard === undefined && (!feed.isConnected || api.unreachable)) {
+          const reason = api.unreachable?.message ?? 'the site does not answer its health check';
+          fs.setReachable(false, reason);
+          report(false, reason);
+        }
       })
       .finally(() => (probing = false));
   };
   const probe = setInterval(() => {
     ticks++;
-    if (!fs.isReachable || !feed.isConnected || api.unreachable) probeNow();
+    if (outageHeard !== undefined || !fs.isReachable || !feed.isConnected || api.unreachable) probeNow();
     // Sessions abandoned during an outage are removed once the site answers.
     else if (ticks % 5 === 0 && ledger.abandonedCount > 0) sweep('abandoned by writes that failed');
   }, 1000);
@@ -307,7 +329,7 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
         () => fs.readdir(p),
       ),
     open: (p: string, flags: number, cb: Callback) => run('open', cb, () => fs.open(p, flags)),
-    create: (p: string, _mode: number, cb: Callback) => run('create', cb, () => fs.create(p)),
+    create: (p: string, mode: number, cb: Callback) => run('create', cb, () => fs.create(p, mode)),
     read: (_p: string, fd: number, buf: Buffer, len: number, pos: number, cb: Callback) =>
       run('read', cb, () => fs.read(fd, buf, len, pos), 'count'),
     write: (_p: string, fd: number, buf: Buffer, len: number, pos: number, cb: Callback) =>
@@ -318,14 +340,18 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     truncate: (p: string, size: number, cb: Callback) => run('truncate', cb, () => fs.truncate(p, size)),
     ftruncate: (_p: string, fd: number, size: number, cb: Callback) =>
       run('ftruncate', cb, () => fs.ftruncate(fd, size)),
-    utimens: (p: string, _atime: number, _mtime: number, cb: Callback) =>
-      run('utimens', cb, () => fs.utimens(p)),
-    // Modes and owners are not part of the catalog (access is its permissions): accepted, ignored.
-    chmod: (p: string, _mode: number, cb: Callback) => run('chmod', cb, () => fs.utimens(p)),
-    chown: (p: string, _uid: number, _gid: number, cb: Callback) => run('chown', cb, () => fs.utimens(p)),
+    // Times arrive in milliseconds (atime is not kept).
+    utimens: (p: string, _atime: number, mtime: number, cb: Callback) =>
+      run('utimens', cb, () => fs.utimens(p, mtime)),
+    chmod: (p: string, mode: number, cb: Callback) => run('chmod', cb, () => fs.chmod(p, mode)),
+    chown: (p: string, _uid: number, _gid: number, cb: Callback) => run('chown', cb, () => fs.chown(p)),
+    readlink: (p: string, cb: Callback) => run('readlink', cb, () => fs.readlink(p)),
+    symlink: (target: string, p: string, cb: Callback) => run('symlink', cb, () => fs.symlink(target, p)),
+    link: (_from: string, _to: string, cb: Callback) => run('link', cb, () => fs.link()),
+    mknod: (_p: string, _mode: number, _dev: number, cb: Callback) => run('mknod', cb, () => fs.mknod()),
     unlink: (p: string, cb: Callback) => run('unlink', cb, () => fs.unlink(p)),
     rename: (from: string, to: string, cb: Callback) => run('rename', cb, () => fs.rename(from, to)),
-    mkdir: (p: string, _mode: number, cb: Callback) => run('mkdir', cb, () => fs.mkdir(p)),
+    mkdir: (p: string, mode: number, cb: Callback) => run('mkdir', cb, () => fs.mkdir(p, mode)),
     rmdir: (p: string, cb: Callback) => run('rmdir', cb, () => fs.rmdir(p)),
     statfs: (_p: string, cb: Callback) => run('statfs', cb, () => fs.statfs()),
   };
@@ -349,7 +375,7 @@ export async function mountNamespace(options: MountOptions): Promise<MountHandle
     throw err;
   }
   feed.start();
-  setState(fs.isReachable ? 'mounted' : 'unreachable');
+  report(fs.isReachable);
 
   let unmounting: Promise<void> | undefined;
   return {

@@ -27,7 +27,9 @@ node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.ex
 #   cannot download its own browser builds here.
 # - libfuse-dev fuse python3 make g++: the desktop agent's FUSE mount (@cocalc/fuse-native builds
 #   against libfuse 2.9 with node-gyp; fusermount unmounts).
-PACKAGES=(libstdc++6 passwd chromium libfuse-dev fuse python3 make g++)
+# - autoconf automake libtool build-essential perl: pjdfstest, the POSIX file-system test suite the
+#   mount's tests run (built from ../shared/tools/pjdfstest below; perl's `prove` runs it).
+PACKAGES=(libstdc++6 passwd chromium libfuse-dev fuse python3 make g++ autoconf automake libtool build-essential perl)
 
 missing=()
 if command -v dpkg >/dev/null; then
@@ -83,6 +85,16 @@ else
   say 'npm ci'
   npm ci --no-audit --no-fund
   printf '%s\n' "$lock_sum" >"$stamp"
+fi
+
+# --- pjdfstest --------------------------------------------------------------------------------
+# The mount's pjdfstest run (apps/agent/src/mount/pjdfstest.itest.ts) needs the suite built outside
+# the file system under test and outside ../shared (read-only in CI): scripts/build-pjdfstest.sh
+# builds it into .data/tools/pjdfstest and skips the build while it is current.
+if [[ -f ../shared/tools/pjdfstest/pjdfstest.c || -n "${PJDFSTEST_SRC:-}" ]]; then
+  bash scripts/build-pjdfstest.sh
+else
+  say "pjdfstest: no source at ../shared/tools/pjdfstest (or PJDFSTEST_SRC): the mount's pjdfstest test will fail"
 fi
 
 # --- Build -----------------------------------------------------------------------------------

@@ -19,6 +19,9 @@ function entry(path: string, kind: EntryDto['kind'] = 'object', size = 1): Entry
     replicaCount: 1,
     createdAt: '2026-11-21T00:00:00.000Z',
     modifiedAt: '2026-11-21T00:00:00.000Z',
+    mtime: '2026-11-21T00:00:00.000000000Z',
+    mode: kind === 'collection' ? 0o755 : 0o644,
+    linkTarget: null,
     access: 'own',
   };
 }

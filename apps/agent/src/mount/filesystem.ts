@@ -22,6 +22,13 @@ import type { MountStats } from './state';
 
 const S_IFDIR = 0o040000;
 const S_IFREG = 0o100000;
+const S_IFLNK = 0o120000;
+/**
+ * fuse-native hands utimens its times in whole milliseconds (tv_sec * 1000 + tv_nsec / 10^6), so
+ * UTIME_NOW and UTIME_OMIT (tv_nsec 2^30 - 1 and 2^30 - 2, tv_sec 0) both arrive as 1073 ms. Taken as
+ * "now": `touch f` is far more common than `touch -a f`, and no one sets a file to 1970-01-01 00:00:01.073.
+ */
+const UTIME_NOW_OR_OMIT_MS = 1073;
 const O_ACCMODE = 3;
 const O_RDONLY = 0;
 const O_TRUNC = 0o1000;
@@ -100,7 +107,15 @@ interface FileContent {
   switching?: Promise<void>;
   /** At least one write arrived. */
   written: boolean;
+  /** When the file was opened, and when it was last written (ms): its times until the commit. */
   createdAt: number;
+  modifiedAt: number;
+  /**
+   * A file time or permission bits set while the file is open (tar and cp set them through the
+   * descriptor before closing it): sent once the content is committed, so the commit's own "now"
+   * does not overwrite them. A write after utimens clears the time (the write is the newer change).
+   */
+  attributes: { mtime?: number; mode?: number };
 }
 
 interface Handle {
@@ -218,13 +233,13 @@ export class NamespaceFs {
   async getattr(local: string): Promise<FuseStat> {
     const path = this.toRemote(local);
     const content = this.files.get(path)?.content;
-    if (content) return this.fileStat(content.size, content.createdAt, true);
+    if (content) return this.contentStat(content);
     return this.toStat(await this.lookup(path));
   }
 
   async fgetattr(local: string, fh: number): Promise<FuseStat> {
     const content = this.handles.get(fh)?.file.content;
-    if (content) return this.fileStat(content.size, content.createdAt, true);
+    if (content) return this.contentStat(content);
     return this.getattr(local);
   }
 
@@ -273,10 +288,13 @@ export class NamespaceFs {
     return this.addHandle(file, 'write', append);
   }
 
-  create(local: string): number {
+  /** create(2): `mode` is the new file's permission bits (the kernel has applied the umask). */
+  create(local: string, mode = 0o644): number {
     const path = this.toRemote(local);
     const file = this.files.get(path) ?? this.openFile(path);
     this.startContent(file, true, 0, undefined);
+    // The default needs no request of its own.
+    if ((mode & 0o7777) !== 0o644) file.content!.attributes.mode = mode & 0o7777;
     const fh = this.addHandle(file, 'write', false);
     this.cache.invalidateEntry(path);
     return fh;
@@ -373,7 +391,7 @@ export class NamespaceFs {
     if (patch) {
       await this.call(() => patch.write(position, buffer.subarray(0, length)));
       content.size = patch.size;
-      content.written = true;
+      this.wrote(content);
       this.stats.bytesWritten += length;
       return length;
     }
@@ -381,7 +399,7 @@ export class NamespaceFs {
     // The buffer copies the bytes before its promise settles, so the kernel's buffer can be reused.
     await this.call(() => file.write(position, buffer.subarray(0, length)));
     content.size = position + length;
-    content.written = true;
+    this.wrote(content);
     this.stats.bytesWritten += length;
     return length;
   }
@@ -406,7 +424,11 @@ export class NamespaceFs {
   private async commitContent(content: FileContent, path: string): Promise<void> {
     if (!content.patch) await this.toPatch(content, path);
     const patch = content.patch!;
-    if (!patch.changed) return;
+    if (patch.changed) await this.commitPatch(content, patch, path);
+    await this.sendAttributes(content, path);
+  }
+
+  private async commitPatch(content: FileContent, patch: PatchFile, path: string): Promise<void> {
     let entry: EntryDto | undefined;
     try {
       entry = await this.call(() => patch.commit());
@@ -442,6 +464,14 @@ export class NamespaceFs {
     }
     // Known without asking: the next lookup of the file (cp's fstat, ls) needs no request.
     if (content.remote?.entry) this.cache.added(content.remote.entry);
+    await this.sendAttributes(content, path);
+  }
+
+  /** A write arrived: the file's time is now (a time set earlier through utimens is older). */
+  private wrote(content: FileContent): void {
+    content.written = true;
+    content.modifiedAt = Date.now();
+    content.attributes.mtime = undefined;
   }
 
   /**
@@ -580,11 +610,90 @@ export class NamespaceFs {
     content.size = size;
   }
 
-  /** Times are kept by the catalog (the time of the last change); setting them is accepted and ignored. */
-  async utimens(local: string): Promise<void> {
+  /**
+   * utimens(2): the file time (the catalog's `mtime`; atime is not kept). On a file open with content
+   * it waits for the commit (see FileContent.attributes); otherwise it is set at once.
+   */
+  async utimens(local: string, mtimeMs: number): Promise<void> {
+    const mtime = mtimeMs === UTIME_NOW_OR_OMIT_MS ? Date.now() : mtimeMs;
+    await this.setAttributes(this.toRemote(local), { mtime });
+  }
+
+  /** chmod(2): the permission bits (advisory: the catalog's grants decide access). */
+  async chmod(local: string, mode: number): Promise<void> {
+    await this.setAttributes(this.toRemote(local), { mode: mode & 0o7777 });
+  }
+
+  /**
+   * chown(2): accepted and ignored. Files belong to catalog users, not to this machine's uids, and
+   * every file shows as the mount's user; refusing (EPERM) would make `tar` and `rsync -a` run as
+   * root fail on every file. The entry must exist.
+   */
+  async chown(local: string): Promise<void> {
     const path = this.toRemote(local);
-    if (this.files.get(path)?.content) return;
+    if (!this.files.get(path)?.content) await this.lookup(path);
+  }
+
+  private async setAttributes(path: string, attributes: { mtime?: number; mode?: number }): Promise<void> {
+    const content = this.files.get(path)?.content;
+    if (content) {
+      Object.assign(content.attributes, attributes);
+      return;
+    }
     await this.lookup(path);
+    const entry = await this.call(() => this.remote.setAttributes(path, attributes));
+    this.cache.invalidateEntry(path);
+    this.cache.added(entry);
+  }
+
+  /** Attributes set while the file was open, once its content is committed. */
+  private async sendAttributes(content: FileContent, path: string): Promise<void> {
+    const attributes = content.attributes;
+    if (attributes.mtime === undefined && attributes.mode === undefined) return;
+    content.attributes = {};
+    try {
+      const entry = await this.call(() => this.remote.setAttributes(path, attributes));
+      content.base = entry;
+      this.cache.invalidateEntry(path);
+      this.cache.added(entry);
+    } catch (err) {
+      // Kept for the next commit (or close), so a passing failure loses nothing.
+      content.attributes = { ...attributes, ...content.attributes };
+      throw err;
+    }
+  }
+
+  /** readlink(2): a symbolic link's target, exactly as it was written. */
+  async readlink(local: string): Promise<string> {
+    const path = this.toRemote(local);
+    const entry = await this.lookup(path);
+    if (entry.kind !== 'symlink' || entry.linkTarget === null)
+      throw new FsError(errno.EINVAL, `${path} is not a symbolic link`);
+    return entry.linkTarget;
+  }
+
+  /** symlink(2): a catalog entry holding `target` as written; the site never follows it. */
+  async symlink(target: string, local: string): Promise<void> {
+    const path = this.toRemote(local);
+    if (target.length === 0) throw new FsError(errno.ENOENT, 'a symbolic link needs a target');
+    if (Buffer.byteLength(target) > MAX_PATH_BYTES)
+      throw new FsError(errno.ENAMETOOLONG, `a symbolic link's target is at most ${MAX_PATH_BYTES} bytes`);
+    const entry = await this.call(() => this.remote.symlink(path, target));
+    this.cache.invalidateEntry(path);
+    this.cache.added(entry);
+  }
+
+  /** link(2): hard links are not supported (an entry has one name); EPERM, as on file systems without them. */
+  link(): never {
+    throw new FsError(errno.EPERM, 'hard links are not supported: use a symbolic link or a copy');
+  }
+
+  /** mknod(2) (fifos, devices, sockets): not catalog entries; EPERM. */
+  mknod(): never {
+    throw new FsError(
+      errno.EPERM,
+      'special files (fifos, devices, sockets) cannot be stored in the namespace',
+    );
   }
 
   async unlink(local: string): Promise<void> {
@@ -595,9 +704,9 @@ export class NamespaceFs {
     this.cache.invalidateEntry(path);
   }
 
-  async mkdir(local: string): Promise<void> {
+  async mkdir(local: string, mode = 0o755): Promise<void> {
     const path = this.toRemote(local);
-    const entry = await this.call(() => this.remote.mkdir(path));
+    const entry = await this.call(() => this.remote.mkdir(path, mode & 0o7777));
     this.cache.invalidateEntry(path);
     this.cache.putAttr(entry);
   }
@@ -732,7 +841,16 @@ export class NamespaceFs {
    */
   private startContent(file: OpenFile, rewrite: boolean, size: number, base: EntryDto | undefined): void {
     if (file.content) return;
-    const content: FileContent = { size, rewrite, base, written: false, createdAt: Date.now() };
+    const now = Date.now();
+    const content: FileContent = {
+      size,
+      rewrite,
+      base,
+      written: false,
+      createdAt: now,
+      modifiedAt: now,
+      attributes: {},
+    };
     file.content = content;
     if (rewrite) this.rewriteFile(content, file.path);
     else if (base) content.patch = this.newPatch(file.path, base, size, size);
@@ -765,7 +883,7 @@ export class NamespaceFs {
       const name = splitPath(file.path).name;
       if (!names.includes(name)) {
         names = [...names, name];
-        stats = [...stats, this.fileStat(content.size, content.createdAt, true)];
+        stats = [...stats, this.contentStat(content)];
       }
     }
     return { names, stats };
@@ -776,18 +894,30 @@ export class NamespaceFs {
     return remote === this.root ? '/' : remote.slice(this.root.length);
   }
 
+  /**
+   * An entry's attributes. The permission bits are the catalog's (chmod sets them), less what the
+   * caller's access rules out: without write access no write bits, without read access no read
+   * bits, so `ls -l` and programs that look before they write see what the site will allow.
+   */
   private toStat(entry: EntryDto): FuseStat {
-    const mtime = Date.parse(entry.modifiedAt);
-    const writable = entry.access === 'write' || entry.access === 'own';
-    const readable = entry.access !== null;
-    if (entry.kind === 'collection') {
-      const mode = S_IFDIR | (readable ? (writable ? 0o755 : 0o555) : 0o111);
-      return this.stat(mode, 0, mtime, Date.parse(entry.createdAt), 2);
-    }
-    const mode = S_IFREG | (readable ? (writable ? 0o644 : 0o444) : 0);
-    return this.stat(mode, entry.size, mtime, Date.parse(entry.createdAt), 1);
+    const mtime = Date.parse(entry.mtime);
+    const ctime = Date.parse(entry.modifiedAt);
+    if (entry.kind === 'symlink') return this.stat(S_IFLNK | 0o777, entry.size, mtime, ctime, 1);
+    let bits = entry.mode & 0o7777;
+    if (entry.access !== 'write' && entry.access !== 'own') bits &= ~0o222;
+    if (entry.access === null) bits &= ~0o444;
+    if (entry.kind === 'collection') return this.stat(S_IFDIR | bits, 0, mtime, ctime, 2);
+    return this.stat(S_IFREG | bits, entry.size, mtime, ctime, 1);
   }
 
+  /** A file open with content in the mount: its size and times so far, the bits it will have. */
+  private contentStat(content: FileContent): FuseStat {
+    const bits = content.attributes.mode ?? content.base?.mode ?? 0o644;
+    const mtime = content.attributes.mtime ?? content.modifiedAt;
+    return this.stat(S_IFREG | bits, content.size, mtime, Math.max(mtime, content.modifiedAt), 1);
+  }
+
+  /** Listed, but its attributes are not cached (dropped since): a plain file until asked again. */
   private fileStat(size: number, time: number, writable: boolean): FuseStat {
     return this.stat(S_IFREG | (writable ? 0o644 : 0o444), size, time, time, 1);
   }

@@ -45,8 +45,28 @@ export class RemoteNamespace {
     return items;
   }
 
-  mkdir(path: string): Promise<EntryDto> {
-    return this.post<EntryDto>('/api/v1/namespace/collections', { path, parents: false });
+  /** A new collection with its permission bits (the default, 0755, is not sent). */
+  mkdir(path: string, mode = 0o755): Promise<EntryDto> {
+    return this.post<EntryDto>('/api/v1/namespace/collections', {
+      path,
+      parents: false,
+      ...(mode !== 0o755 ? { mode } : {}),
+    });
+  }
+
+  /** A symbolic link to `target`, stored as written (the site never follows it). */
+  symlink(path: string, target: string): Promise<EntryDto> {
+    return this.post<EntryDto>('/api/v1/namespace/symlinks', { path, target });
+  }
+
+  /** The file time (milliseconds since 1970) and/or permission bits of an entry. */
+  setAttributes(path: string, attributes: { mtime?: number; mode?: number }): Promise<EntryDto> {
+    return this.api.json<EntryDto>({
+      method: 'PATCH',
+      url: '/api/v1/namespace/attributes',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ path, ...attributes }),
+    });
   }
 
   move(from: string, to: string): Promise<EntryDto> {

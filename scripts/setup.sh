@@ -27,9 +27,10 @@ node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.ex
 #   cannot download its own browser builds here.
 # - libfuse-dev fuse python3 make g++: the desktop agent's FUSE mount (@cocalc/fuse-native builds
 #   against libfuse 2.9 with node-gyp; fusermount unmounts).
+# - rsync: the mount's tests check that a second `rsync -a` onto it sends nothing.
 # - autoconf automake libtool build-essential perl: pjdfstest, the POSIX file-system test suite the
 #   mount's tests run (built from ../shared/tools/pjdfstest below; perl's `prove` runs it).
-PACKAGES=(libstdc++6 passwd chromium libfuse-dev fuse python3 make g++ autoconf automake libtool build-essential perl)
+PACKAGES=(libstdc++6 passwd chromium libfuse-dev fuse python3 make g++ autoconf automake libtool build-essential perl rsync)
 
 missing=()
 if command -v dpkg >/dev/null; then

@@ -26,6 +26,7 @@ import {
   tribProcess,
   type CliRun,
 } from '../testing/cli-harness';
+import { expectStatus } from '../../../api/src/test/test-site';
 import { ExitCode } from './errors';
 import { uploadResumeFile } from './transfer-engine';
 
@@ -252,6 +253,69 @@ describe('trib against a real site', () => {
     expect((await trib('restore', 'shelf/never-deleted')).code).toBe(ExitCode.NotFound);
   });
 
+  it('ls -l shows modes, file times and link targets; stat, cp and get keep links as links', async () => {
+    await ok('mkdir', '-p', 'links');
+    const dir = `${remoteHome}/links`;
+    await fs.writeFile(path.join(work, 'tool.sh'), '#!/bin/sh\necho hi\n');
+    await ok('put', 'tool.sh', `${dir}/tool.sh`);
+    expectStatus(
+      await alice.client.patch('/api/v1/namespace/attributes', {
+        path: `${dir}/tool.sh`,
+        mode: 0o750,
+        mtime: '2001-02-03T04:05:06.5Z',
+      }),
+      200,
+    );
+    expectStatus(
+      await alice.client.post('/api/v1/namespace/symlinks', {
+        path: `${dir}/latest`,
+        target: 'tool.sh',
+        mtime: '2002-01-01T00:00:00Z',
+      }),
+      201,
+    );
+    expectStatus(
+      await alice.client.post('/api/v1/namespace/symlinks', { path: `${dir}/odd`, target: 'a\nb' }),
+      201,
+    );
+    const lines = (await ok('ls', '-l', 'links')).stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^MODE\s+SIZE\s+MODIFIED\s+OWNER\s+SITE\s+NAME$/);
+    expect(lines.find((l) => l.includes('latest'))).toMatch(
+      /^lrwxrwxrwx\s+7\s+2002-01-01 00:00\s+\S+\s+-\s+latest -> tool\.sh$/,
+    );
+    expect(lines.find((l) => l.includes('tool.sh') && !l.includes('->'))).toMatch(
+      /^-rwxr-x---\s+\d+ B\s+2001-02-03 04:05\s+\S+\s+lsu\s+tool\.sh$/,
+    );
+    // A newline in a target is shown escaped, never printed raw.
+    expect(lines.find((l) => l.includes('odd'))).toContain('odd -> a\\x0ab');
+    expect((await ok('ls', '-l', remoteHome)).stdout).toMatch(/^drwxr-xr-x\s.*\slinks\/$/m);
+    // Sorted by file time, as ls -t.
+    const byTime = (await ok('ls', '--sort', 'modified', 'links')).stdout.split('\n');
+    expect(byTime.indexOf('tool.sh')).toBeLessThan(byTime.indexOf('latest'));
+
+    const stat = (await ok('stat', 'links/latest')).stdout;
+    expect(stat).toMatch(/kind:\s+symlink/);
+    expect(stat).toMatch(/target:\s+tool\.sh/);
+    expect(stat).toMatch(/mode:\s+lrwxrwxrwx \(0777\)/);
+    expect(stat).toMatch(/mtime:\s+2002-01-01T00:00:00\.000000000Z/);
+    expect((await ok('stat', '--json', 'links/latest')).json<EntryDetailDto>()).toMatchObject({
+      kind: 'symlink',
+      linkTarget: 'tool.sh',
+      mode: 0o777,
+    });
+
+    await ok('cp', 'links/latest', 'links/copy');
+    expect((await ok('stat', '--json', 'links/copy')).json<EntryDetailDto>()).toMatchObject({
+      kind: 'symlink',
+      linkTarget: 'tool.sh',
+      mtime: '2002-01-01T00:00:00.000000000Z',
+    });
+    const local = path.join(work, 'links-down');
+    await ok('get', '-r', 'links', local);
+    expect(await fs.readlink(path.join(local, 'latest'))).toBe('tool.sh');
+    expect(await fs.readFile(path.join(local, 'latest'), 'utf8')).toContain('echo hi');
+  });
+
   it('adds, lists, queries and removes metadata', async () => {
     await fs.writeFile(path.join(work, 'sky.fits'), 'not really fits');
     await ok('put', 'sky.fits', 'proj/');
@@ -456,7 +520,7 @@ describe('trib against a real site', () => {
       const entries = JSON.parse(res.stdout) as EntryDto[];
       expect(entries.map((e) => e.name)).toEqual(expect.arrayContaining(['proj', 'shelf', 'small']));
       const table = await run(['ls', '-l', remoteHome]);
-      expect(table.stdout.split('\n')[0]).toMatch(/^KIND\s+SIZE\s+MODIFIED\s+OWNER\s+SITE\s+NAME$/);
+      expect(table.stdout.split('\n')[0]).toMatch(/^MODE\s+SIZE\s+MODIFIED\s+OWNER\s+SITE\s+NAME$/);
       for (const r of [res, table]) expect(r.stdout + r.stderr).not.toContain(token);
     });
 

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import {
   ApiError,
   ErrorCode,
+  formatMode,
   joinPath,
   type EntryDetailDto,
   type EntryDto,
@@ -20,7 +21,7 @@ export function registerFs(program: Command, io: CliIO): void {
   program
     .command('ls')
     .argument('[paths...]', 'collections or objects (default: the working collection)')
-    .option('-l, --long', 'kind, size, modification time, owner and name')
+    .option('-l, --long', 'mode, size, file time, owner, site and name (with the target of a link)')
     .option('-R, --recursive', 'list everything below, with paths')
     .option(
       '--sort <key>',
@@ -46,14 +47,24 @@ export function registerFs(program: Command, io: CliIO): void {
               formatFields([
                 ['path', e.path],
                 ['kind', e.kind],
-                ['size', e.kind === 'object' ? `${e.size} (${formatSize(e.size)})` : '-'],
+                ...(e.kind === 'symlink' ? [['target', e.linkTarget] as [string, string | null]] : []),
+                [
+                  'size',
+                  e.kind === 'object'
+                    ? `${e.size} (${formatSize(e.size)})`
+                    : e.kind === 'symlink'
+                      ? String(e.size)
+                      : '-',
+                ],
+                ['mode', `${formatMode(e.kind, e.mode)} (${e.mode.toString(8).padStart(4, '0')})`],
+                ['mtime', e.mtime],
                 ['checksum', e.checksum],
                 ['owner', e.owner],
                 ['group', e.group],
                 ['access', e.access],
                 ['version', e.version],
                 ['created', formatTime(e.createdAt)],
-                ['modified', formatTime(e.modifiedAt)],
+                ['modified', `${formatTime(e.modifiedAt)} (the catalog record)`],
                 [
                   'replicas',
                   e.replicas.map((r) => `${r.site}:${r.resource} (${r.status})`).join(', ') || '-',
@@ -280,7 +291,7 @@ async function ls(ctx: CliContext, options: LsOptions, inputs: string[]): Promis
   const listings: Array<{ path: string; entries: Array<EntryDto & { relative?: string }> }> = [];
   for (const path of paths) {
     const entry = await service.client.stat(path);
-    if (entry.kind === 'object') {
+    if (entry.kind !== 'collection') {
       listings.push({ path, entries: [entry] });
       continue;
     }
@@ -308,16 +319,22 @@ async function ls(ctx: CliContext, options: LsOptions, inputs: string[]): Promis
           formatTable(
             l.entries,
             [
-              { header: 'KIND', value: (e) => (e.kind === 'collection' ? 'dir' : 'obj') },
+              { header: 'MODE', value: (e) => formatMode(e.kind, e.mode) },
               {
                 header: 'SIZE',
-                value: (e) => (e.kind === 'collection' ? '-' : formatSize(e.size)),
+                value: (e) =>
+                  e.kind === 'collection' ? '-' : e.kind === 'symlink' ? String(e.size) : formatSize(e.size),
                 align: 'right',
               },
-              { header: 'MODIFIED', value: (e) => formatTime(e.modifiedAt) },
+              // As ls -l: the file time (set by writers, touch -d, rsync -a), not the catalog's.
+              { header: 'MODIFIED', value: (e) => formatTime(e.mtime) },
               { header: 'OWNER', value: (e) => e.owner },
               { header: 'SITE', value: (e) => e.site ?? '-' },
-              { header: 'NAME', value: name },
+              {
+                header: 'NAME',
+                value: (e) =>
+                  e.kind === 'symlink' ? `${name(e)} -> ${sanitize(e.linkTarget ?? '')}` : name(e),
+              },
             ],
             true,
           )
@@ -335,7 +352,8 @@ function sortEntries<T extends EntryDto & { relative?: string }>(
 ): T[] {
   const compare = (a: T, b: T): number => {
     if (key === 'size') return a.size - b.size || a.name.localeCompare(b.name);
-    if (key === 'modified') return a.modifiedAt.localeCompare(b.modifiedAt) || a.name.localeCompare(b.name);
+    // The file time, as ls -t (ISO 8601 with nine fraction digits: text order is time order).
+    if (key === 'modified') return a.mtime.localeCompare(b.mtime) || a.name.localeCompare(b.name);
     return byPath ? (a.relative ?? a.name).localeCompare(b.relative ?? b.name) : a.name.localeCompare(b.name);
   };
   const sorted = [...entries].sort(compare);
@@ -362,12 +380,21 @@ async function cp(
       copied.push(await copyObject(service, entry, to, options.force === true, ctx.io.signal));
       continue;
     }
+    if (entry.kind === 'symlink') {
+      // A link is copied as a link (as cp -P does): its target as written, never followed.
+      copied.push(await service.client.createSymlink(to, entry.linkTarget ?? '', entry.mtime));
+      continue;
+    }
     if (!options.recursive) throw usage(`${from} is a collection: pass -r to copy it with what it holds`);
     if (to === from || to.startsWith(from + '/')) throw usage(`cannot copy ${from} into itself (${to})`);
     const tree = await service.walk(from, ctx.io.signal);
     await ensureCollection(service, to, false);
     for (const dir of tree.filter((e) => e.kind === 'collection'))
       await ensureCollection(service, joinPath(to, dir.relative), false);
+    for (const link of tree.filter((e) => e.kind === 'symlink'))
+      copied.push(
+        await service.client.createSymlink(joinPath(to, link.relative), link.linkTarget ?? '', link.mtime),
+      );
     await parallel(
       tree.filter((e) => e.kind === 'object'),
       settings.parallel,

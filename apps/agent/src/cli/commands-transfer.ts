@@ -219,10 +219,16 @@ async function get(ctx: CliContext, options: TransferOptions, args: string[]): P
   }
   const entries = await Promise.all(sources.map((s) => service.client.stat(s)));
   const items: Array<{ entry: EntryDto; local: string }> = [];
+  // Symbolic links come down as links (their target as written, never followed).
+  const links: Array<{ entry: EntryDto; local: string }> = [];
   for (const entry of entries) {
     const top = into ? path.join(target, baseName(entry.path) || 'root') : target;
     if (entry.kind === 'object') {
       items.push({ entry, local: top });
+      continue;
+    }
+    if (entry.kind === 'symlink') {
+      links.push({ entry, local: top });
       continue;
     }
     if (!options.recursive)
@@ -233,6 +239,12 @@ async function get(ctx: CliContext, options: TransferOptions, args: string[]): P
       await fs.mkdir(path.join(top, ...dir.relative.split('/')), { recursive: true });
     for (const object of tree.filter((e) => e.kind === 'object'))
       items.push({ entry: object, local: path.join(top, ...object.relative.split('/')) });
+    for (const link of tree.filter((e) => e.kind === 'symlink'))
+      links.push({ entry: link, local: path.join(top, ...link.relative.split('/')) });
+  }
+  for (const { entry, local } of links) {
+    await fs.rm(local, { force: true });
+    await fs.symlink(entry.linkTarget ?? '', local);
   }
   await tracked(ctx, service, 'get', sources.join(' '), target, (tracker) =>
     downloadObjects(service, items, settings, tracker),

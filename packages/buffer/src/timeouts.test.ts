@@ -292,6 +292,8 @@ describe('commit: the site works before it answers', () => {
     );
     expect(err).toBeInstanceOf(RequestTimeoutError);
     expect((err as RequestTimeoutError).kind).toBe('commit');
+    // Silent: the next requests fail at once.
+    expect(api.unreachable).toBeInstanceOf(RequestTimeoutError);
     expect(ms).toBeGreaterThanOrEqual(380);
     expect(ms).toBeLessThan(1500);
   });

@@ -170,8 +170,13 @@ export class RequestClock {
     this.finished = true;
     let message: string;
     let limit: number;
-    // Since when this request has waited for a sign of progress.
-    const since = this.phase === 'metadata' ? this.started : this.last;
+    // Since when this request has waited for a sign of progress (for a commit: of life).
+    const since =
+      this.phase === 'metadata'
+        ? this.started
+        : this.phase === 'data'
+          ? this.last
+          : Math.max(this.last, this.site.lastHeard());
     if (this.phase === 'data') {
       limit = this.timeouts.dataMs;
       message = `the site made no progress on ${this.what} for ${seconds(limit)} (data timeout)`;

@@ -120,3 +120,46 @@ test('purge is offered once every site has applied the delete', async ({ page, s
   await row.getByRole('button', { name: /Purge/ }).click();
   await expect(row).toHaveCount(0);
 });
+
+test('a symbolic link is listed with its target and no download; details show mode and file time', async ({
+  page,
+  sites,
+  signedIn,
+}) => {
+  const [lsu] = sites;
+  const dir = `/home/admin/${unique('links')}`;
+  const post = async (url: string, data: object, method: 'post' | 'patch' = 'post') => {
+    const res = await lsu!.http[method](url, { data, headers: lsu!.csrf });
+    expect(res.ok(), await res.text()).toBe(true);
+  };
+  await post('/api/v1/namespace/collections', { path: dir });
+  const put = await lsu!.http.put(`/api/v1/data?path=${encodeURIComponent(`${dir}/run.sh`)}`, {
+    data: Buffer.from('#!/bin/sh\n'),
+    headers: {
+      ...lsu!.csrf,
+      'content-type': 'application/octet-stream',
+      'x-tributary-mode': '750',
+      'x-tributary-mtime': '2001-02-03T04:05:06Z',
+    },
+  });
+  expect(put.status()).toBe(201);
+  await post('/api/v1/namespace/symlinks', { path: `${dir}/latest`, target: '../elsewhere/run.sh' });
+
+  await signedIn(`/browse${dir}`);
+  const link = page.getByRole('row', { name: /latest/ });
+  await expect(link).toContainText('→ ../elsewhere/run.sh');
+  await expect(link.getByRole('link', { name: /Download/ })).toHaveCount(0);
+  await expect(page.getByRole('link', { name: 'Download run.sh' })).toBeVisible();
+
+  await link.getByRole('button', { name: 'latest', exact: true }).click();
+  const details = page.locator('.details');
+  await expect(details).toContainText('Link to');
+  await expect(details).toContainText('../elsewhere/run.sh');
+  await expect(details).toContainText('lrwxrwxrwx (0777)');
+  await expect(details.getByRole('link', { name: 'Download' })).toHaveCount(0);
+
+  await page.getByRole('button', { name: 'run.sh', exact: true }).click();
+  await expect(details).toContainText('-rwxr-x--- (0750)');
+  await expect(details).toContainText('2001');
+  await screenshot(page, '19-symlink-and-attributes');
+});

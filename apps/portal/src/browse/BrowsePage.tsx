@@ -1,7 +1,7 @@
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
-import type { EntryDto } from '@tributary/shared';
+import { formatMode, type EntryDto } from '@tributary/shared';
 import { api, downloadHref } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
@@ -631,8 +631,14 @@ function Row({
             {entry.name}
           </button>
         )}
+        {entry.kind === 'symlink' && !renaming && (
+          <span className="link-target" title="Symbolic link: its target, as written (not followed)">
+            {' → '}
+            {entry.linkTarget}
+          </span>
+        )}
       </td>
-      <td className="num">{isCollection ? '—' : formatBytes(entry.size)}</td>
+      <td className="num">{entry.kind === 'object' ? formatBytes(entry.size) : '—'}</td>
       <td>{entry.owner}</td>
       <td>{formatDateTime(entry.modifiedAt)}</td>
       <td>{entry.site ?? '—'}</td>
@@ -642,7 +648,7 @@ function Row({
           <button type="button" onClick={onRename} aria-label={`Rename ${entry.name}`} tabIndex={-1}>
             Rename
           </button>
-          {!isCollection && (
+          {entry.kind === 'object' && (
             <a
               href={downloadHref(entry.path)}
               download={entry.name}
@@ -713,14 +719,35 @@ function Details({ entry, onClose }: { entry: EntryDto; onClose: () => void }) {
       <dl>
         <dt>Path</dt>
         <dd>{entry.path}</dd>
-        <dt>Size</dt>
-        <dd>{formatBytes(entry.size)}</dd>
+        {entry.kind === 'symlink' ? (
+          <>
+            <dt>Link to</dt>
+            <dd className="mono">{entry.linkTarget}</dd>
+          </>
+        ) : (
+          <>
+            <dt>Size</dt>
+            <dd>{formatBytes(entry.size)}</dd>
+          </>
+        )}
         <dt>Owner</dt>
         <dd>{entry.owner}</dd>
-        <dt>Checksum</dt>
-        <dd className="mono">{entry.checksum ?? '—'}</dd>
-        <dt>Replicas</dt>
-        <dd>{stat.data?.replicas.map((r) => `${r.site} (${r.status})`).join(', ') ?? '…'}</dd>
+        <dt>Mode</dt>
+        <dd className="mono">
+          {formatMode(entry.kind, entry.mode)} ({entry.mode.toString(8).padStart(4, '0')})
+        </dd>
+        <dt>File time</dt>
+        <dd title={entry.mtime}>{formatDateTime(entry.mtime)}</dd>
+        <dt>Record changed</dt>
+        <dd>{formatDateTime(entry.modifiedAt)}</dd>
+        {entry.kind === 'object' && (
+          <>
+            <dt>Checksum</dt>
+            <dd className="mono">{entry.checksum ?? '—'}</dd>
+            <dt>Replicas</dt>
+            <dd>{stat.data?.replicas.map((r) => `${r.site} (${r.status})`).join(', ') ?? '…'}</dd>
+          </>
+        )}
       </dl>
       <ErrorNote error={stat.error} />
       {entry.kind === 'object' && (

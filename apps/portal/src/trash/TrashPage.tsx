@@ -57,7 +57,7 @@ export function TrashPage() {
                     (open folder)
                   </Link>
                 </td>
-                <td>{t.kind === 'collection' ? 'folder' : 'file'}</td>
+                <td>{t.kind === 'collection' ? 'folder' : t.kind === 'symlink' ? 'link' : 'file'}</td>
                 <td>{t.deletedBy}</td>
                 <td>{formatDateTime(t.deletedAt)}</td>
                 <td>{t.deletedAtSite}</td>

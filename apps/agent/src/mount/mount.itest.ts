@@ -357,6 +357,114 @@ describe('FUSE mount of the namespace', () => {
     await ok(`chown 12345:12345 ${q(mnt + '/attrs/tar/bin/tool')}`);
   }, 120_000);
 
+  it('answers each refusal with the errno of a local file system: EROFS, EACCES, EEXIST, ENOTEMPTY (issue 25, item 6)', async () => {
+    await ok(
+      `mkdir -p ${q(mnt + '/errs/inside/full')} ${q(mnt + '/errs/outside')} ${q(mnt + '/errs/empty')}`,
+    );
+    await ok(`echo x > ${q(mnt + '/errs/outside/f')} && echo y > ${q(mnt + '/errs/inside/full/g')}`);
+    const tokenFor = async (body: Record<string, string>) =>
+      (await lsu.http.post<{ secret: string }>('/api/v1/tokens', { name: `errs-${body.scope}`, ...body }))
+        .body.secret;
+    /** Runs a Python snippet that prints the errno name each call ends with ('ok' if none). */
+    const errnos = (calls: string[]) =>
+      ok(
+        `python3 -c ${q(
+          [
+            'import errno, os, sys',
+            'def t(f):',
+            '    try: f(); print("ok")',
+            '    except OSError as e: print(errno.errorcode[e.errno])',
+            ...calls.map((c) => `t(lambda: ${c})`),
+          ].join('\n'),
+        )}`,
+      );
+    const lines = (text: string) => text.trim().split('\n');
+
+    // A read-only token: reading works, every change is EROFS (before: EACCES, as for a permission).
+    const readOnly = await startMount(lsu.url, await tokenFor({ scope: 'read' }), { remote: '/errs' });
+    try {
+      const r = readOnly.mountpoint;
+      expect(await ok(`cat ${q(r + '/outside/f')}`)).toBe('x\n');
+      expect(
+        lines(
+          await errnos([
+            `open(${JSON.stringify(r + '/outside/new')}, "w").close()`,
+            `os.mkdir(${JSON.stringify(r + '/outside/d')})`,
+            `os.unlink(${JSON.stringify(r + '/outside/f')})`,
+            `os.rename(${JSON.stringify(r + '/outside/f')}, ${JSON.stringify(r + '/outside/f2')})`,
+            `os.symlink("f", ${JSON.stringify(r + '/outside/l')})`,
+          ]),
+        ),
+      ).toEqual(['EROFS', 'EROFS', 'EROFS', 'EROFS', 'EROFS']);
+    } finally {
+      await stopMount(readOnly);
+    }
+
+    // A user who may read /errs and write only /errs/inside: changes elsewhere are EACCES.
+    const username = `reader${Date.now() % 100000}`;
+    const password = 'a long enough passphrase 42';
+    expect((await lsu.http.post('/api/v1/users', { username, password, isAdmin: false })).status).toBe(201);
+    for (const [grantPath, level] of [
+      ['/errs', 'read'],
+      ['/errs/inside', 'write'],
+    ])
+      expect(
+        (
+          await lsu.http.request('PUT', '/api/v1/permissions', {
+            json: { path: grantPath, user: username, level },
+          })
+        ).status,
+      ).toBe(200);
+    const login = await fetch(`${lsu.url}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username, password }),
+    });
+    const session = (await login.json()) as { csrfToken: string };
+    const cookie = login.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const created = await fetch(`${lsu.url}/api/v1/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': session.csrfToken },
+      body: JSON.stringify({ name: 'errs', scope: 'write' }),
+    });
+    expect(created.status).toBe(201);
+    const reader = await startMount(lsu.url, ((await created.json()) as { secret: string }).secret, {
+      remote: '/errs',
+    });
+    try {
+      const c = reader.mountpoint;
+      expect(
+        lines(
+          await errnos([
+            `open(${JSON.stringify(c + '/inside/new')}, "w").close()`,
+            `open(${JSON.stringify(c + '/outside/new')}, "w").close()`,
+            `os.mkdir(${JSON.stringify(c + '/outside/d')})`,
+            `os.unlink(${JSON.stringify(c + '/outside/f')})`,
+          ]),
+        ),
+      ).toEqual(['ok', 'EACCES', 'EACCES', 'EACCES']);
+    } finally {
+      await stopMount(reader);
+    }
+
+    // Names taken and folders not empty, as a local disk answers them.
+    const base = mnt + '/errs';
+    expect(
+      lines(
+        await errnos([
+          `os.mkdir(${JSON.stringify(base + '/outside')})`,
+          `os.symlink("x", ${JSON.stringify(base + '/outside/f')})`,
+          `os.rmdir(${JSON.stringify(base + '/inside')})`,
+          `os.rename(${JSON.stringify(base + '/empty')}, ${JSON.stringify(base + '/inside')})`,
+          `os.link(${JSON.stringify(base + '/outside/f')}, ${JSON.stringify(base + '/outside/h')})`,
+        ]),
+      ),
+    ).toEqual(['EEXIST', 'EEXIST', 'ENOTEMPTY', 'ENOTEMPTY', 'EPERM']);
+  }, 120_000);
+
   it('refuses names the namespace does not allow with ENAMETOOLONG and EINVAL, not EIO (issue 25, item 6)', async () => {
     await ok(`mkdir -p ${q(mnt + '/names')}`);
     const script = [

@@ -147,6 +147,10 @@ export const errno = {
   EOPNOTSUPP: -os.errno.EOPNOTSUPP,
   ENAMETOOLONG: -os.errno.ENAMETOOLONG,
   ETIMEDOUT: -os.errno.ETIMEDOUT,
+  EROFS: -os.errno.EROFS,
+  EAGAIN: -os.errno.EAGAIN,
+  ELOOP: -os.errno.ELOOP,
+  ESTALE: -os.errno.ESTALE,
 } as const;
 
 /**
@@ -182,9 +186,11 @@ export function toErrno(err: unknown): number {
         return errno.ENOTDIR;
       case ErrorCode.NotAnObject:
         return errno.EISDIR;
+      // A read-only token asked to change something: the file system is read-only to this mount.
+      case ErrorCode.TokenScopeInsufficient:
+        return errno.EROFS;
       case ErrorCode.PermissionDenied:
       case ErrorCode.TokenOutsideCollection:
-      case ErrorCode.TokenScopeInsufficient:
       case ErrorCode.Unauthenticated:
       case ErrorCode.TokenExpired:
       case ErrorCode.TokenInvalid:
@@ -198,6 +204,15 @@ export function toErrno(err: unknown): number {
         return errno.EPERM;
       case ErrorCode.PayloadTooLarge:
         return errno.EFBIG;
+      // Data operations on a symbolic link (the kernel follows links itself, so only a race gets here).
+      case ErrorCode.IsASymlink:
+        return errno.ELOOP;
+      case ErrorCode.RateLimited:
+        return errno.EAGAIN;
+      // The file changed at another site (or through another client) since it was opened: the
+      // commit is refused and the other version kept. ESTALE is what NFS clients answer then.
+      case ErrorCode.UploadBaseChanged:
+        return errno.ESTALE;
       default:
         return errno.EIO;
     }

@@ -162,10 +162,21 @@ async function mount(
     TRIBUTARY_TOKEN: service.site.token,
     TRIBUTARY_AGENT_HOME: agentHome(ctx.env),
     TRIBUTARY_MOUNT_ID: id,
-    TRIBUTARY_BUFFER_MIB: String(settings.bufferMiB),
-    TRIBUTARY_CACHE_TTL_SECONDS: String(settings.cacheTtlSeconds),
   };
-  const args = [main, '--site', service.site.url, '--remote', remote, '--mountpoint', mountpoint];
+  // The trib config's buffer and cache settings, as flags (the mount process reads no environment for them).
+  const args = [
+    main,
+    '--site',
+    service.site.url,
+    '--remote',
+    remote,
+    '--mountpoint',
+    mountpoint,
+    '--buffer-mib',
+    String(settings.bufferMiB),
+    '--cache-ttl-ms',
+    String(settings.cacheTtlSeconds * 1000),
+  ];
   if (options.metadataTimeout !== undefined) args.push('--metadata-timeout', String(options.metadataTimeout));
   if (options.dataTimeout !== undefined) args.push('--data-timeout', String(options.dataTimeout));
   if (options.foreground) {

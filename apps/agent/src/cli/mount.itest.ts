@@ -62,7 +62,19 @@ describe('trib mount and unmount (stand-in mount process)', () => {
     const raw = JSON.parse(await fs.readFile(path.join(home, 'mounts', `${state.id}.json`), 'utf8')) as {
       fake: { argv: string[]; token: string };
     };
-    expect(raw.fake.argv).toEqual(['--site', site.url, '--remote', remote, '--mountpoint', mountpoint]);
+    // The trib settings' defaults (32 MiB buffer, 5 s cache) reach the mount process as flags.
+    expect(raw.fake.argv).toEqual([
+      '--site',
+      site.url,
+      '--remote',
+      remote,
+      '--mountpoint',
+      mountpoint,
+      '--buffer-mib',
+      '32',
+      '--cache-ttl-ms',
+      '5000',
+    ]);
     expect(raw.fake.argv.join(' ')).not.toContain(token);
     expect(raw.fake.token).toBe(token);
     expect(processAlive(state.pid)).toBe(true);

@@ -797,11 +797,15 @@ export class NamespaceFs {
 
   // ---- helpers ----
 
-  /** Runs a remote call, keeping track of whether the site answers. */
+  /**
+   * Runs a remote call, keeping track of whether the site answers. Only an answer heard from the
+   * site counts as reachable: some calls end without asking it (closing a file whose commit failed).
+   */
   private async call<T>(op: () => Promise<T>): Promise<T> {
+    const heard = this.options.api.lastHeard;
     try {
       const value = await op();
-      this.setReachable(true);
+      if (this.options.api.lastHeard > heard) this.setReachable(true);
       return value;
     } catch (err) {
       if (isUnreachable(err)) this.setReachable(false, (err as Error).message);

@@ -66,6 +66,7 @@ export class RemoteNamespace {
       url: '/api/v1/namespace/attributes',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ path, ...attributes }),
+      timeout: 'commit',
     });
   }
 

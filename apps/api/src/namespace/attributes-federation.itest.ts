@@ -162,6 +162,52 @@ describe('symbolic links and attributes between sites', () => {
   );
 
   it(
+    'an overwrite made at a site that does not hold the bytes carries its file time and mode to the site that does',
+    { timeout: 120_000 },
+    async () => {
+      const dir = await newDir('forwarded');
+      await lsu.client.upload(`${dir}/f`, testBytes(10, 5));
+      await exchange();
+      const v2 = await tulane.client.upload(`${dir}/f`, testBytes(20, 6), {
+        overwrite: true,
+        mtime: '2005-05-05T05:05:05.000000005Z',
+        mode: 0o700,
+      });
+      // The holding site's answer: applied there, with the attributes.
+      expect(v2).toMatchObject({
+        version: 2,
+        site: 'lsu',
+        mode: 0o700,
+        mtime: '2005-05-05T05:05:05.000000005Z',
+      });
+      await exchange();
+      for (const site of [lsu, tulane]) {
+        expect(await site.client.stat(`${dir}/f`), site.id).toMatchObject({
+          version: 2,
+          size: 20,
+          mode: 0o700,
+          mtime: '2005-05-05T05:05:05.000000005Z',
+        });
+      }
+      // Without attributes, the file time of a forwarded overwrite becomes now and the mode stays.
+      const before = Date.now();
+      const v3 = await tulane.client.upload(`${dir}/f`, testBytes(5, 7), { overwrite: true });
+      expect(v3.mode).toBe(0o700);
+      expect(Date.parse(v3.mtime)).toBeGreaterThanOrEqual(before - 1000);
+      // A link has no bytes to replace, at either site.
+      await lsu.client.createSymlink(`${dir}/l`, 'f');
+      await exchange();
+      const refused = await tulane.http.request('PUT', '/api/v1/data', {
+        query: { path: `${dir}/l`, overwrite: 'true' },
+        headers: { 'content-type': 'application/octet-stream' },
+        body: 'x',
+      });
+      expect(refused.status).toBe(409);
+      expect((refused.body as { error: { code: string } }).error.code).toBe('IS_A_SYMLINK');
+    },
+  );
+
+  it(
     'an attribute change that meets a content update made at another site: one outcome at both, told as a conflict',
     { timeout: 120_000 },
     async () => {

@@ -3,7 +3,7 @@ import { ApiError, ErrorCode, type EntryDto } from '@tributary/shared';
 import { ApiConnection, dataUrl } from './http';
 import type { RemoteFile } from './remote-file';
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry';
-import { UploadSessionClient, type ChunkChecksum } from './upload-session';
+import { UploadSessionClient, type ChunkChecksum, type FileAttributes } from './upload-session';
 
 export interface ApiRemoteFileOptions {
   retry?: RetryPolicy;
@@ -35,6 +35,8 @@ export class ApiRemoteFile implements RemoteFile {
   private hashing: Promise<void> = Promise.resolve();
   /** The object as committed by the last `close` of a file written. */
   entry: EntryDto | undefined;
+  /** For writing: the file time and permission bits the commit gives the new version. */
+  attributes: FileAttributes = {};
 
   private constructor(
     private readonly api: ApiConnection,
@@ -185,7 +187,7 @@ export class ApiRemoteFile implements RemoteFile {
     this.sessionReady = undefined;
     this.restartHash();
     try {
-      this.entry = await this.sessions.complete(id);
+      this.entry = await this.sessions.complete(id, undefined, undefined, this.attributes);
     } catch (err) {
       // Nothing completes it later: its bytes go now (a session the site already ended is no
       // error). During an outage this fails at once, and the connection's observer keeps the

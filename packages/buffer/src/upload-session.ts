@@ -16,6 +16,16 @@ import { withRetry, type RetryPolicy } from './retry';
  * SHA-256 of the session's bytes from offset 0 through the chunk (X-Prefix-Sha256: cheaper for the
  * site, which computes that hash anyway, and for a client that writes in order).
  */
+
+/**
+ * A file time (milliseconds since 1970) and permission bits given with a commit, so that they
+ * arrive with the new version itself rather than as a second change after it.
+ */
+export interface FileAttributes {
+  mtime?: number;
+  mode?: number;
+}
+
 export type ChunkChecksum = string | { prefixSha256: string };
 
 /**
@@ -126,13 +136,18 @@ export class UploadSessionClient {
    * Commits the session. The site composes and hashes the object before it answers (time that
    * grows with its size), so this waits as long as the site shows signs of life (`commit` timeout).
    */
-  async complete(id: string, sha256?: string, signal?: AbortSignal): Promise<EntryDto> {
+  async complete(
+    id: string,
+    sha256?: string,
+    signal?: AbortSignal,
+    attributes: FileAttributes = {},
+  ): Promise<EntryDto> {
     try {
       const entry = await this.api.json<EntryDto>({
         method: 'POST',
         url: `/api/v1/uploads/${id}/complete`,
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(sha256 ? { sha256 } : {}),
+        body: JSON.stringify({ ...(sha256 ? { sha256 } : {}), ...attributes }),
         signal,
         timeout: 'commit',
       });

@@ -3,6 +3,7 @@ import {
   ApiRemoteFile,
   type ApiConnection,
   type BufferedFile,
+  type FileAttributes,
   type RetryPolicy,
 } from '@tributary/buffer';
 import {
@@ -431,7 +432,7 @@ export class NamespaceFs {
   private async commitPatch(content: FileContent, patch: PatchFile, path: string): Promise<void> {
     let entry: EntryDto | undefined;
     try {
-      entry = await this.call(() => patch.commit());
+      entry = await this.withAttributes(content, (attributes) => this.call(() => patch.commit(attributes)));
     } finally {
       this.cache.invalidateEntry(path);
     }
@@ -457,8 +458,12 @@ export class NamespaceFs {
     }
     const file = content.file;
     if (!content.rewrite || !file) return;
+    const remote = content.remote;
     try {
-      await this.call(() => file.close());
+      await this.withAttributes(content, (attributes) => {
+        if (remote) remote.attributes = attributes;
+        return this.call(() => file.close());
+      });
     } finally {
       this.cache.invalidateEntry(path);
     }
@@ -493,8 +498,12 @@ export class NamespaceFs {
     let visibleBase = 0;
     if (content.written || !base) {
       const file = this.rewriteFile(content, path);
+      const remote = content.remote!;
       try {
-        await this.call(() => file.close());
+        await this.withAttributes(content, (attributes) => {
+          remote.attributes = attributes;
+          return this.call(() => file.close());
+        });
       } finally {
         this.cache.invalidateEntry(path);
       }
@@ -646,7 +655,26 @@ export class NamespaceFs {
     this.cache.added(entry);
   }
 
-  /** Attributes set while the file was open, once its content is committed. */
+  /**
+   * Runs a commit that carries the attributes set while the file was open, so that they arrive with
+   * the new version: a separate change right after it would meet it as a concurrent update where
+   * another site holds the bytes (docs/attributes.md). Kept for the next commit if it fails.
+   */
+  private async withAttributes<T>(
+    content: FileContent,
+    commit: (attributes: FileAttributes) => Promise<T>,
+  ): Promise<T> {
+    const attributes = content.attributes;
+    content.attributes = {};
+    try {
+      return await commit(attributes);
+    } catch (err) {
+      content.attributes = { ...attributes, ...content.attributes };
+      throw err;
+    }
+  }
+
+  /** Attributes set while the file was open and not sent with a commit (nothing else changed). */
   private async sendAttributes(content: FileContent, path: string): Promise<void> {
     const attributes = content.attributes;
     if (attributes.mtime === undefined && attributes.mode === undefined) return;

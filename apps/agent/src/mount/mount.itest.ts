@@ -541,6 +541,26 @@ describe('FUSE mount of the namespace', () => {
       version: 3,
       size: expected.length,
     });
+
+    // cp -a over it: the file time and mode go with the forwarded update itself. Sent as a change of
+    // their own after it, they met the update as a concurrent change (a conflict to decide).
+    const local = path.join(scratch, 'dated.txt');
+    await ok(
+      `printf 'dated\n' > ${q(local)} && chmod 640 ${q(local)} && touch -d '2018-03-04 05:06:07' ${q(local)}`,
+    );
+    await ok(`cp -a ${q(local)} ${q(file)}`);
+    const mtime = Date.parse('2018-03-04T05:06:07');
+    await fed.waitForConvergence(30_000);
+    for (const site of [lsu, tulane]) {
+      const entry = (await stat(site, '/remote-patch/held-at-tulane.txt')).body;
+      expect({ size: entry.size, mode: entry.mode, mtime: Date.parse(entry.mtime) }).toEqual({
+        size: 6,
+        mode: 0o640,
+        mtime,
+      });
+      const conflicts = await site.http.get<{ items: unknown[] }>('/api/v1/conflicts');
+      expect(conflicts.body.items).toEqual([]);
+    }
   }, 120_000);
 
   it('handles files larger than 16 GiB (attributes and reads past 16 GiB)', async () => {

@@ -8,6 +8,7 @@ import {
   type AdvanceBufferPool,
   type ApiConnection,
   type BufferedFile,
+  type FileAttributes,
   type RetryPolicy,
 } from '@tributary/buffer';
 import { ApiError, ByteRangeSet, ErrorCode, splitRange, type EntryDto } from '@tributary/shared';
@@ -94,8 +95,9 @@ export class PatchFile {
     });
   }
 
-  commit(): Promise<EntryDto | undefined> {
-    return this.serial(() => this.commitNow());
+  /** `attributes`: a file time and permission bits the new version gets with the commit itself. */
+  commit(attributes: FileAttributes = {}): Promise<EntryDto | undefined> {
+    return this.serial(() => this.commitNow(attributes));
   }
 
   /** The object was renamed while open: its base is read, and its changes committed, at `path` from now on. */
@@ -166,7 +168,7 @@ export class PatchFile {
    * written ranges (and zeros where the file was cut below the base's end and grown again) in
    * parts of at most PATCH_PART_BYTES, each with its SHA-256. Nothing to do if nothing changed.
    */
-  private async commitNow(): Promise<EntryDto | undefined> {
+  private async commitNow(attributes: FileAttributes): Promise<EntryDto | undefined> {
     if (!this.changed) return undefined;
     const parts = new ByteRangeSet(this.dirty.ranges);
     // Bytes the base still has there but the file must not: zeros, sent explicitly.
@@ -192,7 +194,10 @@ export class PatchFile {
           await this.sendPart(session.id, s, bytes);
         }
       }
-      entry = await withRetry(() => this.sessions.complete(session.id), this.options.retry);
+      entry = await withRetry(
+        () => this.sessions.complete(session.id, undefined, undefined, attributes),
+        this.options.retry,
+      );
     } catch (err) {
       await this.sessions.abort(session.id).catch(() => undefined);
       throw err;

@@ -4,10 +4,11 @@ import {
   dataUrl,
   withRetry,
   type ApiConnection,
+  type FileAttributes,
   type RemoteFile,
   type RetryPolicy,
 } from '@tributary/buffer';
-import type { EntryDto } from '@tributary/shared';
+import { MODE_HEADER, MTIME_HEADER, type EntryDto } from '@tributary/shared';
 
 /** A first part at most this large is held back: if nothing follows, the file is one PUT. */
 export const SMALL_FILE_BYTES = 4 * 1024 * 1024;
@@ -26,6 +27,8 @@ export class MountWriteFile implements RemoteFile {
   private sessionUsed = false;
   /** The committed entry, when the commit answered with it. */
   entry: EntryDto | undefined;
+  /** The file time and permission bits the commit gives the new version (set before close). */
+  attributes: FileAttributes = {};
   private readonly upload: ApiRemoteFile;
 
   constructor(
@@ -67,7 +70,16 @@ export class MountWriteFile implements RemoteFile {
           this.api.json<EntryDto>({
             method: 'PUT',
             url: `${dataUrl(this.path)}&overwrite=true`,
-            headers: { 'content-type': 'application/octet-stream', 'x-checksum-sha256': sha256 },
+            headers: {
+              'content-type': 'application/octet-stream',
+              'x-checksum-sha256': sha256,
+              ...(this.attributes.mtime !== undefined
+                ? { [MTIME_HEADER]: String(this.attributes.mtime) }
+                : {}),
+              ...(this.attributes.mode !== undefined
+                ? { [MODE_HEADER]: this.attributes.mode.toString(8) }
+                : {}),
+            },
             body,
           }),
         this.retry,
@@ -75,6 +87,7 @@ export class MountWriteFile implements RemoteFile {
       return;
     }
     await this.sync();
+    this.upload.attributes = this.attributes;
     await this.upload.close();
     this.entry = this.upload.entry;
   }

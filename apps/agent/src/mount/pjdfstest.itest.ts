@@ -68,14 +68,17 @@ describe.skipIf(!isRoot)('pjdfstest on the mount', () => {
    * Runs prove on the files, in a directory of the mount, as often as a bail-out (a test file that
    * stops the whole run) requires: the files after it run again.
    */
-  async function prove(files: string[]): Promise<{ results: Map<string, FileResult>; log: string }> {
+  async function prove(
+    files: string[],
+    tag: string,
+  ): Promise<{ results: Map<string, FileResult>; log: string }> {
     const work = `${mount!.mountpoint}/pjdfstest`;
     await ok(`mkdir -p ${q(work)}`);
     const results = new Map<string, FileResult>();
     let log = '';
     let todo = files;
     for (let round = 1; todo.length > 0; round++) {
-      const out = path.join(scratch, `prove-${round}.log`);
+      const out = path.join(scratch, `prove-${tag}-${round}.log`);
       const paths = todo.map((f) => q(path.join(suite, 'tests', f))).join(' ');
       const run = await sh(
         `cd ${q(work)} && prove -v --exec ${q(`timeout ${PER_FILE_SECONDS} /bin/sh`)} ${paths} > ${q(out)} 2>&1`,
@@ -102,11 +105,28 @@ describe.skipIf(!isRoot)('pjdfstest on the mount', () => {
     async () => {
       const files = await listTests(suite, FULL);
       const started = Date.now();
-      const { results, log } = await prove(files);
-      const seconds = Math.round((Date.now() - started) / 1000);
+      const { results, log } = await prove(files, 'run');
       const expectedText = await fs.readFile(EXPECTED_FILE, 'utf8');
       const expected = parseExpected(expectedText);
-      const cmp = compare(results, expected);
+      let cmp = compare(results, expected);
+      // pjdfstest compares times in whole seconds across a `sleep 1`, and a new file's times can
+      // move by a few milliseconds after it is created: a check can land on either side of a second.
+      // So the files that differ from the list run once more, and only a difference that repeats
+      // counts; the ones that matched the second time are printed.
+      const differing = (c: typeof cmp): Set<string> =>
+        new Set([...c.unexpected, ...c.nowPassing, ...c.wholeFilesPassing].map((d) => d.file));
+      const first = differing(cmp);
+      if (first.size > 0 && first.size <= 20) {
+        const again = await prove([...first], 'rerun');
+        for (const [file, r] of again.results) results.set(file, r);
+        cmp = compare(results, expected);
+        const flaky = [...first].filter((f) => !differing(cmp).has(f));
+        if (flaky.length)
+          console.log(
+            `pjdfstest: differed from the list on the first run, matched it on a second: ${flaky.join(', ')}`,
+          );
+      }
+      const seconds = Math.round((Date.now() - started) / 1000);
       const c = counts(results);
       console.log(
         `pjdfstest (${FULL ? 'full suite' : 'CI sample'}): ${c.files} files, ${c.total} assertions: ` +

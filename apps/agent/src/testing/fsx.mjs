@@ -112,7 +112,7 @@ function fail(message, extra = []) {
     ...extra,
     `last ${Math.min(history.length, 20)} ops:`,
     ...history.slice(-20).map((h) => `  ${h}`),
-    `reproduce: FSX_SEED=${args.seed} FSX_OPS=${args.ops}${args.multi ? ' FSX_MULTI=1' : ''} (files: ${path.join(args.testDir, name)} and ${path.join(args.refDir, name)})`,
+    `reproduce: FSX_SEED=${args.seed} FSX_OPS=${args.ops}${args.multi ? '' : ' FSX_MULTI=0'} (files: ${path.join(args.testDir, name)} and ${path.join(args.refDir, name)})`,
   ];
   console.error(out.join('\n'));
   process.exit(1);

@@ -398,7 +398,11 @@ except OSError as e:
       await until('the session removed from the site', async () =>
         (await sessionsFor('/crash.bin')).length === 0 ? true : undefined,
       );
-      expect(second.output()).toMatch(/removed 1 upload session\(s\) left open by a mount that stopped/);
+      // The mount logs once the removal is done: the site may show it a moment before the line arrives.
+      const said = /removed 1 upload session\(s\) left open by a mount that stopped/;
+      await until('the mount to report the removal', () =>
+        Promise.resolve(said.test(second!.output()) ? true : undefined),
+      );
       // The dead mount's record is gone; the new one has nothing open.
       expect((await fs.readdir(path.join(home, 'mounts'))).filter((n) => n.includes('.uploads'))).toEqual([]);
       await ok(`ls ${q(dir)}`);

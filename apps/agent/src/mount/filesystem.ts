@@ -108,15 +108,14 @@ interface FileContent {
   switching?: Promise<void>;
   /** At least one write arrived. */
   written: boolean;
-  /** When the file was opened, and when it was last written (ms): its times until the commit. */
-  createdAt: number;
+  /** When the file was opened or last written (ms): its time until the commit. */
   modifiedAt: number;
   /**
    * A file time or permission bits set while the file is open (tar and cp set them through the
    * descriptor before closing it): sent once the content is committed, so the commit's own "now"
    * does not overwrite them. A write after utimens clears the time (the write is the newer change).
    */
-  attributes: { mtime?: number; mode?: number };
+  attributes: FileAttributes;
 }
 
 interface Handle {
@@ -643,7 +642,7 @@ export class NamespaceFs {
     if (!this.files.get(path)?.content) await this.lookup(path);
   }
 
-  private async setAttributes(path: string, attributes: { mtime?: number; mode?: number }): Promise<void> {
+  private async setAttributes(path: string, attributes: FileAttributes): Promise<void> {
     const content = this.files.get(path)?.content;
     if (content) {
       Object.assign(content.attributes, attributes);
@@ -676,19 +675,14 @@ export class NamespaceFs {
 
   /** Attributes set while the file was open and not sent with a commit (nothing else changed). */
   private async sendAttributes(content: FileContent, path: string): Promise<void> {
-    const attributes = content.attributes;
-    if (attributes.mtime === undefined && attributes.mode === undefined) return;
-    content.attributes = {};
-    try {
-      const entry = await this.call(() => this.remote.setAttributes(path, attributes));
-      content.base = entry;
-      this.cache.invalidateEntry(path);
-      this.cache.added(entry);
-    } catch (err) {
-      // Kept for the next commit (or close), so a passing failure loses nothing.
-      content.attributes = { ...attributes, ...content.attributes };
-      throw err;
-    }
+    const { mtime, mode } = content.attributes;
+    if (mtime === undefined && mode === undefined) return;
+    const entry = await this.withAttributes(content, (attributes) =>
+      this.call(() => this.remote.setAttributes(path, attributes)),
+    );
+    content.base = entry;
+    this.cache.invalidateEntry(path);
+    this.cache.added(entry);
   }
 
   /** readlink(2): a symbolic link's target, exactly as it was written. */
@@ -873,14 +867,12 @@ export class NamespaceFs {
    */
   private startContent(file: OpenFile, rewrite: boolean, size: number, base: EntryDto | undefined): void {
     if (file.content) return;
-    const now = Date.now();
     const content: FileContent = {
       size,
       rewrite,
       base,
       written: false,
-      createdAt: now,
-      modifiedAt: now,
+      modifiedAt: Date.now(),
       attributes: {},
     };
     file.content = content;

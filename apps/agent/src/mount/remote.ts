@@ -5,6 +5,7 @@ import {
   SiteUnreachableError,
   TransportError,
   dataUrl,
+  type FileAttributes,
 } from '@tributary/buffer';
 import { ApiError, ErrorCode, type EntryDetailDto, type EntryDto, type Page } from '@tributary/shared';
 
@@ -60,7 +61,7 @@ export class RemoteNamespace {
   }
 
   /** The file time (milliseconds since 1970) and/or permission bits of an entry. */
-  setAttributes(path: string, attributes: { mtime?: number; mode?: number }): Promise<EntryDto> {
+  setAttributes(path: string, attributes: FileAttributes): Promise<EntryDto> {
     return this.api.json<EntryDto>({
       method: 'PATCH',
       url: '/api/v1/namespace/attributes',

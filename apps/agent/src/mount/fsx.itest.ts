@@ -4,13 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  FEDERATION_MODULE,
   setCurrentMount,
+  startFederation,
   startMount,
   stopMount,
   type Federation,
   type MountProcess,
-  type StartFederation,
 } from '../testing/mount-harness';
 
 /**
@@ -41,7 +40,6 @@ describe('fsx: random operations on the mount and on a local file', () => {
   let scratch: string;
 
   beforeAll(async () => {
-    const { startFederation } = (await import(FEDERATION_MODULE)) as { startFederation: StartFederation };
     fed = await startFederation({ ids: ['lsu'] });
     mount = await startMount(fed.site('lsu').url, fed.adminToken);
     setCurrentMount(mount);

@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  FEDERATION_MODULE,
   MAIN,
   MiB,
   mounted,
@@ -12,13 +11,13 @@ import {
   q,
   setCurrentMount,
   sh,
+  startFederation,
   stopMount,
   TRIB,
   until,
   type Federation,
   type FederationSite,
   type MountProcess,
-  type StartFederation,
 } from '../testing/mount-harness';
 import { readMountStates } from './index';
 
@@ -155,7 +154,6 @@ describe('the mount when the site does not answer, and after a crash (issue 25, 
   let root: string;
 
   beforeAll(async () => {
-    const { startFederation } = (await import(FEDERATION_MODULE)) as { startFederation: StartFederation };
     fed = await startFederation({ ids: ['lsu'] });
     lsu = fed.site('lsu') as Site;
     root = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-outage-itest-'));

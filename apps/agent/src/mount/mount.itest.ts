@@ -5,7 +5,6 @@ import path from 'node:path';
 import type { EntryDetailDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  FEDERATION_MODULE,
   GiB,
   MAIN,
   MiB,
@@ -13,6 +12,7 @@ import {
   q,
   setCurrentMount,
   sh,
+  startFederation,
   startMount,
   stopMount,
   TRIB,
@@ -22,7 +22,6 @@ import {
   type FederationSite,
   type MountProcess,
   type Run,
-  type StartFederation,
 } from '../testing/mount-harness';
 import { readMountStates } from './index';
 
@@ -37,7 +36,6 @@ describe('FUSE mount of the namespace', () => {
   let scratch: string;
 
   beforeAll(async () => {
-    const { startFederation } = (await import(FEDERATION_MODULE)) as { startFederation: StartFederation };
     fed = await startFederation({ ids: ['lsu', 'tulane'], cycleSeconds: 1 });
     lsu = fed.site('lsu');
     tulane = fed.site('tulane');

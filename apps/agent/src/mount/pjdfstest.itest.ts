@@ -3,16 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  FEDERATION_MODULE,
   ok,
   q,
   setCurrentMount,
   sh,
+  startFederation,
   startMount,
   stopMount,
   type Federation,
   type MountProcess,
-  type StartFederation,
 } from '../testing/mount-harness';
 import {
   buildPjdfstest,
@@ -51,7 +50,6 @@ describe.skipIf(!isRoot)('pjdfstest on the mount', () => {
 
   beforeAll(async () => {
     suite = await buildPjdfstest();
-    const { startFederation } = (await import(FEDERATION_MODULE)) as { startFederation: StartFederation };
     fed = await startFederation({ ids: ['lsu'] });
     mount = await startMount(fed.site('lsu').url, fed.adminToken);
     setCurrentMount(mount);

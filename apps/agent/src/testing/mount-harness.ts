@@ -48,6 +48,12 @@ export interface Federation {
 export type StartFederation = (options: { ids: string[]; cycleSeconds?: number }) => Promise<Federation>;
 export const FEDERATION_MODULE = path.resolve(__dirname, '../../../api/src/test/federation.ts');
 
+/** A federation of real site processes, from the API's test helper (loaded at run time). */
+export async function startFederation(options: Parameters<StartFederation>[0]): Promise<Federation> {
+  const api = (await import(FEDERATION_MODULE)) as { startFederation: StartFederation };
+  return api.startFederation(options);
+}
+
 export const MAIN = path.resolve(__dirname, '../../dist/mount/main.js');
 export const TRIB = path.resolve(__dirname, '../../dist/cli/main.js');
 export const MiB = 1024 * 1024;

@@ -324,19 +324,20 @@ export class Injector {
   ): Promise<number> {
     let kind: string;
     if (err.code === '23503') {
-      const missing = /Key \(([^)]+)\)=\(([^)]*)\) is not present in table "([^"]+)"/.exec(err.detail ?? '');
+      const missing = missingReference(err);
       if (missing) {
-        const [, , key, table] = missing;
-        const tomb = await client.query(
-          'SELECT 1 FROM repl_versions WHERE tbl = $1 AND row_key = $2 AND deleted',
-          [table, key],
-        );
-        if (tomb.rowCount === 0) throw new Defer(`${table} ${key} has not arrived yet`);
+        if (!(await this.isDeletedHere(client, missing))) {
+          throw new Defer(`${missing.table} ${missing.key} has not arrived yet`);
+        }
+        // PostgreSQL reports the first reference it checks: another may still be on its way, and the
+        // change must wait for it as for any reference, not be kept aside for the deleted one alone.
+        const notArrived = await this.unarrivedReference(client, change);
+        if (notArrived) throw new Defer(`${notArrived} has not arrived yet`);
         kind = 'parent-deleted';
         await client.query(
           `INSERT INTO repl_parked (origin, tbl, row_key, change, waiting_tbl, waiting_key)
            VALUES ($1, $2, $3, $4, $5, $6)`,
-          [origin, change.t, change.k, JSON.stringify(change), table, key],
+          [origin, change.t, change.k, JSON.stringify(change), missing.table, missing.key],
         );
       } else {
         kind = 'delete-referenced';
@@ -380,12 +381,65 @@ export class Injector {
         await client.query('SELECT repl_apply_forced($1, $2)', [p.origin, JSON.stringify(p.change)]);
         await client.query('DELETE FROM repl_parked WHERE id = $1', [p.id]);
         await client.query('RELEASE SAVEPOINT unpark');
-      } catch {
+      } catch (err) {
         await client.query('ROLLBACK TO SAVEPOINT unpark');
+        // It also references another row deleted here: it now waits for that one to come back.
+        const deleted = missingReference(asPgError(err));
+        if (deleted && (await this.isDeletedHere(client, deleted))) {
+          await client.query('UPDATE repl_parked SET waiting_tbl = $2, waiting_key = $3 WHERE id = $1', [
+            p.id,
+            deleted.table,
+            deleted.key,
+          ]);
+        } else {
+          this.logger.warn(`${p.change.t} ${p.change.k} stays kept aside: ${asPgError(err).message}`);
+        }
         continue;
       }
       if (p.change.o !== 'D') await this.unpark(client, p.change.t, p.change.k, depth + 1);
     }
+  }
+
+  private async isDeletedHere(client: pg.PoolClient, row: { table: string; key: string }): Promise<boolean> {
+    const tomb = await client.query(
+      'SELECT 1 FROM repl_versions WHERE tbl = $1 AND row_key = $2 AND deleted',
+      [row.table, row.key],
+    );
+    return tomb.rowCount !== 0;
+  }
+
+  /**
+   * A row the change references (by a single-column foreign key) that is neither here nor deleted
+   * here: it has not arrived yet. Described as "table key", or null when every reference is here or
+   * deleted here.
+   */
+  private async unarrivedReference(client: pg.PoolClient, change: Change): Promise<string | null> {
+    if (change.o === 'D') return null;
+    const refs = await client.query<{ child_column: string; parent_table: string; parent_column: string }>(
+      `SELECT a.attname AS child_column, pc.relname AS parent_table, pa.attname AS parent_column
+         FROM pg_constraint c
+         JOIN pg_class cc ON cc.oid = c.conrelid
+         JOIN pg_class pc ON pc.oid = c.confrelid
+         JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+         JOIN pg_attribute pa ON pa.attrelid = c.confrelid AND pa.attnum = c.confkey[1]
+        WHERE c.contype = 'f' AND cc.relname = $1 AND cardinality(c.conkey) = 1
+          AND cc.relnamespace = current_schema()::regnamespace`,
+      [change.t],
+    );
+    for (const ref of refs.rows) {
+      const value = change.d[ref.child_column];
+      if (value === null || value === undefined) continue;
+      const key = String(value);
+      const here = await client.query(
+        `SELECT 1 FROM ${quoteIdent(ref.parent_table)} WHERE ${quoteIdent(ref.parent_column)}::text = $1
+          UNION ALL
+         SELECT 1 FROM repl_versions WHERE tbl = $2 AND row_key = $1 AND deleted
+          LIMIT 1`,
+        [key, ref.parent_table],
+      );
+      if (here.rowCount === 0) return `${ref.parent_table} ${key}`;
+    }
+    return null;
   }
 
   private async versionOf(
@@ -447,6 +501,13 @@ export class Injector {
       `conflict ${conflict.kind} on ${conflict.table} ${conflict.key}: ${winner} version stands (${resolution})`,
     );
   }
+}
+
+/** The referenced row a foreign-key violation names as missing. */
+function missingReference(err: PgError): { table: string; key: string } | null {
+  if (err.code !== '23503') return null;
+  const missing = /Key \(([^)]+)\)=\(([^)]*)\) is not present in table "([^"]+)"/.exec(err.detail ?? '');
+  return missing ? { table: missing[3]!, key: missing[2]! } : null;
 }
 
 function ignoreClientError(): void {

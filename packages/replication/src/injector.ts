@@ -428,7 +428,8 @@ export class Injector {
     );
     for (const ref of refs.rows) {
       const value = change.d[ref.child_column];
-      if (value === null || value === undefined) continue;
+      // Foreign keys here are single numeric or text columns: anything else is not a reference.
+      if (typeof value !== 'string' && typeof value !== 'number') continue;
       const key = String(value);
       const here = await client.query(
         `SELECT 1 FROM ${quoteIdent(ref.parent_table)} WHERE ${quoteIdent(ref.parent_column)}::text = $1

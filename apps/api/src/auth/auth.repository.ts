@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { TokenScope } from '@tributary/shared';
-import { PrismaService } from '../database/prisma.service';
 import { SqlPool } from '../database/sql-pool';
 import { CredentialCache } from './credential-cache';
 
@@ -45,7 +44,8 @@ interface AccountRow {
   group_ids: string[];
 }
 
-// Every request authenticates, so these are single plain-SQL round trips (see SqlPool).
+// Every request authenticates, so this repository is plain SQL: single round trips as prepared statements
+// (see SqlPool).
 const ACCOUNT_COLUMNS = `
   u.id AS user_id, u.username, u.password_hash, u.is_admin, u.active_group_id, ag.name AS active_group_name,
   u.disabled_at, ARRAY(SELECT m.group_id FROM memberships m WHERE m.user_id = u.id)::text[] AS group_ids`;
@@ -65,7 +65,6 @@ const toAccount = (r: AccountRow): AccountRecord => ({
 @Injectable()
 export class AuthRepository {
   constructor(
-    private readonly prisma: PrismaService,
     private readonly sql: SqlPool,
     private readonly credentials: CredentialCache,
   ) {}
@@ -87,7 +86,10 @@ export class AuthRepository {
   }
 
   async createSession(id: string, userId: bigint, csrfToken: string, expiresAt: Date): Promise<void> {
-    await this.prisma.session.create({ data: { id, userId, csrfToken, expiresAt } });
+    await this.sql.query(
+      'INSERT INTO sessions (id, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)',
+      [id, userId.toString(), csrfToken, expiresAt],
+    );
   }
 
   async findSession(id: string): Promise<SessionRecord | null> {
@@ -100,12 +102,12 @@ export class AuthRepository {
   }
 
   async deleteSession(id: string): Promise<void> {
-    await this.prisma.session.deleteMany({ where: { id } });
+    await this.sql.query('DELETE FROM sessions WHERE id = $1', [id]);
     this.credentials.forget();
   }
 
   async deleteExpiredSessions(now: Date): Promise<void> {
-    await this.prisma.session.deleteMany({ where: { expiresAt: { lt: now } } });
+    await this.sql.query('DELETE FROM sessions WHERE expires_at < $1', [now]);
   }
 
   async findToken(secretHash: string): Promise<TokenRecord | null> {

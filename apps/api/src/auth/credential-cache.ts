@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import pg from 'pg';
+import type pg from 'pg';
+import { NoticeListener } from '../database/notice-listener';
 import { DATABASE_CONNECTION } from '../database/sql-pool';
 import type { SessionRecord, TokenRecord } from './auth.repository';
 
@@ -8,7 +9,6 @@ export const CREDENTIALS_CHANNEL = 'tributary_credentials';
 export const CREDENTIAL_TTL_MS = 10_000;
 /** Answers kept at most, per kind; the oldest go first (a burst of distinct tokens cannot grow it). */
 export const CREDENTIAL_CACHE_ENTRIES = 10_000;
-const RECONNECT_MS = 1_000;
 
 interface Entry<T> {
   record: T;
@@ -31,31 +31,37 @@ export class CredentialCache implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Credentials');
   private readonly tokens = new Map<string, Entry<TokenRecord>>();
   private readonly sessions = new Map<string, Entry<SessionRecord>>();
-  private client: pg.Client | undefined;
+  private readonly listener: NoticeListener;
   /** Counts forgets: an answer read from the catalog before a forget must not be kept after it. */
   private generation = 0;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  private closed = false;
 
-  constructor(@Inject(DATABASE_CONNECTION) private readonly connection: pg.ClientConfig) {}
+  constructor(@Inject(DATABASE_CONNECTION) connection: pg.ClientConfig) {
+    this.listener = new NoticeListener({
+      connection,
+      channel: CREDENTIALS_CHANNEL,
+      name: 'tributary-credentials',
+      logger: this.logger,
+      whileLost: 'every request asks the catalog until they are back',
+      onNotice: () => this.forget(),
+      // Answers kept before now were not covered by notices.
+      onListening: () => this.forget(),
+      onLost: () => this.forget(),
+    });
+  }
 
   async onModuleInit(): Promise<void> {
     // The site starts without the cache if the catalog cannot be reached yet; it retries.
-    await this.listen().catch((err: unknown) => this.retry(err));
+    await this.listener.start().catch(() => undefined);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.reconnectTimer);
-    const client = this.client;
-    this.client = undefined;
+    await this.listener.close();
     this.forget();
-    await client?.end().catch(() => undefined);
   }
 
   /** True while notices arrive, that is, while answers may be kept. */
   get listening(): boolean {
-    return this.client !== undefined;
+    return this.listener.listening;
   }
 
   /** Answers held now (for tests and metrics). */
@@ -108,7 +114,7 @@ export class CredentialCache implements OnModuleInit, OnApplicationShutdown {
     const before = this.generation;
     const record = await load();
     // A forget while the catalog answered may mean the answer is already out of date.
-    if (record && this.client && before === this.generation) this.keep(map, key, record);
+    if (record && this.listener.listening && before === this.generation) this.keep(map, key, record);
     return record;
   }
 
@@ -116,44 +122,5 @@ export class CredentialCache implements OnModuleInit, OnApplicationShutdown {
     map.delete(key);
     if (map.size >= CREDENTIAL_CACHE_ENTRIES) map.delete(map.keys().next().value!);
     map.set(key, { record, until: Date.now() + CREDENTIAL_TTL_MS });
-  }
-
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ ...this.connection, application_name: 'tributary-credentials' });
-    client.on('error', (err) => this.lost(client, err));
-    client.on('end', () => this.lost(client));
-    client.on('notification', (msg) => {
-      if (msg.channel === CREDENTIALS_CHANNEL) this.forget();
-    });
-    await client.connect();
-    await client.query(`LISTEN ${CREDENTIALS_CHANNEL}`);
-    if (this.closed) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    // Answers kept before now were not covered by notices.
-    this.forget();
-    this.client = client;
-  }
-
-  private lost(client: pg.Client, err?: Error): void {
-    if (this.client !== client) return;
-    this.client = undefined;
-    this.forget();
-    client.end().catch(() => undefined);
-    if (!this.closed) this.retry(err);
-  }
-
-  private retry(err?: unknown): void {
-    if (this.closed) return;
-    this.logger.warn(
-      `credential notices: ${err instanceof Error ? err.message : 'connection ended'}; ` +
-        'every request asks the catalog until they are back',
-    );
-    clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = setTimeout(() => {
-      if (this.closed || this.client) return;
-      this.listen().catch((e: unknown) => this.retry(e));
-    }, RECONNECT_MS);
   }
 }

@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { isWithin, splitPath, type ChangeEventDto, type ResyncEventDto } from '@tributary/shared';
-import pg from 'pg';
+import type pg from 'pg';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import type { Principal } from '../common/principal';
+import { NoticeListener } from '../database/notice-listener';
 import { DATABASE_CONNECTION } from '../database/sql-pool';
 
 /** The channel the catalog triggers notify (prisma/migrations/20261121500000_change_feed). */
@@ -12,7 +13,6 @@ export const CATALOG_CHANNEL = 'tributary_catalog';
 const HISTORY = 2000;
 /** How long a subscriber's answer to "may I read this collection" is reused. */
 const ACCESS_CACHE_MS = 5000;
-const RECONNECT_MS = 1000;
 
 /** What the trigger sends (see the migration for the format). */
 interface Notice {
@@ -60,15 +60,22 @@ export class EventsService implements OnModuleDestroy {
   private readonly history: StreamEvent[] = [];
   private epoch = randomBytes(4).toString('hex');
   private seq = 0;
-  private client: pg.Client | undefined;
-  private starting: Promise<void> | undefined;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  private closed = false;
+  private readonly listener: NoticeListener;
 
   constructor(
-    @Inject(DATABASE_CONNECTION) private readonly connection: pg.ClientConfig,
+    @Inject(DATABASE_CONNECTION) connection: pg.ClientConfig,
     private readonly access: AccessService,
-  ) {}
+  ) {
+    this.listener = new NoticeListener({
+      connection,
+      channel: CATALOG_CHANNEL,
+      name: 'tributary-events',
+      logger: this.logger,
+      whileLost: 'reconnecting',
+      onNotice: (payload) => this.onNotice(payload),
+      onLost: () => this.restartIds(),
+    });
+  }
 
   /** Checks that the caller may read `path`; throws the access error otherwise. */
   async authorize(principal: Principal, path: string): Promise<void> {
@@ -80,7 +87,7 @@ export class EventsService implements OnModuleDestroy {
    * process still holds it, or sends a resync. Returns the function that removes it.
    */
   async subscribe(subscriber: Subscriber, lastEventId?: string): Promise<() => void> {
-    await this.startListening();
+    await this.listener.start();
     const state: SubscriberState = { ...subscriber, access: new Map(), queue: Promise.resolve() };
     this.subscribers.add(state);
     if (lastEventId !== undefined && lastEventId !== '') {
@@ -96,66 +103,24 @@ export class EventsService implements OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.reconnectTimer);
+    await this.listener.close();
     for (const subscriber of this.subscribers) subscriber.close();
     this.subscribers.clear();
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
   }
 
-  // ---- listening ----
-
-  private startListening(): Promise<void> {
-    if (this.client) return Promise.resolve();
-    this.starting ??= this.connect().finally(() => (this.starting = undefined));
-    return this.starting;
-  }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client(this.connection);
-    client.on('error', (err) => this.lost(client, err));
-    client.on('end', () => this.lost(client));
-    client.on('notification', (msg) => {
-      if (msg.channel === CATALOG_CHANNEL && msg.payload) this.onNotice(msg.payload);
-    });
-    await client.connect();
-    await client.query(`LISTEN ${CATALOG_CHANNEL}`);
-    if (this.closed) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.client = client;
-  }
-
-  /** The listening connection broke: notices may be lost; tell everyone and listen again. */
-  private lost(client: pg.Client, err?: Error): void {
-    if (this.client !== client) return;
-    this.client = undefined;
-    client.end().catch(() => undefined);
-    if (this.closed) return;
-    this.logger.warn(`catalog listener lost${err ? `: ${err.message}` : ''}; reconnecting`);
+  /** The listening connection broke: notices may be lost; tell everyone. */
+  private restartIds(): void {
     // Ids from the old connection must not resume on the new one.
     this.epoch = randomBytes(4).toString('hex');
     this.seq = 0;
     this.history.length = 0;
     this.broadcast(this.resync('listener-restarted', true));
-    const retry = (): void => {
-      this.reconnectTimer = setTimeout(() => {
-        if (this.closed || this.client) return;
-        this.startListening().catch((e: unknown) => {
-          this.logger.warn(`catalog listener: ${(e as Error).message}`);
-          retry();
-        });
-      }, RECONNECT_MS);
-    };
-    retry();
   }
 
   // ---- events ----
 
   private onNotice(payload: string): void {
+    if (!payload) return;
     let notice: Notice;
     try {
       notice = JSON.parse(payload) as Notice;

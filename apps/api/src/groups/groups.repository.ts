@@ -46,6 +46,12 @@ export class GroupsRepository {
     return row && toRecord(row);
   }
 
+  /** The account a manager names to add to a group. */
+  async findUserId(username: string): Promise<bigint | null> {
+    const row = await this.prisma.user.findUnique({ where: { username }, select: { id: true } });
+    return row?.id ?? null;
+  }
+
   async list(memberId: bigint | null): Promise<GroupRecord[]> {
     const rows = await this.prisma.projectGroup.findMany({
       where: memberId === null ? {} : { memberships: { some: { userId: memberId } } },

@@ -5,7 +5,6 @@ import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { idString, iso } from '../common/serialize';
 import { PROJECTS_ROOT, PUBLIC_GROUP } from '../sites/site-context';
-import { UsersRepository } from '../users/users.repository';
 import { GroupRecord, GroupsRepository } from './groups.repository';
 
 const toDto = (g: GroupRecord): GroupDto => ({
@@ -21,7 +20,6 @@ const toDto = (g: GroupRecord): GroupDto => ({
 export class GroupsService {
   constructor(
     private readonly repo: GroupsRepository,
-    private readonly users: UsersRepository,
     private readonly access: AccessService,
   ) {}
 
@@ -74,9 +72,9 @@ export class GroupsService {
     const group = await this.load(name);
     this.assertManager(principal, group);
     this.assertNotPublic(group);
-    const user = await this.users.findByUsername(username);
-    if (!user) throw notFound(`user "${username}"`);
-    await this.repo.upsertMember(group.id, user.id, role, principal.userId);
+    const userId = await this.repo.findUserId(username);
+    if (userId === null) throw notFound(`user "${username}"`);
+    await this.repo.upsertMember(group.id, userId, role, principal.userId);
     return toDto(await this.load(name));
   }
 

@@ -4,15 +4,15 @@ import { HealthDtoSchema } from '@tributary/shared';
 import { Answer, AnswerBytes, Fails } from '../common/api-responses';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
-import { PrismaService } from '../database/prisma.service';
 import { SiteContext } from '../sites/site-context';
+import { HealthRepository } from './health.repository';
 import { MetricsAccess, MetricsRegistry } from './metrics';
 
 @ApiTags('operations')
 @Controller()
 export class HealthController {
   constructor(
-    private readonly prisma: PrismaService,
+    private readonly catalog: HealthRepository,
     private readonly site: SiteContext,
     private readonly metrics: MetricsRegistry,
     private readonly access: MetricsAccess,
@@ -26,10 +26,7 @@ export class HealthController {
   async health(
     @Res({ passthrough: true }) res: Response,
   ): Promise<{ status: string; site: string; catalog: string }> {
-    const catalog = await this.prisma.$queryRaw`SELECT 1`.then(
-      () => 'ok',
-      () => 'unreachable',
-    );
+    const catalog = (await this.catalog.catalogAnswers()) ? 'ok' : 'unreachable';
     if (catalog !== 'ok') res.status(503);
     return { status: catalog === 'ok' ? 'ok' : 'degraded', site: this.site.siteId, catalog };
   }

@@ -1,11 +1,12 @@
 import { Global, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { HealthController } from './health.controller';
+import { HealthRepository } from './health.repository';
 import { MetricsAccess, MetricsRegistry, RequestMetricsMiddleware } from './metrics';
 
 @Global()
 @Module({
   controllers: [HealthController],
-  providers: [MetricsRegistry, MetricsAccess],
+  providers: [MetricsRegistry, MetricsAccess, HealthRepository],
   exports: [MetricsRegistry],
 })
 export class HealthModule implements NestModule {

@@ -1,15 +1,15 @@
 import { Module } from '@nestjs/common';
-import { GroupsController } from '../groups/groups.controller';
-import { GroupsRepository } from '../groups/groups.repository';
-import { GroupsService } from '../groups/groups.service';
+import { GroupsModule } from '../groups/groups.module';
 import { MeController, UsersController } from './users.controller';
+import { UserProfileRepository } from './user-profile.repository';
 import { UsersRepository } from './users.repository';
 import { UsersService } from './users.service';
 
-/** Accounts and project groups live together: switching groups and membership cross both. */
+/** Accounts; switching the active group reads the group and its members from GroupsModule. */
 @Module({
-  controllers: [UsersController, MeController, GroupsController],
-  providers: [UsersRepository, UsersService, GroupsRepository, GroupsService],
+  imports: [GroupsModule],
+  controllers: [UsersController, MeController],
+  providers: [UsersRepository, UserProfileRepository, UsersService],
   exports: [UsersService, UsersRepository],
 })
 export class UsersModule {}

@@ -15,6 +15,7 @@ import type { Principal } from '../common/principal';
 import { idString, iso } from '../common/serialize';
 import { GroupsRepository } from '../groups/groups.repository';
 import { HOME_ROOT } from '../sites/site-context';
+import { UserProfileRepository } from './user-profile.repository';
 import { UserRecord, UsersRepository } from './users.repository';
 
 export function toUserDto(u: UserRecord): UserDto {
@@ -37,12 +38,13 @@ export function toUserDto(u: UserRecord): UserDto {
 export class UsersService {
   constructor(
     private readonly repo: UsersRepository,
+    private readonly profiles: UserProfileRepository,
     private readonly groups: GroupsRepository,
     private readonly access: AccessService,
   ) {}
 
   async describe(userId: bigint): Promise<UserDto> {
-    const user = await this.repo.findById(userId);
+    const user = await this.profiles.find(userId);
     if (!user) throw notFound('the user');
     return toUserDto(user);
   }

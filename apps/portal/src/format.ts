@@ -70,11 +70,6 @@ export function pathFromSplat(splat: string | undefined): string {
   return pathFromQuery(`/${splat ?? ''}`) ?? '/';
 }
 
-/** `/a/b` + `c` → `/a/b/c`; the root joins without a double slash. */
-export function joinPath(parent: string, name: string): string {
-  return parent === '/' ? `/${name}` : `${parent}/${name}`;
-}
-
 /** The collection holding a path (`/a/b` → `/a`, `/a` → `/`). */
 export function parentPath(path: string): string {
   const i = path.lastIndexOf('/');

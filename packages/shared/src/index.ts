@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './paths';
+export * from './control-characters';
 export * from './byte-ranges';
 export * from './attributes';
 export * from './dto/common';

@@ -4,6 +4,7 @@
  * the offending position. Shared, so the portal and scripts can check a query before sending it.
  * Syntax: docs/metadata.md.
  */
+import { hasControlCharacter } from './control-characters';
 
 export const METADATA_VALUE_TYPES = ['text', 'number', 'time'] as const;
 export type MetadataValueType = (typeof METADATA_VALUE_TYPES)[number];
@@ -58,8 +59,6 @@ export class ConditionError extends Error {
   }
 }
 
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$/;
 
 /** Reads a value as the given type (or infers it: JSON numbers are numbers, strings text). Throws a message. */
@@ -83,7 +82,7 @@ export function typedValue(value: unknown, type?: MetadataValueType): TypedValue
     return { type: 'time', text: iso, time: iso };
   }
   if (s.length > MAX_VALUE_LENGTH) throw new Error(`must be at most ${MAX_VALUE_LENGTH} characters`);
-  if (CONTROL_CHARACTERS.test(s)) throw new Error('must not contain NUL or other control characters');
+  if (hasControlCharacter(s)) throw new Error('must not contain NUL or other control characters');
   return { type: 'text', text: s };
 }
 

@@ -2,6 +2,8 @@
  * Rules for logical paths in the federation namespace. The API enforces them; the agent and the
  * portal use the same functions so a bad name is caught before anything is sent.
  */
+import { hasControlCharacter } from './control-characters';
+
 export const MAX_PATH_BYTES = 4096;
 export const MAX_NAME_BYTES = 255;
 
@@ -16,8 +18,6 @@ export class PathError extends Error {
 }
 
 // C0 and C1 control characters and DEL; NUL is among them.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 // U+FFFD is what decoders (query strings, JSON bodies, multipart names) put in place of bytes that
 // are not UTF-8: refusing it keeps two different byte strings from becoming one name.
@@ -45,7 +45,8 @@ export function normalizeName(input: string): string {
   if (name.length === 0) throw new PathError('a name must not be empty', input);
   if (name === '.' || name === '..') throw new PathError(`'${name}' is not allowed as a name`, input);
   if (name.includes('/')) throw new PathError('a name must not contain "/"', input);
-  if (CONTROL.test(name)) throw new PathError('a name must not contain NUL or control characters', input);
+  if (hasControlCharacter(name))
+    throw new PathError('a name must not contain NUL or control characters', input);
   if (REPLACEMENT.test(name)) {
     throw new PathError(
       'a name must not contain U+FFFD, the replacement character: the path was not valid UTF-8 ' +

@@ -1,3 +1,5 @@
+import { escapeControlCharacters } from '@tributary/shared';
+
 /** Where a command writes: stdout for results, stderr for progress, messages and errors. */
 export interface OutputStream {
   write(chunk: string): unknown;
@@ -56,11 +58,7 @@ export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]
 
 /** Control characters in names would move the cursor or hide text in a terminal: show them escaped. */
 export function sanitize(value: string): string {
-  return value.replace(
-    // eslint-disable-next-line no-control-regex
-    /[\u0000-\u001f\u007f-\u009f]/g,
-    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
-  );
+  return escapeControlCharacters(value);
 }
 
 /** Key: value lines, keys padded. */

@@ -3,6 +3,7 @@ import {
   ancestorPaths,
   DEFAULT_MODES,
   ErrorCode,
+  hasControlCharacter,
   isCatalogId,
   isWithin,
   splitPath,
@@ -20,7 +21,7 @@ import { DomainError, notFound } from '../common/domain-error';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import type { Principal } from '../common/principal';
 import { HOME_ROOT, PROJECTS_ROOT, SiteContext } from '../sites/site-context';
-import { StorageService } from '../data/storage.service';
+import { StorageService } from '../storage/storage.service';
 import { ReplicationService } from '../replication/replication.service';
 import { PeerRequestError } from '@tributary/replication';
 import { forwardedTrashPath, type ForwardedTrashAction, type TrashAction } from './forwarded-trash';
@@ -668,8 +669,6 @@ function encodeCursor(e: EntryRecord, sort: SortKey): string {
 }
 
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function decodeCursor(text: string, sort: SortKey): ListCursor {
   let c: Partial<ListCursor> = {};
@@ -685,12 +684,12 @@ function decodeCursor(text: string, sort: SortKey): ListCursor {
       ? v === '0' || isCatalogId(v)
       : sort === 'modified'
         ? ISO_TIME.test(v)
-        : !CONTROL.test(v));
+        : !hasControlCharacter(v));
   if (
     (k === 0 || k === 1) &&
     valueOk &&
     typeof n === 'string' &&
-    !CONTROL.test(n) &&
+    !hasControlCharacter(n) &&
     typeof id === 'string' &&
     isCatalogId(id)
   ) {

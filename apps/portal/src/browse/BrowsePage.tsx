@@ -1,7 +1,7 @@
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
-import { formatMode, type EntryDto } from '@tributary/shared';
+import { formatMode, joinPath, type EntryDto } from '@tributary/shared';
 import { api, downloadHref } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
@@ -11,7 +11,6 @@ import {
   browseHref,
   formatBytes,
   formatDateTime,
-  joinPath,
   parentPath,
   pathFromSplat,
 } from '../format';

@@ -1,3 +1,4 @@
+import { hasControlCharacter } from '../control-characters';
 import { z } from 'zod';
 import { ErrorCode } from '../errors';
 import { normalizeName, normalizeObjectPath, normalizePath, PathError } from '../paths';
@@ -13,9 +14,6 @@ export function isCatalogId(value: string): boolean {
 /** Catalog ids are bigints; on the wire they are decimal strings. */
 export const IdSchema = z.string().refine(isCatalogId, 'must be a positive integer id (decimal string)');
 
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
-
 /**
  * Free text stored in the catalog: no NUL or other control characters (PostgreSQL refuses NUL);
  * `trim` drops surrounding white space first.
@@ -25,7 +23,7 @@ export function text(min = 0, max = 1000, trim = false) {
   return base
     .min(min, min === 1 ? 'is required' : `must be at least ${min} characters`)
     .max(max)
-    .refine((v) => !CONTROL_CHARACTERS.test(v), 'must not contain NUL or other control characters');
+    .refine((v) => !hasControlCharacter(v), 'must not contain NUL or other control characters');
 }
 
 /** An absolute logical path, normalised (NFC, no `..`, no empty segments, no control characters). */

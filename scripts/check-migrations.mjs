@@ -1,14 +1,25 @@
 #!/usr/bin/env node
-// Fails when prisma/migrations (the source of truth) and prisma/schema.prisma have drifted apart.
+// Fails when prisma/migrations (the source of truth for tables) and prisma/schema.prisma have
+// drifted apart, or when the SQL functions, triggers and views are not where they belong.
 //
 // It starts a throwaway embedded PostgreSQL, applies every prisma/migrations/*/migration.sql to
-// database A (each file as one query, as the API's migrator does), applies the SQL Prisma derives
-// from schema.prisma (`prisma migrate diff --from-empty --to-schema-datamodel`) to database B, and
-// compares the structure of the tables schema.prisma models: columns (type, nullability, default),
+// database A (each file as one query, as the API's migrator does) and then prisma/functions/*.sql
+// (in one transaction, as the migrator does), applies the SQL Prisma derives from schema.prisma
+// (`prisma migrate diff --from-empty --to-schema-datamodel`) to database B, and compares the
+// structure of the tables schema.prisma models: columns (type, nullability, default),
 // primary/unique/foreign keys and checks, indexes and enum types. Objects that only the migrations
-// create and Prisma does not model (trigger functions, sequences, replication tables) are ignored.
+// create and Prisma does not model (sequences, replication tables) are ignored there.
 //
-// Usage: node scripts/check-migrations.mjs [--schema path/to/schema.prisma] [--migrations dir]
+// Functions, triggers and views (prisma/functions/README.md):
+// - a migration after BASELINE that creates or alters a function, procedure, trigger or view is
+//   refused: its current definition goes in prisma/functions;
+// - a function file may hold only what can be applied again at every start (CREATE OR REPLACE
+//   FUNCTION/PROCEDURE/VIEW, DROP TRIGGER IF EXISTS + CREATE TRIGGER, SELECT, COMMENT ON);
+// - applying the files a second time must change nothing, and the files alone must give every
+//   function, trigger and view the migrations and files give together (nothing the migrations left
+//   behind that no file defines: a removed function is dropped in a migration).
+//
+// Usage: node scripts/check-migrations.mjs [--schema path/to/schema.prisma] [--migrations dir] [--functions dir]
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -27,6 +38,11 @@ function option(name, fallback) {
 
 const schemaFile = option('--schema', path.join(root, 'prisma', 'schema.prisma'));
 const migrationsDir = option('--migrations', path.join(root, 'prisma', 'migrations'));
+const functionsDir = option('--functions', path.join(root, 'prisma', 'functions'));
+
+// The last migration written before prisma/functions existed. It and the ones before it define
+// functions and triggers themselves; they are history every site has applied, and stay as they are.
+const BASELINE = '20261127100000_entry_attributes';
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -61,6 +77,229 @@ async function migrationFiles() {
       sql: await readFile(path.join(migrationsDir, name, 'migration.sql'), 'utf8'),
     })),
   );
+}
+
+async function functionFiles() {
+  const names = (await readdir(functionsDir)).filter((n) => n.endsWith('.sql')).sort();
+  return Promise.all(
+    names.map(async (name) => ({ name, sql: await readFile(path.join(functionsDir, name), 'utf8') })),
+  );
+}
+
+/**
+ * The statements of a SQL script, each with the line it starts on and its text without comments
+ * (string literals, quoted identifiers and dollar-quoted bodies kept whole).
+ */
+function statements(sql) {
+  const out = [];
+  let text = '';
+  let line = 1;
+  let startLine = 0;
+  let i = 0;
+  const take = (to) => {
+    const part = sql.slice(i, to);
+    if (startLine === 0 && part.trim() !== '') startLine = line;
+    text += part;
+    line += part.split('\n').length - 1;
+    i = to;
+  };
+  const skip = (to) => {
+    line += sql.slice(i, to).split('\n').length - 1;
+    text += ' ';
+    i = to;
+  };
+  const end = (at) => (at < 0 ? sql.length : at);
+  while (i < sql.length) {
+    const ch = sql[i];
+    if (ch === '-' && sql[i + 1] === '-') skip(end(sql.indexOf('\n', i)));
+    else if (ch === '/' && sql[i + 1] === '*') skip(end(sql.indexOf('*/', i + 2)) + 2);
+    else if (ch === "'" || ch === '"') {
+      let j = i + 1;
+      for (;;) {
+        j = end(sql.indexOf(ch, j));
+        if (sql[j + 1] === ch) j += 2;
+        else break;
+      }
+      take(Math.min(j + 1, sql.length));
+    } else if (ch === '$' && /^\$[A-Za-z_]\w*\$|^\$\$/.test(sql.slice(i, i + 64))) {
+      const tag = /^\$(?:[A-Za-z_]\w*)?\$/.exec(sql.slice(i))[0];
+      take(end(sql.indexOf(tag, i + tag.length)) + tag.length);
+    } else if (ch === ';') {
+      if (text.trim() !== '') out.push({ line: startLine, text: text.trim() });
+      text = '';
+      startLine = 0;
+      i++;
+    } else take(i + 1);
+  }
+  if (text.trim() !== '') out.push({ line: startLine, text: text.trim() });
+  return out;
+}
+
+/** The first words of a statement, on one line, to name it in a message. */
+function head(text, words = 6) {
+  return text.split(/\s+/).slice(0, words).join(' ');
+}
+
+const ROUTINE =
+  /^(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:CONSTRAINT\s+)?(?:RECURSIVE\s+)?(FUNCTION|PROCEDURE|TRIGGER|VIEW|RULE)|ALTER\s+(FUNCTION|PROCEDURE|TRIGGER|VIEW|RULE))\s+("?)([\w.]+)/i;
+
+/** Migrations after BASELINE that define functions, triggers or views. */
+function checkMigrationStatements(migrations) {
+  const problems = [];
+  for (const m of migrations) {
+    if (m.name <= BASELINE) continue;
+    for (const st of statements(m.sql)) {
+      const match = ROUTINE.exec(st.text);
+      // A temporary helper function for a data change is no definition of the catalog.
+      if (!match || /^pg_temp\./i.test(match[4])) continue;
+      problems.push(
+        `prisma/migrations/${m.name}/migration.sql, line ${st.line}: ${head(st.text)}: functions, procedures, ` +
+          `triggers and views are defined in prisma/functions (applied after the migrations on every start). ` +
+          `Put the current definition in the file of its concern there; a migration only drops one that is removed ` +
+          `(prisma/functions/README.md).`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** Function files holding anything that cannot be applied again at every start. */
+function checkFunctionStatements(files) {
+  const problems = [];
+  for (const f of files) {
+    const dropped = new Set();
+    for (const st of statements(f.sql)) {
+      const where = `prisma/functions/${f.name}, line ${st.line}: ${head(st.text)}`;
+      const t = st.text.replace(/\s+/g, ' ');
+      let m;
+      if (/^CREATE OR REPLACE (FUNCTION|PROCEDURE|VIEW|TRIGGER) /i.test(t)) continue;
+      if (/^(SELECT|COMMENT ON) /i.test(t)) continue;
+      if ((m = /^DROP TRIGGER IF EXISTS ("?)(\w+)\1 ON ("?)(\w+)\3$/i.exec(t))) {
+        dropped.add(`${m[2]} ON ${m[4]}`.toLowerCase());
+        continue;
+      }
+      if ((m = /^CREATE (?:CONSTRAINT )?TRIGGER ("?)(\w+)\1 .*? ON ("?)(?:public\.)?(\w+)\3 /i.exec(t))) {
+        if (!dropped.has(`${m[2]} ON ${m[4]}`.toLowerCase())) {
+          problems.push(
+            `${where}: precede it with DROP TRIGGER IF EXISTS ${m[2]} ON ${m[4]} (the file is applied on every start).`,
+          );
+        }
+        continue;
+      }
+      if (/^CREATE (FUNCTION|PROCEDURE|VIEW) /i.test(t)) {
+        problems.push(`${where}: write CREATE OR REPLACE (the file is applied on every start).`);
+      } else if (/^DROP /i.test(t)) {
+        problems.push(`${where}: drop a removed function, trigger or view in a migration, not here.`);
+      } else {
+        problems.push(
+          `${where}: prisma/functions holds functions, triggers and views only; tables, columns, indexes and ` +
+            `data changes go in a migration.`,
+        );
+      }
+    }
+  }
+  return problems;
+}
+
+/** Every function, trigger and view, as PostgreSQL prints them, and what repl_prepare_tables() derives. */
+async function routines(client) {
+  const out = new Map();
+  const functions = await client.query(
+    `SELECT p.oid::regprocedure::text AS sig, pg_get_functiondef(p.oid) AS def
+       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'`,
+  );
+  for (const r of functions.rows) out.set(`function ${r.sig}`, r.def);
+  const triggers = await client.query(
+    `SELECT t.tgrelid::regclass::text AS tbl, t.tgname::text AS name, pg_get_triggerdef(t.oid) AS def,
+            t.tgenabled::text AS enabled
+       FROM pg_trigger t WHERE NOT t.tgisinternal`,
+  );
+  for (const r of triggers.rows) out.set(`trigger ${r.name} on ${r.tbl}`, `${r.def} (${r.enabled})`);
+  const views = await client.query(
+    `SELECT c.oid::regclass::text AS name, pg_get_viewdef(c.oid) AS def
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'v'`,
+  );
+  for (const r of views.rows) out.set(`view ${r.name}`, r.def);
+  const tables = await client.query(`SELECT to_regclass('repl_tables') IS NOT NULL AS present`);
+  if (tables.rows[0].present) {
+    const rows = await client.query(`SELECT "name", to_jsonb(r)::text AS row FROM repl_tables r`);
+    for (const r of rows.rows) out.set(`repl_tables row ${r.name}`, r.row);
+  }
+  return out;
+}
+
+async function applyFunctionFiles(client, files) {
+  for (const f of files) {
+    try {
+      await client.query(f.sql);
+    } catch (err) {
+      throw new Error(`prisma/functions/${f.name} failed: ${err.message}`);
+    }
+  }
+}
+
+/** Applying the files again changes nothing, and the files alone give what migrations and files give. */
+async function checkFunctionsApplied(client, files) {
+  const problems = [];
+  const applied = await routines(client);
+  await client.query('BEGIN');
+  await applyFunctionFiles(client, files);
+  const again = await routines(client);
+  await client.query('COMMIT');
+  for (const key of new Set([...applied.keys(), ...again.keys()])) {
+    if (applied.get(key) !== again.get(key)) {
+      problems.push(
+        `${key}: applying prisma/functions a second time changed it; every file must be safe to apply again.`,
+      );
+    }
+  }
+  await client.query('BEGIN');
+  await client.query(`DO $$
+    DECLARE r RECORD;
+    BEGIN
+      FOR r IN SELECT t.tgname, t.tgrelid::regclass AS rel FROM pg_trigger t
+                 JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE NOT t.tgisinternal AND n.nspname = 'public' LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.rel);
+      END LOOP;
+      FOR r IN SELECT c.oid::regclass AS v FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'public' AND c.relkind = 'v' LOOP
+        EXECUTE format('DROP VIEW IF EXISTS %s CASCADE', r.v);
+      END LOOP;
+      FOR r IN SELECT p.oid::regprocedure AS f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE n.nspname = 'public' LOOP
+        EXECUTE format('DROP FUNCTION %s', r.f);
+      END LOOP;
+    END $$`);
+  let alone;
+  try {
+    await applyFunctionFiles(client, files);
+    alone = await routines(client);
+  } catch (err) {
+    problems.push(
+      `prisma/functions applied alone (every function, trigger and view dropped first) failed: ${err.message}`,
+    );
+  }
+  await client.query('ROLLBACK');
+  if (alone) {
+    for (const key of new Set([...applied.keys(), ...alone.keys()])) {
+      const inBoth = applied.get(key);
+      const inFiles = alone.get(key);
+      if (inBoth === inFiles) continue;
+      if (inFiles === undefined) {
+        problems.push(
+          `${key}: left by the migrations, defined by no file in prisma/functions; drop it in a migration or add it to its file.`,
+        );
+      } else if (inBoth === undefined) {
+        problems.push(`${key}: only made when prisma/functions is applied alone.`);
+      } else {
+        problems.push(
+          `${key}: differs when prisma/functions is applied alone (does a file rely on what a migration left?).`,
+        );
+      }
+    }
+  }
+  return problems;
 }
 
 /**
@@ -215,6 +454,8 @@ async function main() {
 
     const migrations = await migrationFiles();
     if (migrations.length === 0) throw new Error(`no migrations in ${migrationsDir}`);
+    const functions = await functionFiles();
+    const placement = [...checkMigrationStatements(migrations), ...checkFunctionStatements(functions)];
     await withClient(a, async (c) => {
       for (const m of migrations) {
         try {
@@ -224,6 +465,21 @@ async function main() {
         }
       }
     });
+    const functionProblems = [...placement];
+    const appliedFiles = await withClient(a, async (c) => {
+      await c.query('BEGIN');
+      try {
+        await applyFunctionFiles(c, functions);
+        await c.query('COMMIT');
+        return true;
+      } catch (err) {
+        await c.query('ROLLBACK');
+        functionProblems.push(`${err.message} (after every migration, on an empty database)`);
+        return false;
+      }
+    });
+    if (appliedFiles)
+      functionProblems.push(...(await withClient(a, (c) => checkFunctionsApplied(c, functions))));
 
     const derived = await prismaSql(`postgresql://postgres:postgres@127.0.0.1:${port}/postgres`);
     const setup = await withClient(a, prerequisites);
@@ -271,6 +527,18 @@ async function main() {
         problems.push(`${key}:\n      migrations:    ${inA}\n      schema.prisma: ${labels}`);
     }
 
+    if (functionProblems.length > 0) {
+      console.error(
+        `prisma/migrations and prisma/functions: ${functionProblems.length} problem${functionProblems.length === 1 ? '' : 's'} with functions, triggers and views:\n`,
+      );
+      for (const p of functionProblems) console.error(`  - ${p}`);
+      console.error('');
+      process.exitCode = 1;
+    } else {
+      console.log(
+        `prisma/functions defines every function, trigger and view (${functions.length} files), and can be applied again`,
+      );
+    }
     if (problems.length > 0) {
       console.error(
         `prisma/migrations and ${path.relative(root, schemaFile)} have drifted apart (${problems.length} difference${problems.length === 1 ? '' : 's'}):\n`,

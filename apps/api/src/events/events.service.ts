@@ -7,7 +7,7 @@ import type { Principal } from '../common/principal';
 import { NoticeListener } from '../database/notice-listener';
 import { DATABASE_CONNECTION } from '../database/sql-pool';
 
-/** The channel the catalog triggers notify (prisma/migrations/20261121500000_change_feed). */
+/** The channel the catalog triggers notify (prisma/functions/030_notifications.sql). */
 export const CATALOG_CHANNEL = 'tributary_catalog';
 /** Events kept for streams that reconnect with Last-Event-ID. */
 const HISTORY = 2000;

@@ -10,8 +10,9 @@ import './provided-context';
 export const TEMPLATE_DATABASE = 'tributary_template';
 
 /**
- * One embedded PostgreSQL for the whole integration run: a template catalog is migrated once and
- * every test site clones it (`CREATE DATABASE ... TEMPLATE`), which takes milliseconds.
+ * One embedded PostgreSQL for the whole integration run: a template catalog is migrated once
+ * (prisma/migrations, then prisma/functions, as a site's start does) and every test site clones it
+ * (`CREATE DATABASE ... TEMPLATE`), which takes milliseconds.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   preserveExitCode();

@@ -8,4 +8,4 @@ export * from './retry';
 export * from './progress';
 export * from './upload-session';
 export * from './api-remote-file';
-export * from './transfer';
+export * from './object-transfer';

@@ -16,7 +16,7 @@ import type {
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startDelayProxy } from '../../../api/src/bench/delay-proxy';
 import { startTestSite, type TestSite, type TestUser } from '../../../api/src/test/test-site';
-import { listTransfers } from '../transfers/registry';
+import { listTransfers } from '../transfers/transfer-records';
 import { recordUpdateConflict } from '../../../api/src/test/conflict-record';
 import {
   CLI_MAIN,
@@ -28,7 +28,7 @@ import {
 } from '../testing/cli-harness';
 import { expectStatus } from '../../../api/src/test/test-site';
 import { ExitCode } from './errors';
-import { uploadResumeFile } from './transfer-engine';
+import { uploadResumeFile } from './tree-transfer';
 
 /**
  * `trib` end to end against a real site (real API, real PostgreSQL, real storage): the commands
@@ -545,7 +545,7 @@ describe('trib against a real site', () => {
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      // Interrupt once bytes are moving (the registry shows the transfer running with progress).
+      // Interrupt once bytes are moving (its transfer record shows it running with progress).
       await expect
         .poll(
           async () =>

@@ -7,7 +7,7 @@ import { buildProgram, runCli } from './index';
 import { completionWords } from './commands-local';
 import { formatDuration, formatSize, formatTable, formatTime, sanitize } from './output';
 import { baseName, endsWithSlash, resolveRemote } from './paths';
-import { parseBatchRead } from './transfer-engine';
+import { parseBatchRead } from './tree-transfer';
 
 describe('exit codes', () => {
   it('maps API error codes to the documented exit codes', () => {

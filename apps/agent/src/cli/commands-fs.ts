@@ -13,7 +13,7 @@ import type { CliContext, CliIO } from './context';
 import { CliError, ExitCode, usage } from './errors';
 import { formatFields, formatSize, formatTable, formatTime, sanitize } from './output';
 import { baseName, endsWithSlash } from './paths';
-import { copyObject, ensureCollection } from './transfer-engine';
+import { copyObject, ensureCollection } from './tree-transfer';
 import { parallel } from './service';
 
 /** ls, stat, mkdir, mv, cp, rm, trash, restore: the namespace. */

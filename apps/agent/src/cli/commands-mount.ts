@@ -5,7 +5,7 @@ import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { agentHome } from '../agent-home';
 import { findMount, listMounts, mountLogFile, mountsDir, type MountView } from '../mounts/state';
-import { processAlive } from '../transfers/registry';
+import { processAlive } from '../transfers/transfer-records';
 import { action, intArg } from './command';
 import type { CliContext, CliIO } from './context';
 import { CliError, ExitCode, usage } from './errors';

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ApiError, ErrorCode, joinPath, type EntryDto } from '@tributary/shared';
-import { TransferJournal } from '../transfers/registry';
+import { TransferJournal } from '../transfers/transfer-records';
 import { action, intArg } from './command';
 import type { CliContext, CliIO } from './context';
 import { CliError, describeError, ExitCode, usage } from './errors';
@@ -17,7 +17,7 @@ import {
   walkLocal,
   type LocalFile,
   type TransferSummary,
-} from './transfer-engine';
+} from './tree-transfer';
 
 interface TransferOptions {
   recursive?: boolean;

@@ -5,7 +5,7 @@ import type { CreatedTokenDto } from '@tributary/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSite, type TestSite } from '../../../api/src/test/test-site';
 import { listMounts, type MountView } from '../mounts/state';
-import { processAlive } from '../transfers/registry';
+import { processAlive } from '../transfers/transfer-records';
 import { tribInProcess, type CliRun } from '../testing/cli-harness';
 import { ExitCode } from './errors';
 

@@ -1,11 +1,11 @@
 import { Presets, SingleBar } from 'cli-progress';
-import type { TransferJournal } from '../transfers/registry';
+import type { TransferJournal } from '../transfers/transfer-records';
 import { formatSize } from './output';
 import type { OutputStream } from './output';
 
 /**
  * Counts files and bytes of one command's transfers: drives the progress bar (only on a terminal)
- * and the transfer registry the local UI reads.
+ * and the transfer records the local UI reads.
  */
 export class TransferTracker {
   filesTotal = 0;

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ApiError, type ConflictDecisionRequest } from '@tributary/shared';
 import { activeSite, checkSetting, loadConfig, updateConfig, type AgentSettings } from '../config/config';
 import { listMounts } from '../mounts/state';
-import { listTransfers } from '../transfers/registry';
+import { listTransfers } from '../transfers/transfer-records';
 import { SiteService } from '../cli/service';
 import { describeError } from '../cli/errors';
 import { APP_JS, INDEX_HTML } from './page';

@@ -1,3 +1,8 @@
+/**
+ * Trees of files for `trib put`, `get` and `cp` (recursive or not): walks the source, skips what is
+ * already the same, sends small files many to a request (`/data/batch`, `/data/batch-read`) and large
+ * ones one at a time through the buffer package's object transfer (resumable, parallel ranges).
+ */
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';

@@ -5,7 +5,7 @@ import { agentHome } from '../agent-home';
 import { processAlive } from '../mount/state';
 
 /**
- * The transfer registry: every `trib put`/`trib get`/`trib cp` keeps one small JSON file in
+ * Transfer records: every `trib put`/`trib get`/`trib cp` keeps one small JSON file in
  * `agentHome()/transfers/<id>.json`, rewritten at most every half second, so the local UI can show
  * transfers with their progress without talking to the process that runs them. A running entry
  * whose process is gone is shown as interrupted.

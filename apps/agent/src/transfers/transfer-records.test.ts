@@ -3,9 +3,9 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { listTransfers, processAlive, TransferJournal } from './registry';
+import { listTransfers, processAlive, TransferJournal } from './transfer-records';
 
-describe('transfer registry', () => {
+describe('transfer records', () => {
   let home: string;
   beforeEach(async () => {
     home = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-transfers-'));

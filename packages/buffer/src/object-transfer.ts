@@ -1,3 +1,8 @@
+/**
+ * One object between a local file and a site: resumable upload sessions in chunks and parallel ranged
+ * downloads, each checked against SHA-256. Trees of files (many objects, small ones in batches) are
+ * the agent's `cli/tree-transfer.ts`, which calls this for large files.
+ */
 import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import {

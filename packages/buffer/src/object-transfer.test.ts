@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiConnection } from './http';
 import type { TransferProgress, TransferRetry } from './progress';
-import { ChecksumMismatchError, downloadFile } from './transfer';
+import { ChecksumMismatchError, downloadFile } from './object-transfer';
 
 /**
  * `downloadFile` against a real HTTP server on loopback that serves one object as the API does

@@ -3,6 +3,7 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tansta
 import type { GroupDto, UpdateUserRequest } from '@tributary/shared';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
+import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { formatDateTime } from '../format';
 
@@ -108,50 +109,45 @@ function Users() {
       </form>
       <ErrorNote error={users.error} />
       <ErrorNote error={update.error} />
-      <table className="list">
-        <thead>
-          <tr>
-            <th scope="col">Username</th>
-            <th scope="col">Name</th>
-            <th scope="col">Groups</th>
-            <th scope="col">Created</th>
-            <th scope="col">Administrator</th>
-            <th scope="col">Disabled</th>
-          </tr>
-        </thead>
-        <tbody>
-          {items.map((u) => (
-            <tr key={u.id}>
-              <td>{u.username}</td>
-              <td>{u.displayName}</td>
-              <td>{u.groups.join(', ')}</td>
-              <td>{formatDateTime(u.createdAt)}</td>
-              <td>
-                <input
-                  type="checkbox"
-                  aria-label={`${u.username} is an administrator`}
-                  checked={u.isAdmin}
-                  disabled={update.isPending}
-                  onChange={(e) =>
-                    update.mutate({ username: u.username, body: { isAdmin: e.target.checked } })
-                  }
-                />
-              </td>
-              <td>
-                <input
-                  type="checkbox"
-                  aria-label={`${u.username} is disabled`}
-                  checked={u.disabled}
-                  disabled={update.isPending}
-                  onChange={(e) =>
-                    update.mutate({ username: u.username, body: { disabled: e.target.checked } })
-                  }
-                />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ListTable
+        className="list"
+        rows={items}
+        rowKey={(u) => u.id}
+        columns={[
+          { id: 'username', header: 'Username', cell: (u) => u.username },
+          { id: 'name', header: 'Name', cell: (u) => u.displayName },
+          { id: 'groups', header: 'Groups', cell: (u) => u.groups.join(', ') },
+          { id: 'created', header: 'Created', cell: (u) => formatDateTime(u.createdAt) },
+          {
+            id: 'admin',
+            header: 'Administrator',
+            cell: (u) => (
+              <input
+                type="checkbox"
+                aria-label={`${u.username} is an administrator`}
+                checked={u.isAdmin}
+                disabled={update.isPending}
+                onChange={(e) => update.mutate({ username: u.username, body: { isAdmin: e.target.checked } })}
+              />
+            ),
+          },
+          {
+            id: 'disabled',
+            header: 'Disabled',
+            cell: (u) => (
+              <input
+                type="checkbox"
+                aria-label={`${u.username} is disabled`}
+                checked={u.disabled}
+                disabled={update.isPending}
+                onChange={(e) =>
+                  update.mutate({ username: u.username, body: { disabled: e.target.checked } })
+                }
+              />
+            ),
+          },
+        ]}
+      />
       {users.hasNextPage && (
         <button type="button" onClick={() => void users.fetchNextPage()}>
           More users

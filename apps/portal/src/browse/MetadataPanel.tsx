@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { METADATA_VALUE_TYPES, type MetadataValueType, type TripleDto } from '@tributary/shared';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
+import { ListTable, type ListColumn } from '../app/ListTable';
 import { rememberAttributes, useAttributeNames } from '../search/attributes';
 
 /** The triples of one object or collection: list, add, edit in place, remove. */
@@ -24,64 +25,56 @@ export function MetadataPanel({ path, canWrite }: { path: string; canWrite: bool
   });
   const remove = useMutation({ mutationFn: (id: string) => api.removeTriple(id), onSuccess: invalidate });
   const [editing, setEditing] = useState<string | null>(null);
+  const actionsColumn: ListColumn<TripleDto> = {
+    id: 'actions',
+    header: 'Actions',
+    headerHidden: true,
+    className: 'actions',
+    cell: (t) => (
+      <>
+        <button type="button" onClick={() => setEditing(t.id)} aria-label={`Edit ${t.attribute}`}>
+          Edit
+        </button>
+        <button
+          type="button"
+          onClick={() => remove.mutate(t.id)}
+          aria-label={`Remove ${t.attribute} = ${String(t.value)}`}
+        >
+          Remove
+        </button>
+      </>
+    ),
+  };
 
   return (
     <section aria-labelledby="metadata-title" className="metadata-panel">
       <h3 id="metadata-title">Metadata</h3>
       <ErrorNote error={triples.error} />
-      {triples.data && triples.data.triples.length === 0 && <p className="muted">No metadata yet.</p>}
-      {triples.data && triples.data.triples.length > 0 && (
-        <table className="triples">
-          <thead>
-            <tr>
-              <th scope="col">Attribute</th>
-              <th scope="col">Value</th>
-              <th scope="col">Unit</th>
-              {canWrite && (
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              )}
-            </tr>
-          </thead>
-          <tbody>
-            {triples.data.triples.map((t) =>
-              editing === t.id ? (
-                <tr key={t.id}>
-                  <td colSpan={4}>
-                    <EditTriple triple={t} onDone={() => setEditing(null)} onSaved={invalidate} />
-                  </td>
-                </tr>
-              ) : (
-                <tr key={t.id} data-testid="triple">
-                  <td>{t.attribute}</td>
-                  <td>
-                    {String(t.value)} {t.type !== 'text' && <span className="muted">({t.type})</span>}
-                  </td>
-                  <td>{t.unit ?? ''}</td>
-                  {canWrite && (
-                    <td className="actions">
-                      <button
-                        type="button"
-                        onClick={() => setEditing(t.id)}
-                        aria-label={`Edit ${t.attribute}`}
-                      >
-                        Edit
-                      </button>
-                      <button
-                        type="button"
-                        onClick={() => remove.mutate(t.id)}
-                        aria-label={`Remove ${t.attribute} = ${String(t.value)}`}
-                      >
-                        Remove
-                      </button>
-                    </td>
-                  )}
-                </tr>
+      {triples.data && (
+        <ListTable
+          className="triples"
+          rows={triples.data.triples}
+          rowKey={(t) => t.id}
+          rowProps={(t) => (editing === t.id ? {} : { 'data-testid': 'triple' })}
+          spanningRow={(t) =>
+            editing === t.id && <EditTriple triple={t} onDone={() => setEditing(null)} onSaved={invalidate} />
+          }
+          empty="No metadata yet."
+          columns={[
+            { id: 'attribute', header: 'Attribute', cell: (t) => t.attribute },
+            {
+              id: 'value',
+              header: 'Value',
+              cell: (t) => (
+                <>
+                  {String(t.value)} {t.type !== 'text' && <span className="muted">({t.type})</span>}
+                </>
               ),
-            )}
-          </tbody>
-        </table>
+            },
+            { id: 'unit', header: 'Unit', cell: (t) => t.unit ?? '' },
+            ...(canWrite ? [actionsColumn] : []),
+          ]}
+        />
       )}
       <ErrorNote error={remove.error} />
       {canWrite && (

@@ -5,11 +5,13 @@ import {
   CONFLICT_KINDS,
   CONFLICT_POLICIES,
   CONFLICT_STATUS_FILTERS,
+  type ConflictDto,
   type ConflictKind,
   type ConflictPolicy,
 } from '@tributary/shared';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
+import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { formatDateTime } from '../format';
 import { deadlineText, provisionalWinner, sitesOf } from './conflictDiff';
@@ -177,72 +179,77 @@ export function ConflictsPage() {
           )}
         </div>
       )}
-      {items.length > 0 && (
-        <table className="list">
-          <thead>
-            <tr>
-              <th scope="col" className="check">
-                <input
-                  type="checkbox"
-                  aria-label="Select all decidable conflicts"
-                  checked={
-                    items.some((c) => c.canDecide) &&
-                    items.filter((c) => c.canDecide).every((c) => selected.has(c.id))
-                  }
-                  onChange={(e) =>
-                    setSelected(
-                      e.target.checked
-                        ? new Set(items.filter((c) => c.canDecide).map((c) => c.id))
-                        : new Set(),
-                    )
-                  }
-                />
-              </th>
-              <th scope="col">What</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Sites</th>
-              <th scope="col">Provisional winner</th>
-              <th scope="col">Opened</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((c) => {
+      <ListTable
+        className="list"
+        rows={items}
+        rowKey={(c) => c.id}
+        rowProps={() => ({ 'data-testid': 'conflict-row' })}
+        empty={null}
+        columns={[
+          {
+            id: 'select',
+            header: (
+              <input
+                type="checkbox"
+                aria-label="Select all decidable conflicts"
+                checked={
+                  items.some((c) => c.canDecide) &&
+                  items.filter((c) => c.canDecide).every((c) => selected.has(c.id))
+                }
+                onChange={(e) =>
+                  setSelected(
+                    e.target.checked ? new Set(items.filter((c) => c.canDecide).map((c) => c.id)) : new Set(),
+                  )
+                }
+              />
+            ),
+            headerClassName: 'check',
+            className: 'check',
+            cell: (c) => (
+              <input
+                type="checkbox"
+                aria-label={`Select conflict about ${conflictLabel(c)}`}
+                disabled={!c.canDecide}
+                checked={selected.has(c.id)}
+                onChange={() =>
+                  setSelected((prev) => {
+                    const next = new Set(prev);
+                    if (next.has(c.id)) next.delete(c.id);
+                    else next.add(c.id);
+                    return next;
+                  })
+                }
+              />
+            ),
+          },
+          {
+            id: 'what',
+            header: 'What',
+            cell: (c) => (
+              <>
+                <Link to={`/conflicts/${c.id}`}>{conflictLabel(c)}</Link>
+                {c.involvesMe && <span className="badge badge-mine small"> you</span>}
+              </>
+            ),
+          },
+          { id: 'kind', header: 'Kind', cell: (c) => c.kind },
+          { id: 'sites', header: 'Sites', cell: (c) => c.versions.map((v) => v.site).join(' vs ') },
+          {
+            id: 'winner',
+            header: 'Provisional winner',
+            cell: (c) => {
               const winner = provisionalWinner(c);
-              const label = c.path ?? `${c.table} ${c.recordId}`;
-              return (
-                <tr key={c.id} data-testid="conflict-row">
-                  <td className="check">
-                    <input
-                      type="checkbox"
-                      aria-label={`Select conflict about ${label}`}
-                      disabled={!c.canDecide}
-                      checked={selected.has(c.id)}
-                      onChange={() =>
-                        setSelected((prev) => {
-                          const next = new Set(prev);
-                          if (next.has(c.id)) next.delete(c.id);
-                          else next.add(c.id);
-                          return next;
-                        })
-                      }
-                    />
-                  </td>
-                  <td>
-                    <Link to={`/conflicts/${c.id}`}>{label}</Link>
-                    {c.involvesMe && <span className="badge badge-mine small"> you</span>}
-                  </td>
-                  <td>{c.kind}</td>
-                  <td>{c.versions.map((v) => v.site).join(' vs ')}</td>
-                  <td>{winner ? `${winner.site}${winner.by ? ` (${winner.by})` : ''}` : '—'}</td>
-                  <td>{formatDateTime(c.openedAt)}</td>
-                  <td>{c.status === 'open' ? deadlineText(c.deadline, now) : c.status}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      )}
+              return winner ? `${winner.site}${winner.by ? ` (${winner.by})` : ''}` : '—';
+            },
+          },
+          { id: 'opened', header: 'Opened', cell: (c) => formatDateTime(c.openedAt) },
+          {
+            id: 'status',
+            header: 'Status',
+            cell: (c) => (c.status === 'open' ? deadlineText(c.deadline, now) : c.status),
+          },
+        ]}
+      />
       {list.hasNextPage && (
         <button type="button" onClick={() => void list.fetchNextPage()}>
           More
@@ -251,6 +258,11 @@ export function ConflictsPage() {
       <Policies />
     </section>
   );
+}
+
+/** What a conflict is about: the path, or the table and record of a row that has none. */
+function conflictLabel(c: ConflictDto): string {
+  return c.path ?? `${c.table} ${c.recordId}`;
 }
 
 /** Default decisions for a collection, applied after each cycle to open conflicts below it. */
@@ -319,39 +331,33 @@ function Policies() {
       <ErrorNote error={set.error} />
       <ErrorNote error={list.error} />
       <ErrorNote error={remove.error} />
-      {list.data && list.data.length === 0 && <p className="muted">No policies at or below {shown}.</p>}
-      {list.data && list.data.length > 0 && (
-        <table className="list">
-          <thead>
-            <tr>
-              <th scope="col">Collection</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Policy</th>
-              <th scope="col">Set by</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.map((p) => (
-              <tr key={`${p.path}|${p.kind}`}>
-                <td>{p.path}</td>
-                <td>{p.kind}</td>
-                <td>
-                  {p.policy}
-                  {p.site ? ` (${p.site})` : ''}
-                </td>
-                <td>{p.setBy ?? '—'}</td>
-                <td>
-                  <button type="button" onClick={() => remove.mutate({ path: p.path, kind: p.kind })}>
-                    Remove
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {list.data && (
+        <ListTable
+          className="list"
+          rows={list.data}
+          rowKey={(p) => `${p.path}|${p.kind}`}
+          empty={`No policies at or below ${shown}.`}
+          columns={[
+            { id: 'path', header: 'Collection', cell: (p) => p.path },
+            { id: 'kind', header: 'Kind', cell: (p) => p.kind },
+            {
+              id: 'policy',
+              header: 'Policy',
+              cell: (p) => `${p.policy}${p.site ? ` (${p.site})` : ''}`,
+            },
+            { id: 'setBy', header: 'Set by', cell: (p) => p.setBy ?? '—' },
+            {
+              id: 'actions',
+              header: 'Actions',
+              headerHidden: true,
+              cell: (p) => (
+                <button type="button" onClick={() => remove.mutate({ path: p.path, kind: p.kind })}>
+                  Remove
+                </button>
+              ),
+            },
+          ]}
+        />
       )}
     </section>
   );

@@ -4,6 +4,7 @@ import type { MetadataHitDto } from '@tributary/shared';
 import { Link, useSearchParams } from 'react-router';
 import { ApiError, api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
+import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { browseHref, formatBytes, formatDateTime, parentPath } from '../format';
 import { rememberAttributes } from './attributes';
@@ -91,42 +92,44 @@ export function SearchPage() {
           </p>
         )}
         {results.isFetching && !results.isFetchingNextPage && <p role="status">Searching…</p>}
-        {items.length > 0 && (
-          <table className="results">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Collection</th>
-                <th scope="col">Size</th>
-                <th scope="col">Modified</th>
-                <th scope="col">Metadata</th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((it) => (
-                <tr key={it.id} data-testid="search-result">
-                  <td>
-                    <Link
-                      to={
-                        it.kind === 'collection'
-                          ? browseHref(it.path)
-                          : `${browseHref(parentPath(it.path))}?entry=${encodeURIComponent(it.name)}`
-                      }
-                    >
-                      {it.name}
-                    </Link>
-                  </td>
-                  <td>{parentPath(it.path)}</td>
-                  <td className="num">{it.kind === 'object' ? formatBytes(it.size) : '—'}</td>
-                  <td>{formatDateTime(it.modifiedAt)}</td>
-                  <td className="triples-inline">
-                    {(it.triples ?? []).map((t) => `${t.attribute}=${String(t.value)}`).join(', ')}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <ListTable
+          className="results"
+          rows={items}
+          rowKey={(it) => it.id}
+          rowProps={() => ({ 'data-testid': 'search-result' })}
+          empty={null}
+          columns={[
+            {
+              id: 'name',
+              header: 'Name',
+              cell: (it) => (
+                <Link
+                  to={
+                    it.kind === 'collection'
+                      ? browseHref(it.path)
+                      : `${browseHref(parentPath(it.path))}?entry=${encodeURIComponent(it.name)}`
+                  }
+                >
+                  {it.name}
+                </Link>
+              ),
+            },
+            { id: 'collection', header: 'Collection', cell: (it) => parentPath(it.path) },
+            {
+              id: 'size',
+              header: 'Size',
+              className: 'num',
+              cell: (it) => (it.kind === 'object' ? formatBytes(it.size) : '—'),
+            },
+            { id: 'modified', header: 'Modified', cell: (it) => formatDateTime(it.modifiedAt) },
+            {
+              id: 'metadata',
+              header: 'Metadata',
+              className: 'triples-inline',
+              cell: (it) => (it.triples ?? []).map((t) => `${t.attribute}=${String(t.value)}`).join(', '),
+            },
+          ]}
+        />
         {results.hasNextPage && (
           <button
             type="button"

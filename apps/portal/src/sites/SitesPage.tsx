@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
+import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { formatDateTime, formatDuration } from '../format';
 import { historyOf, sparkline } from './lagHistory';
@@ -49,108 +50,121 @@ export function SitesPage() {
             </button>
           </p>
           <ErrorNote error={cycle.error} />
-          <table className="list sites-table">
-            <thead>
-              <tr>
-                <th scope="col">Peer</th>
-                <th scope="col">State</th>
-                <th scope="col">Backlog (to send)</th>
-                <th scope="col">Incoming (to apply)</th>
-                <th scope="col">Lag</th>
-                <th scope="col">Lag, last {LAG_HOURS} h</th>
-                <th scope="col">Last exchange</th>
-                <th scope="col">Last error</th>
-              </tr>
-            </thead>
-            <tbody>
-              {s.peers.map((p) => {
-                const samples = history[p.peer] ?? [];
-                const healthy =
-                  p.lastError === null ||
-                  (p.lastErrorAt !== null && p.lastSuccessAt !== null && p.lastSuccessAt > p.lastErrorAt);
-                return (
-                  <tr key={p.peer} data-testid="peer-row">
-                    <th scope="row">{p.peer}</th>
-                    <td>
+          <ListTable
+            className="list sites-table"
+            rows={s.peers}
+            rowKey={(p) => p.peer}
+            rowProps={() => ({ 'data-testid': 'peer-row' })}
+            columns={[
+              { id: 'peer', header: 'Peer', rowHeader: true, cell: (p) => p.peer },
+              {
+                id: 'state',
+                header: 'State',
+                cell: (p) => {
+                  const healthy =
+                    p.lastError === null ||
+                    (p.lastErrorAt !== null && p.lastSuccessAt !== null && p.lastSuccessAt > p.lastErrorAt);
+                  return (
+                    <>
                       <span className={healthy ? 'state ok' : 'state bad'}>{healthy ? 'ok' : 'failing'}</span>
                       {p.waitingOn && <div className="muted small">waiting on {p.waitingOn}</div>}
-                    </td>
-                    <td className="num">
-                      {p.backlog.changes} changes ({p.backlog.txs} tx)
-                    </td>
-                    <td className="num">
-                      {p.incoming.changes} changes ({p.incoming.txs} tx)
-                    </td>
-                    <td className="num">{formatDuration(p.lagSeconds)}</td>
-                    <td>
-                      <svg
-                        width="120"
-                        height="28"
-                        viewBox="-2 -2 124 32"
-                        role="img"
-                        aria-label={`Lag of ${p.peer} over ${samples.length} samples, now ${formatDuration(p.lagSeconds)}, at most ${formatDuration(Math.max(0, ...samples.map((x) => x.lagSeconds)))}`}
-                      >
-                        <line x1="0" y1="28" x2="120" y2="28" className="axis" />
-                        <polyline points={sparkline(samples, 120, 28)} className="spark" />
-                      </svg>
-                    </td>
-                    <td>{p.lastSuccessAt ? formatDateTime(p.lastSuccessAt) : 'never'}</td>
-                    <td>
-                      {p.lastError ? (
-                        <span className="error">
-                          {p.lastError}
-                          {p.lastErrorAt && (
-                            <span className="muted small"> ({formatDateTime(p.lastErrorAt)})</span>
-                          )}
-                        </span>
-                      ) : (
-                        '—'
+                    </>
+                  );
+                },
+              },
+              {
+                id: 'backlog',
+                header: 'Backlog (to send)',
+                className: 'num',
+                cell: (p) => `${p.backlog.changes} changes (${p.backlog.txs} tx)`,
+              },
+              {
+                id: 'incoming',
+                header: 'Incoming (to apply)',
+                className: 'num',
+                cell: (p) => `${p.incoming.changes} changes (${p.incoming.txs} tx)`,
+              },
+              { id: 'lag', header: 'Lag', className: 'num', cell: (p) => formatDuration(p.lagSeconds) },
+              {
+                id: 'lagChart',
+                header: `Lag, last ${LAG_HOURS} h`,
+                cell: (p) => {
+                  const samples = history[p.peer] ?? [];
+                  return (
+                    <svg
+                      width="120"
+                      height="28"
+                      viewBox="-2 -2 124 32"
+                      role="img"
+                      aria-label={`Lag of ${p.peer} over ${samples.length} samples, now ${formatDuration(p.lagSeconds)}, at most ${formatDuration(Math.max(0, ...samples.map((x) => x.lagSeconds)))}`}
+                    >
+                      <line x1="0" y1="28" x2="120" y2="28" className="axis" />
+                      <polyline points={sparkline(samples, 120, 28)} className="spark" />
+                    </svg>
+                  );
+                },
+              },
+              {
+                id: 'lastExchange',
+                header: 'Last exchange',
+                cell: (p) => (p.lastSuccessAt ? formatDateTime(p.lastSuccessAt) : 'never'),
+              },
+              {
+                id: 'lastError',
+                header: 'Last error',
+                cell: (p) =>
+                  p.lastError ? (
+                    <span className="error">
+                      {p.lastError}
+                      {p.lastErrorAt && (
+                        <span className="muted small"> ({formatDateTime(p.lastErrorAt)})</span>
                       )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
+                    </span>
+                  ) : (
+                    '—'
+                  ),
+              },
+            ]}
+          />
           <p className="muted small">
             The lag chart shows one sample per replication cycle over the last {LAG_HOURS} hours (each site
             keeps a day of them), ending with the current reading.
           </p>
           <h2>Recent cycles</h2>
-          <table className="list">
-            <thead>
-              <tr>
-                <th scope="col">Started</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Applied</th>
-                <th scope="col">Extracted</th>
-                <th scope="col">Sent</th>
-                <th scope="col">Error</th>
-              </tr>
-            </thead>
-            <tbody>
-              {s.cycles.slice(0, 10).map((c) => (
-                <tr key={c.startedAt}>
-                  <td>{formatDateTime(c.startedAt)}</td>
-                  <td className="num">{c.durationMs} ms</td>
-                  <td className="num">
-                    {c.injected.changes} changes
-                    {c.injected.conflicts > 0 && `, ${c.injected.conflicts} conflicts`}
-                  </td>
-                  <td className="num">{c.extracted.changes} changes</td>
-                  <td>
-                    {c.dispatched
-                      .map(
-                        (d) =>
-                          `${d.peer}: ${d.ok ? `${d.changes} changes` : `failed (${d.error ?? 'error'})`}`,
-                      )
-                      .join('; ') || '—'}
-                  </td>
-                  <td>{c.error ?? '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <ListTable
+            className="list"
+            rows={s.cycles.slice(0, 10)}
+            rowKey={(c) => c.startedAt}
+            columns={[
+              { id: 'started', header: 'Started', cell: (c) => formatDateTime(c.startedAt) },
+              { id: 'duration', header: 'Duration', className: 'num', cell: (c) => `${c.durationMs} ms` },
+              {
+                id: 'applied',
+                header: 'Applied',
+                className: 'num',
+                cell: (c) =>
+                  `${c.injected.changes} changes` +
+                  (c.injected.conflicts > 0 ? `, ${c.injected.conflicts} conflicts` : ''),
+              },
+              {
+                id: 'extracted',
+                header: 'Extracted',
+                className: 'num',
+                cell: (c) => `${c.extracted.changes} changes`,
+              },
+              {
+                id: 'sent',
+                header: 'Sent',
+                cell: (c) =>
+                  c.dispatched
+                    .map(
+                      (d) => `${d.peer}: ${d.ok ? `${d.changes} changes` : `failed (${d.error ?? 'error'})`}`,
+                    )
+                    .join('; ') || '—',
+              },
+              { id: 'error', header: 'Error', cell: (c) => c.error ?? '—' },
+            ]}
+          />
         </>
       )}
     </section>

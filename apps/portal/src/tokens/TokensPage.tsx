@@ -1,8 +1,9 @@
 import { useId, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { TOKEN_SCOPES, type CreatedTokenDto, type TokenScope } from '@tributary/shared';
+import { TOKEN_SCOPES, type CreatedTokenDto, type TokenDto, type TokenScope } from '@tributary/shared';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
+import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { useSession } from '../app/session';
 import { formatDateTime } from '../format';
@@ -36,63 +37,60 @@ export function TokensPage() {
       <h2>Your tokens</h2>
       <ErrorNote error={tokens.error} />
       <ErrorNote error={revoke.error} />
-      {tokens.data && tokens.data.length === 0 && <p className="muted">No tokens yet.</p>}
-      {tokens.data && tokens.data.length > 0 && (
-        <table className="list">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Scope</th>
-              <th scope="col">Collection</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Status</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {tokens.data.map((t) => {
-              const expired = t.expiresAt !== null && new Date(t.expiresAt) < new Date();
-              const status = t.revokedAt ? 'revoked' : expired ? 'expired' : 'active';
-              return (
-                <tr key={t.id} data-testid="token-row">
-                  <td>{t.name}</td>
-                  <td>{t.scope}</td>
-                  <td>{t.collection ?? 'everything'}</td>
-                  <td>{formatDateTime(t.createdAt)}</td>
-                  <td>{t.expiresAt ? formatDateTime(t.expiresAt) : 'never'}</td>
-                  <td>{t.lastUsedAt ? formatDateTime(t.lastUsedAt) : 'never'}</td>
-                  <td>{status}</td>
-                  <td>
-                    {status === 'active' && (
-                      <button
-                        type="button"
-                        className="danger"
-                        aria-label={`Revoke ${t.name}`}
-                        disabled={revoke.isPending}
-                        onClick={() => {
-                          if (
-                            window.confirm(`Revoke the token "${t.name}"? Scripts using it stop working.`)
-                          ) {
-                            revoke.mutate(t.id);
-                          }
-                        }}
-                      >
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+      {tokens.data && (
+        <ListTable
+          className="list"
+          rows={tokens.data}
+          rowKey={(t) => t.id}
+          rowProps={() => ({ 'data-testid': 'token-row' })}
+          empty="No tokens yet."
+          columns={[
+            { id: 'name', header: 'Name', cell: (t) => t.name },
+            { id: 'scope', header: 'Scope', cell: (t) => t.scope },
+            { id: 'collection', header: 'Collection', cell: (t) => t.collection ?? 'everything' },
+            { id: 'created', header: 'Created', cell: (t) => formatDateTime(t.createdAt) },
+            {
+              id: 'expires',
+              header: 'Expires',
+              cell: (t) => (t.expiresAt ? formatDateTime(t.expiresAt) : 'never'),
+            },
+            {
+              id: 'lastUsed',
+              header: 'Last used',
+              cell: (t) => (t.lastUsedAt ? formatDateTime(t.lastUsedAt) : 'never'),
+            },
+            { id: 'status', header: 'Status', cell: tokenStatus },
+            {
+              id: 'actions',
+              header: 'Actions',
+              headerHidden: true,
+              cell: (t) =>
+                tokenStatus(t) === 'active' && (
+                  <button
+                    type="button"
+                    className="danger"
+                    aria-label={`Revoke ${t.name}`}
+                    disabled={revoke.isPending}
+                    onClick={() => {
+                      if (window.confirm(`Revoke the token "${t.name}"? Scripts using it stop working.`)) {
+                        revoke.mutate(t.id);
+                      }
+                    }}
+                  >
+                    Revoke
+                  </button>
+                ),
+            },
+          ]}
+        />
       )}
     </section>
   );
+}
+
+function tokenStatus(t: TokenDto): 'revoked' | 'expired' | 'active' {
+  if (t.revokedAt) return 'revoked';
+  return t.expiresAt !== null && new Date(t.expiresAt) < new Date() ? 'expired' : 'active';
 }
 
 function CreateToken({ onCreated }: { onCreated: (t: CreatedTokenDto) => void }) {

@@ -2,6 +2,7 @@ import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-q
 import { Link } from 'react-router';
 import { ApiError, api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
+import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { browseHref, formatDateTime, parentPath } from '../format';
 
@@ -34,70 +35,75 @@ export function TrashPage() {
           {total === 1 ? '1 entry' : `${total} entries`}
         </p>
       )}
-      {items.length > 0 && (
-        <table className="list">
-          <thead>
-            <tr>
-              <th scope="col">Was at</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Deleted by</th>
-              <th scope="col">When</th>
-              <th scope="col">At site</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((t) => (
-              <tr key={t.id} data-testid="trash-row">
-                <td>
-                  {t.originalPath}{' '}
-                  <Link to={browseHref(parentPath(t.originalPath))} className="muted">
-                    (open folder)
-                  </Link>
-                </td>
-                <td>{t.kind === 'collection' ? 'folder' : t.kind === 'symlink' ? 'link' : 'file'}</td>
-                <td>{t.deletedBy}</td>
-                <td>{formatDateTime(t.deletedAt)}</td>
-                <td>{t.deletedAtSite}</td>
-                <td className="actions">
-                  <button
-                    type="button"
-                    onClick={() => restore.mutate(t.id)}
-                    disabled={restore.isPending}
-                    aria-label={`Restore ${t.originalPath}`}
-                  >
-                    Restore
-                  </button>
-                  <button
-                    type="button"
-                    className="danger"
-                    disabled={!t.purgeAllowed || purge.isPending}
-                    title={t.purgeAllowed ? undefined : 'Allowed once every site has applied the delete'}
-                    aria-label={`Purge ${t.originalPath} for good`}
-                    onClick={() => {
-                      if (window.confirm(`Delete ${t.originalPath} for good? This cannot be undone.`))
-                        purge.mutate(t.id);
-                    }}
-                  >
-                    Purge
-                  </button>
-                  {!t.purgeAllowed && <span className="muted small"> purge after every site has it</span>}
-                  {restore.variables === t.id && <ErrorNote error={restore.error} />}
-                  {purge.variables === t.id && (
-                    <ErrorNote error={purge.error}>
-                      {purge.error instanceof ApiError && purge.error.code === 'PURGE_NOT_YET' && (
-                        <span> Try again after the next replication cycle.</span>
-                      )}
-                    </ErrorNote>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        className="list"
+        rows={items}
+        rowKey={(t) => t.id}
+        rowProps={() => ({ 'data-testid': 'trash-row' })}
+        empty={null}
+        columns={[
+          {
+            id: 'path',
+            header: 'Was at',
+            cell: (t) => (
+              <>
+                {t.originalPath}{' '}
+                <Link to={browseHref(parentPath(t.originalPath))} className="muted">
+                  (open folder)
+                </Link>
+              </>
+            ),
+          },
+          {
+            id: 'kind',
+            header: 'Kind',
+            cell: (t) => (t.kind === 'collection' ? 'folder' : t.kind === 'symlink' ? 'link' : 'file'),
+          },
+          { id: 'deletedBy', header: 'Deleted by', cell: (t) => t.deletedBy },
+          { id: 'deletedAt', header: 'When', cell: (t) => formatDateTime(t.deletedAt) },
+          { id: 'site', header: 'At site', cell: (t) => t.deletedAtSite },
+          {
+            id: 'actions',
+            header: 'Actions',
+            headerHidden: true,
+            className: 'actions',
+            cell: (t) => (
+              <>
+                <button
+                  type="button"
+                  onClick={() => restore.mutate(t.id)}
+                  disabled={restore.isPending}
+                  aria-label={`Restore ${t.originalPath}`}
+                >
+                  Restore
+                </button>
+                <button
+                  type="button"
+                  className="danger"
+                  disabled={!t.purgeAllowed || purge.isPending}
+                  title={t.purgeAllowed ? undefined : 'Allowed once every site has applied the delete'}
+                  aria-label={`Purge ${t.originalPath} for good`}
+                  onClick={() => {
+                    if (window.confirm(`Delete ${t.originalPath} for good? This cannot be undone.`))
+                      purge.mutate(t.id);
+                  }}
+                >
+                  Purge
+                </button>
+                {!t.purgeAllowed && <span className="muted small"> purge after every site has it</span>}
+                {restore.variables === t.id && <ErrorNote error={restore.error} />}
+                {purge.variables === t.id && (
+                  <ErrorNote error={purge.error}>
+                    {purge.error instanceof ApiError && purge.error.code === 'PURGE_NOT_YET' && (
+                      <span> Try again after the next replication cycle.</span>
+                    )}
+                  </ErrorNote>
+                )}
+              </>
+            ),
+          },
+        ]}
+      />
       {trash.hasNextPage && (
         <button type="button" onClick={() => void trash.fetchNextPage()} disabled={trash.isFetchingNextPage}>
           More

@@ -35,6 +35,8 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
   resolve: {
     alias: {
       '@tributary/shared': path.resolve(__dirname, 'packages/shared/src/index.ts'),
+      // Before the package itself: an alias also matches the paths under its name.
+      '@tributary/replication/testing': path.resolve(__dirname, 'packages/replication/src/testing/index.ts'),
       '@tributary/replication': path.resolve(__dirname, 'packages/replication/src/index.ts'),
       '@tributary/buffer': path.resolve(__dirname, 'packages/buffer/src/index.ts'),
     },

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { plainApplication } from './application';
 import { ReplicationEngine } from './engine';
 import { createFederation, type TestFederation } from './testing/federation';
 
@@ -31,7 +32,7 @@ afterEach(async () => {
 });
 
 async function setup(): Promise<TestFederation> {
-  const f = (fed = await createFederation([...SITES]));
+  const f = (fed = await createFederation([...SITES], plainApplication));
   await f.settle();
   const c = f.sites.lsu!.catalog.connection;
   adminConfig = { ...c, database: 'postgres', application_name: 'crash-admin' };
@@ -51,6 +52,7 @@ function restart(f: TestFederation, site: Site): ReplicationEngine {
     siteId: site,
     peers: SITES.filter((p) => p !== site),
     transport: f.transport,
+    application: plainApplication,
   });
   f.transport.register(site, (batch) => engine.receive(batch.origin, batch));
   f.sites[site] = { catalog, engine };

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { plainApplication } from './application';
 import { ReplicationEngine, type CycleReport } from './engine';
 import { MemoryTransport, PeerRequestError } from './transport';
 import { systemClock, type Ack, type Batch, type Clock, type Db, type ReplicationLogger } from './types';
@@ -144,6 +145,7 @@ function setup(cycleMs = 1000) {
     clock,
     logger,
     cycleMs,
+    application: plainApplication,
   });
   engine.onCycle = (r) => reports.push(r);
   return { db, clock, transport, logger, reports, engine };

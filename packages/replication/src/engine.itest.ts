@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { plainApplication } from './application';
 import { createFederation, type TestFederation } from './testing/federation';
 
 let fed: TestFederation;
 
 beforeEach(async () => {
-  fed = await createFederation(['lsu', 'tulane', 'uno']);
+  fed = await createFederation(['lsu', 'tulane', 'uno'], plainApplication);
 });
 afterEach(async () => {
   await fed.close();

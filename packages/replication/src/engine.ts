@@ -1,11 +1,9 @@
+import type { ReplicatedApplication } from './application';
 import { Archive } from './archive';
 import { Collector } from './collector';
-import { CatalogResolver, ConflictRecords } from './catalog-conflicts';
-import type { ConflictResolver } from './conflict-resolver';
 import { catalogDigest, type CatalogDigest } from './digest';
-import { Dispatcher, type DispatchResult } from './dispatcher';
+import { Dispatcher, promoteAcks, type DispatchResult } from './dispatcher';
 import { Extractor } from './extractor';
-import { settleDeletes } from './trash-settlement';
 import { IncomingQueue } from './incoming-queue';
 import { Injector } from './injector';
 import { OutgoingQueue } from './outgoing-queue';
@@ -30,10 +28,8 @@ export interface EngineOptions {
   /** Pause between cycles; 30 s by default. */
   cycleMs?: number;
   clock?: Clock;
-  /** Decides conflicts provisionally; the catalog's rules (latest wins, updates rescue from the trash) by default. */
-  resolver?: ConflictResolver;
-  /** How long people have to decide a conflict before its provisional winner is final; 24 h by default. */
-  conflictDeadlineMs?: number;
+  /** The application's tables and rules (its resolver among them); `plainApplication` for the engine alone. */
+  application: ReplicatedApplication;
   logger?: ReplicationLogger;
   /** How long applied (archived) and acknowledged (logged) transactions are kept; 7 days by default. */
   retentionMs?: number;
@@ -104,6 +100,7 @@ export class ReplicationEngine {
   readonly incoming: IncomingQueue;
   readonly archive: Archive;
   private readonly db: Db;
+  private readonly application: ReplicatedApplication;
   private readonly peers: string[];
   private readonly clock: Clock;
   private readonly logger: ReplicationLogger;
@@ -126,6 +123,7 @@ export class ReplicationEngine {
 
   constructor(options: EngineOptions) {
     this.db = options.db;
+    this.application = options.application;
     this.siteId = options.siteId;
     this.peers = [...options.peers];
     this.clock = options.clock ?? systemClock;
@@ -133,12 +131,7 @@ export class ReplicationEngine {
     this.cycleMs = options.cycleMs ?? 30_000;
     this.retentionMs = options.retentionMs ?? 7 * 24 * 3600_000;
     this.extractor = new Extractor(this.db);
-    this.injector = new Injector(
-      this.db,
-      options.resolver ?? new CatalogResolver(),
-      this.logger,
-      new ConflictRecords(options.conflictDeadlineMs ?? 24 * 3600_000),
-    );
+    this.injector = new Injector(this.db, this.application, this.logger);
     this.dispatcher = new Dispatcher(this.db, this.siteId, options.transport);
     this.collector = new Collector(this.db);
     this.incoming = new IncomingQueue(this.db);
@@ -224,7 +217,9 @@ export class ReplicationEngine {
       const extracted = await this.extractor.extract(this.peers);
       report.extracted = { txs: extracted.txs, changes: extracted.changes };
       report.dispatched = await this.dispatchAll();
-      await settleDeletes(this.db, this.siteId, this.peers);
+      // Peers' reports of what they applied count once this site has applied their logs that far.
+      await promoteAcks(this.db);
+      await this.application.hooks.afterCycle(this.db, this.siteId, this.peers);
       if (++this.cyclesRun % 100 === 0) await this.prune();
     } catch (err) {
       report.error = err instanceof Error ? err.message : String(err);

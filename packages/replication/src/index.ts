@@ -1,5 +1,7 @@
 export * from './types';
 export * from './sql';
+export * from './application';
+export * from './capture';
 export * from './extractor';
 export * from './outgoing-queue';
 export * from './dispatcher';
@@ -13,5 +15,3 @@ export * from './transport';
 export * from './digest';
 export * from './snapshot';
 export * from './engine';
-export * from './catalog-conflicts';
-export * from './trash-settlement';

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { ConflictRecords, isTrashed, setHeldBase } from './catalog-conflicts';
+import type { ApplicationHooks, ReplicatedApplication } from './application';
 import {
   conflictId,
   type ConflictKind,
@@ -43,15 +43,21 @@ class Defer extends Error {
  * Most transactions apply in one call of `repl_inject` (PostgreSQL applies them in order inside
  * subtransactions). One that needs attention is applied here change by change: conflicts go to the
  * resolver (and are recorded), a change that depends on something not yet received from another
- * origin makes the origin wait, and nothing is ever skipped without a conflict record.
+ * origin makes the origin wait, and nothing is ever skipped without a conflict record. The
+ * application's rules (application.ts) come in through its hooks.
  */
 export class Injector {
+  private readonly resolver: ConflictResolver;
+  private readonly hooks: ApplicationHooks;
+
   constructor(
     private readonly db: Db,
-    private readonly resolver: ConflictResolver,
+    private readonly application: ReplicatedApplication,
     private readonly logger: ReplicationLogger,
-    private readonly records: ConflictRecords = new ConflictRecords(24 * 3600_000),
-  ) {}
+  ) {
+    this.resolver = application.resolver;
+    this.hooks = application.hooks;
+  }
 
   async injectAll(origins: readonly string[]): Promise<InjectResult> {
     const result: InjectResult = { txs: 0, changes: 0, conflicts: 0, waiting: {} };
@@ -103,10 +109,8 @@ export class Injector {
         if (!row) throw new Error('repl_inject returned nothing');
         txs += row.txs;
         changes += row.changes;
-        if (row.txs > 0) {
-          await this.records.afterBatch(client, origin, after, Number(row.applied_seq));
-          conflicts += await this.records.reconsiderTrashed(client, origin, after, Number(row.applied_seq));
-        }
+        if (row.txs > 0)
+          conflicts += await this.hooks.afterBatch(client, origin, after, Number(row.applied_seq));
         if (row.stopped_at === null) {
           await client.query('COMMIT');
           if (row.txs === 0 || row.changes < FAST_PATH_CHANGES) return { txs, changes, conflicts };
@@ -117,8 +121,7 @@ export class Injector {
         try {
           const slow = await this.applySlowly(client, origin, seq);
           await client.query('SELECT repl_finish_txs($1, $2, $3)', [origin, seq - 1, seq]);
-          await this.records.afterBatch(client, origin, seq - 1, seq);
-          slow.conflicts += await this.records.reconsiderTrashed(client, origin, seq - 1, seq);
+          slow.conflicts += await this.hooks.afterBatch(client, origin, seq - 1, seq);
           await client.query('COMMIT');
           txs += 1;
           changes += slow.changes;
@@ -167,7 +170,7 @@ export class Injector {
     let conflicts = 0;
     let idx = 0;
     let step: number | null = null; // null: as far as possible; 1: one change at a time
-    // Moves to the trash overruled by an update: undone once the whole transaction is applied.
+    // Trash entries whose move an update overruled: restored once the whole transaction is applied.
     const rescues = new Set<string>();
     while (idx < total) {
       await client.query('SAVEPOINT change');
@@ -197,10 +200,8 @@ export class Injector {
       const change = await this.changeAt(client, origin, seq, stop.idx);
       // Based on a version newer than the held one: on its way, unless that version was here and lost
       // (a move to the trash loses to an older live update): then the change is concurrent.
-      const onItsWay =
-        stop.reason === 'behind' &&
-        change.t !== 'conflicts' &&
-        !(await this.records.lostHere(client, change));
+      const merged = this.application.merged.has(change.t);
+      const onItsWay = stop.reason === 'behind' && !merged && !(await this.hooks.lostHere(client, change));
       if (stop.reason === 'missing' || onItsWay) {
         throw new Defer(
           stop.reason === 'missing'
@@ -217,17 +218,17 @@ export class Injector {
           [origin, change.t, change.k, JSON.stringify(change)],
         );
       } else if (
-        change.t === 'conflicts' &&
+        merged &&
         (stop.reason === 'exists' || stop.reason === 'concurrent' || stop.reason === 'behind')
       ) {
-        // Two copies of one conflict record (each site writes what it detects): they merge.
-        await this.records.mergeIncoming(client, origin, change);
+        // Two copies of one record every site writes (a conflict record): they merge.
+        await this.hooks.merge(client, origin, change);
       } else {
         conflicts += await this.resolve(client, origin, change, stop, rescues);
       }
       idx = stop.idx + 1;
     }
-    for (const trashId of rescues) await this.records.rescue(client, origin, trashId);
+    for (const entry of rescues) await this.hooks.rescue(client, origin, entry);
     return { changes: total, conflicts };
   }
 
@@ -273,18 +274,17 @@ export class Injector {
     };
     // A version the held one superseded (the site that made the held one had it in view) arriving
     // late is not concurrent with it: nothing to apply, and its conflict is recorded already.
-    if (await this.records.isAbsorbed(client, change.t, change.k, change.s, origin)) return 0;
+    if (await this.hooks.isAbsorbed(client, change.t, change.k, change.s, origin)) return 0;
     const decision = this.resolver.resolve(conflict);
     const resolution = decision.reason;
     if (kind === 'update' || kind === 'update-deleted' || kind === 'delete-updated') {
-      await this.records.noteConcurrent(client, origin, conflict, change.b, change.bs);
-      await this.records.trackHeads(client, origin, change, held, decision.winner);
+      await this.hooks.concurrent(client, origin, conflict, decision.winner);
       // A live version won over a move to the trash: the rest of what was trashed comes back too.
       const loser = decision.winner === 'incoming' ? held.row : change.o === 'D' ? null : change.d;
       const winnerRow = decision.winner === 'incoming' ? change.d : held.row;
-      if (isTrashed(change.t, loser) && !isTrashed(change.t, winnerRow) && loser) {
-        rescues.add(String(loser.trash_id));
-      }
+      const { trash } = this.application;
+      const entry = trash.entryOf(change.t, loser);
+      if (entry !== null && trash.entryOf(change.t, winnerRow) === null) rescues.add(entry);
     }
     if (decision.winner === 'incoming') {
       await client.query('SAVEPOINT forced');
@@ -344,7 +344,12 @@ export class Injector {
       }
     } else if (err.code === '23505') {
       // Two records created with one name: the later one is renamed, both stay.
-      if (await this.records.renameOnClash(client, origin, change, err)) return 1;
+      if (
+        this.application.named.has(change.t) &&
+        change.o !== 'D' &&
+        (await this.hooks.nameClash(client, origin, change, err))
+      )
+        return 1;
       kind = 'same-name';
     } else {
       throw new Defer(`error applying ${change.t} ${change.k}: ${err.message}`);
@@ -502,6 +507,17 @@ export class Injector {
       `conflict ${conflict.kind} on ${conflict.table} ${conflict.key}: ${winner} version stands (${resolution})`,
     );
   }
+}
+
+/**
+ * Records the version a change that won here was based on (a forced apply replaced a version that
+ * was not its base, so the repl_versions trigger's guess is wrong).
+ */
+export async function setHeldBase(client: { query: pg.PoolClient['query'] }, change: Change): Promise<void> {
+  await client.query(
+    'UPDATE repl_versions SET base_stamp = $3, base_site = $4 WHERE tbl = $1 AND row_key = $2',
+    [change.t, change.k, change.b, change.bs],
+  );
 }
 
 /** The referenced row a foreign-key violation names as missing. */

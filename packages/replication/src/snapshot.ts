@@ -1,21 +1,7 @@
+import type { SnapshotTables } from './application';
 import { EXTRACT_LOCK, Extractor } from './extractor';
 import { ignoreClientError } from './sql';
 import type { Db } from './types';
-
-/** The order tables are loaded in, so every reference points at a row already there. */
-const LOAD_ORDER = [
-  'sites',
-  'storage_resources',
-  'project_groups',
-  'users',
-  'memberships',
-  'collections',
-  'data_objects',
-  'replicas',
-  'permissions',
-  'api_tokens',
-  'trash_entries',
-];
 
 /**
  * A consistent copy of a site's replicated catalog for a site joining the federation: every
@@ -41,6 +27,7 @@ export async function createSnapshot(
   localSite: string,
   peers: readonly string[],
   joiningPeer: string,
+  tables: SnapshotTables,
 ): Promise<CatalogSnapshot> {
   const client = await db.connect();
   client.on('error', ignoreClientError);
@@ -54,17 +41,17 @@ export async function createSnapshot(
         joiningPeer,
         extracted.lastSeq,
       ]);
-      const tables: CatalogSnapshot['tables'] = {};
+      const rows: CatalogSnapshot['tables'] = {};
       const defs = await client.query<{ name: string; key_column: string; local_columns: string[] }>(
         'SELECT name, key_column, local_columns FROM repl_tables',
       );
       for (const def of defs.rows) {
-        const order = def.name === 'collections' ? 'length(x.path), x.id' : `x.${def.key_column}`;
-        const rows = await client.query<{ row: Record<string, unknown> }>(
+        const order = tables.rowOrder[def.name] ?? `x.${def.key_column}`;
+        const res = await client.query<{ row: Record<string, unknown> }>(
           `SELECT to_jsonb(x) - $1::text[] AS row FROM "${def.name}" x ORDER BY ${order}`,
           [def.local_columns],
         );
-        tables[def.name] = rows.rows.map((r) => r.row);
+        rows[def.name] = res.rows.map((r) => r.row);
       }
       const versions = await client.query<CatalogSnapshot['versions'][number] & { stamp: string }>(
         'SELECT tbl, row_key, stamp, site, deleted FROM repl_versions',
@@ -80,7 +67,7 @@ export async function createSnapshot(
         source: localSite,
         takenAt: new Date().toISOString(),
         applied: watermark,
-        tables,
+        tables: rows,
         versions: versions.rows.map((v) => ({ ...v, stamp: Number(v.stamp) })),
       };
     } catch (err) {
@@ -102,7 +89,11 @@ export class SnapshotRefusedError extends Error {}
  * the source's (not captured), and each origin's applied seq is set, so the cycle continues from
  * there. All or nothing.
  */
-export async function loadSnapshot(db: Db, snapshot: CatalogSnapshot): Promise<{ rows: number }> {
+export async function loadSnapshot(
+  db: Db,
+  snapshot: CatalogSnapshot,
+  tables: SnapshotTables,
+): Promise<{ rows: number }> {
   const client = await db.connect();
   client.on('error', ignoreClientError);
   try {
@@ -119,7 +110,8 @@ export async function loadSnapshot(db: Db, snapshot: CatalogSnapshot): Promise<{
     );
     const known = new Map(defs.rows.map((d) => [d.name, d.bulk_insert_sql]));
     let rows = 0;
-    const order = [...LOAD_ORDER, ...Object.keys(snapshot.tables).filter((t) => !LOAD_ORDER.includes(t))];
+    const first = tables.loadOrder;
+    const order = [...first, ...Object.keys(snapshot.tables).filter((t) => !first.includes(t))];
     for (const table of order) {
       const data = snapshot.tables[table];
       if (!data || data.length === 0) continue;

@@ -103,7 +103,7 @@ export interface Ack {
   have: number;
   /**
    * Every transaction of the sender's origin up to this seq is applied there (as of the peer's last
-   * extraction); with `through`, a delete up to it may settle (trash-settlement.ts).
+   * extraction); with `through`, a delete up to it may settle (the catalog's trash settlement).
    */
   applied?: number;
   /**

@@ -10,7 +10,6 @@ import {
   Dispatcher,
   Extractor,
   Injector,
-  LatestTimestampWins,
   MemoryTransport,
   Collector,
   silentLogger,
@@ -19,6 +18,7 @@ import pg from 'pg';
 import { loadConfig, type SiteConfig } from '../config/config';
 import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
 import { migrate } from '../database/migrator';
+import { catalogApplication } from '../replication/catalog/application';
 import { BenchClient, httpTransport } from './client';
 import { startWorker } from './site';
 
@@ -49,6 +49,9 @@ interface Figures {
   write_overhead_ratio: number;
   goals: { inject_changes_per_s: number; converge_seconds: number; write_overhead_ratio: number };
 }
+
+/** The site's own rules, as every site's injector has them (the queues here hold no conflict). */
+const CATALOG = catalogApplication({ conflictDeadlineMs: 24 * 3600_000 });
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -176,7 +179,7 @@ async function benchInject(
     await makeObjects(origin, changes, 1000);
     const shipped = await ship(origin, target, 'lsu', 'tulane');
     say(`inject: ${shipped} changes queued at tulane (origin lsu, transactions of 1,000)`);
-    const injector = new Injector(target, new LatestTimestampWins(), silentLogger);
+    const injector = new Injector(target, CATALOG, silentLogger);
     const t0 = performance.now();
     const result = await injector.injectAll(['lsu']);
     const seconds = (performance.now() - t0) / 1000;
@@ -239,7 +242,7 @@ async function benchInjectSmall(
       );
     }
     const shipped = await ship(origin, target, 'lsu', 'tulane');
-    const injector = new Injector(target, new LatestTimestampWins(), silentLogger);
+    const injector = new Injector(target, CATALOG, silentLogger);
     const t0 = performance.now();
     const result = await injector.injectAll(['lsu']);
     const seconds = (performance.now() - t0) / 1000;

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { ConflictKind, ConflictPolicy } from '@tributary/shared';
-import { inTransaction, type ConflictRow } from '@tributary/replication';
+import { inTransaction } from '@tributary/replication';
 import type pg from 'pg';
 import { SqlPool } from '../database/sql-pool';
+import type { ConflictRow } from '../replication/catalog/conflict-rows';
 
 /** A conflict record with where its record is now (namespace records) and its collection's path. */
 export interface ConflictRecord extends ConflictRow {

@@ -18,7 +18,7 @@ import {
   type ConflictSummaryDto,
   type Page,
 } from '@tributary/shared';
-import { compareVersions, isTrashed, scalarText, type ConflictVersion } from '@tributary/replication';
+import { compareVersions } from '@tributary/replication';
 import type pg from 'pg';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { CredentialCache } from '../auth/credential-cache';
@@ -26,6 +26,9 @@ import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { redactSecrets } from '../common/serialize';
 import { NamespaceService } from '../namespace/namespace.service';
+import type { ConflictVersion } from '../replication/catalog/conflict-rows';
+import { isTrashed } from '../replication/catalog/tables';
+import { scalarText } from '../replication/catalog/values';
 import { ReplicationService } from '../replication/replication.service';
 import { SiteContext } from '../sites/site-context';
 import { ConflictsRepository, type ConflictFilter, type ConflictRecord } from './conflicts.repository';

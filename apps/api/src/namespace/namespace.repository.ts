@@ -9,9 +9,9 @@ import {
   SYMLINK_CONTENT_TYPE,
   type PermissionLevel,
 } from '@tributary/shared';
-import { purgeWaitsFor } from '@tributary/replication';
 import { LOCK_NAME_SQL } from '../data/ingest.repository';
 import { PrismaService } from '../database/prisma.service';
+import { purgeWaitsFor } from '../replication/catalog/trash-settlement';
 
 export type Tx = Prisma.TransactionClient;
 

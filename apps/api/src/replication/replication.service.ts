@@ -9,19 +9,22 @@ import {
   type CycleReport,
   type EngineStatus,
   type PeerStatus,
+  type ReplicatedApplication,
   type ReplicationLogger,
 } from '@tributary/replication';
 import { Counter, Gauge } from 'prom-client';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { SqlPool } from '../database/sql-pool';
 import { MetricsRegistry } from '../health/metrics';
+import { catalogApplication } from './catalog/application';
 
 export const SNAPSHOT_PATH = '/api/v1/replication/peer/snapshot';
 
 /**
- * This site's replication: the engine (packages/replication) on the site's catalog pool, talking to
- * peers over signed HTTP, its cycle started once the site is bootstrapped, and its figures in
- * /metrics. A new site configured with JOIN_FROM copies that peer's catalog before anything else.
+ * This site's replication: the engine (packages/replication) with the catalog's tables and rules
+ * (./catalog) on the site's catalog pool, talking to peers over signed HTTP, its cycle started once
+ * the site is bootstrapped, and its figures in /metrics. A new site configured with JOIN_FROM
+ * copies that peer's catalog before anything else.
  */
 @Injectable()
 export class ReplicationService implements BeforeApplicationShutdown {
@@ -30,6 +33,7 @@ export class ReplicationService implements BeforeApplicationShutdown {
   /** The configured peer sites' ids. */
   readonly peerIds: readonly string[];
   readonly engine: ReplicationEngine;
+  private readonly application: ReplicatedApplication;
   private readonly counters: {
     cycles: Counter;
   };
@@ -47,6 +51,7 @@ export class ReplicationService implements BeforeApplicationShutdown {
       warn: (m) => this.logger.warn(m),
       error: (m) => this.logger.error(m),
     };
+    this.application = catalogApplication({ conflictDeadlineMs: r.conflictDeadlineMs });
     this.engine = new ReplicationEngine({
       db: sql.pool,
       siteId: config.siteId,
@@ -54,7 +59,7 @@ export class ReplicationService implements BeforeApplicationShutdown {
       transport: new HttpTransport(this.peers),
       cycleMs: r.cycleMs,
       retentionMs: r.retentionMs,
-      conflictDeadlineMs: r.conflictDeadlineMs,
+      application: this.application,
       logger,
     });
     this.counters = { cycles: registerMetrics(metrics, this.engine) };
@@ -90,7 +95,7 @@ export class ReplicationService implements BeforeApplicationShutdown {
     for (let attempt = 1; ; attempt++) {
       try {
         const snapshot = await this.peers.request<CatalogSnapshot>(from, 'POST', SNAPSHOT_PATH, {});
-        const loaded = await loadSnapshot(this.sql.pool, snapshot);
+        const loaded = await loadSnapshot(this.sql.pool, snapshot, this.application.snapshot);
         this.logger.log(`joined the federation: copied ${loaded.rows} catalog rows from ${from}`);
         return { joined: true, rows: loaded.rows };
       } catch (err) {
@@ -109,6 +114,7 @@ export class ReplicationService implements BeforeApplicationShutdown {
       this.config.siteId,
       this.config.replication.peers.map((p) => p.id),
       peer,
+      this.application.snapshot,
     );
   }
 

@@ -1,3 +1,4 @@
+import type { ReplicatedApplication } from '../application';
 import { ReplicationEngine } from '../engine';
 import { MemoryTransport } from '../transport';
 import { createCatalog, registerSite, type TestCatalog } from './catalogs';
@@ -11,8 +12,14 @@ export interface TestFederation {
   close(): Promise<void>;
 }
 
-/** Several catalogs with engines wired through one in-memory transport (no HTTP). */
-export async function createFederation(siteIds: string[]): Promise<TestFederation> {
+/**
+ * Several catalogs with engines wired through one in-memory transport (no HTTP), each engine with
+ * `application`'s tables and rules (`plainApplication` for the engine alone).
+ */
+export async function createFederation(
+  siteIds: string[],
+  application: ReplicatedApplication,
+): Promise<TestFederation> {
   const transport = new MemoryTransport();
   const sites: TestFederation['sites'] = {};
   for (const [i, id] of siteIds.entries()) {
@@ -23,6 +30,7 @@ export async function createFederation(siteIds: string[]): Promise<TestFederatio
       siteId: id,
       peers: siteIds.filter((p) => p !== id),
       transport,
+      application,
     });
     transport.register(id, (batch) => engine.receive(batch.origin, batch));
     sites[id] = { catalog, engine };

@@ -1,6 +1,4 @@
-import { promoteAcks } from './dispatcher';
-import type { Queryable } from './sql';
-import type { Db } from './types';
+import type { Db, Queryable } from '@tributary/replication';
 
 /**
  * Marks this site's deletes (trash entries) that every peer has applied: only those may be purged
@@ -11,9 +9,9 @@ import type { Db } from './types';
  * change like any other and replicates, so every site knows; it carries how far this site had
  * applied each peer's log (`settled_through`), which a site must have applied too before it purges
  * (`purgeWaitsFor`). A delete is settled at the earliest in the cycle after the one that sent it.
+ * Runs at the end of every cycle, after the engine counted the peers' reports (`promoteAcks`).
  */
 export async function settleDeletes(db: Db, siteId: string, peers: readonly string[]): Promise<number> {
-  await promoteAcks(db);
   const open = await db.query<{ n: string }>(
     'SELECT count(*) AS n FROM trash_entries WHERE deleted_at_site = $1 AND settled_at IS NULL',
     [siteId],

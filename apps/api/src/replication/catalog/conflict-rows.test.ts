@@ -1,15 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
-  CatalogResolver,
-  canonical,
   differsOnlyInAttributes,
   mergeConflictRows,
-  numberedName,
   provisionalWinner,
   type ConflictRow,
   type ConflictVersion,
-} from './catalog-conflicts';
-import type { DetectedConflict } from './conflict-resolver';
+} from './conflict-rows';
+import { canonical } from './values';
 
 function version(
   site: string,
@@ -45,18 +42,6 @@ function row(versions: ConflictVersion[], extra: Partial<ConflictRow> = {}): Con
   };
 }
 
-describe('numberedName', () => {
-  it('keeps the extension, also a compound one, and counts on from a numbered stem', () => {
-    expect(numberedName('data.csv', 1, true)).toBe('data_1.csv');
-    expect(numberedName('data.csv', 2, true)).toBe('data_2.csv');
-    expect(numberedName('run.tar.gz', 1, true)).toBe('run_1.tar.gz');
-    expect(numberedName('notes', 1, true)).toBe('notes_1');
-    expect(numberedName('.bashrc', 1, true)).toBe('.bashrc_1');
-    expect(numberedName('data_1.csv', 2, true)).toBe('data_2.csv');
-    expect(numberedName('v1.2', 1, false)).toBe('v1.2_1');
-  });
-});
-
 describe('provisionalWinner', () => {
   it('is the latest version, ties to the greater site', () => {
     expect(provisionalWinner('users', [version('lsu', 5), version('uno', 3)]).site).toBe('lsu');
@@ -69,39 +54,6 @@ describe('provisionalWinner', () => {
     expect(provisionalWinner('data_objects', [live, trashed])).toBe(live);
     // Not for tables without a trash.
     expect(provisionalWinner('users', [live, trashed])).toBe(trashed);
-  });
-});
-
-describe('CatalogResolver', () => {
-  const resolver = new CatalogResolver();
-  function conflict(
-    incoming: Record<string, unknown>,
-    held: Record<string, unknown>,
-    stamp: number,
-  ): DetectedConflict {
-    return {
-      kind: 'update',
-      table: 'data_objects',
-      key: '42',
-      incoming: {
-        site: 'uno',
-        change: { t: 'data_objects', o: 'U', k: '42', d: incoming, s: stamp, b: 1, bs: 'lsu' },
-      },
-      held: { stamp: 5, site: 'lsu', deleted: false, row: held },
-    };
-  }
-
-  it('an incoming update wins over a held move to the trash, whatever the stamps', () => {
-    expect(resolver.resolve(conflict({ trash_id: 0 }, { trash_id: 3 }, 1)).winner).toBe('incoming');
-  });
-
-  it('a held update wins over an incoming move to the trash', () => {
-    expect(resolver.resolve(conflict({ trash_id: 3 }, { trash_id: 0 }, 99)).winner).toBe('held');
-  });
-
-  it('otherwise the latest wins', () => {
-    expect(resolver.resolve(conflict({ trash_id: 0 }, { trash_id: 0 }, 99)).winner).toBe('incoming');
-    expect(resolver.resolve(conflict({ trash_id: 0 }, { trash_id: 0 }, 1)).winner).toBe('held');
   });
 });
 

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFederation, type TestFederation } from './testing/federation';
+import { createFederation, type TestFederation } from '@tributary/replication/testing';
+import { catalogApplication } from './application';
 
 /**
  * Collections whose paths reach the 4,096 bytes the path rules allow replicate like any other, and a
@@ -8,10 +9,12 @@ import { createFederation, type TestFederation } from './testing/federation';
  * prisma/migrations/20261127020000_long_paths).
  */
 const SITES = ['lsu', 'tulane'];
+/** The catalog's rules, with the default time to decide a conflict. */
+const CATALOG = catalogApplication({ conflictDeadlineMs: 24 * 3600_000 });
 let fed: TestFederation;
 
 beforeEach(async () => {
-  fed = await createFederation(SITES);
+  fed = await createFederation(SITES, CATALOG);
 });
 afterEach(async () => {
   await fed.close();

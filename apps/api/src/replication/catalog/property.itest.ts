@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { ConflictVersion } from './catalog-conflicts';
-import { createFederation, type TestFederation } from './testing/federation';
+import { createFederation, type TestFederation } from '@tributary/replication/testing';
+import { catalogApplication } from './application';
+import type { ConflictVersion } from './conflict-rows';
 import { purgeWaitsFor } from './trash-settlement';
 
 /**
@@ -32,6 +33,8 @@ import { purgeWaitsFor } from './trash-settlement';
  */
 
 const SITES = ['lsu', 'tulane', 'uno'] as const;
+/** The catalog's rules, with the default time to decide a conflict. */
+const CATALOG = catalogApplication({ conflictDeadlineMs: 24 * 3600_000 });
 /** The sequences CI runs (any seed may be given with PROP_SEED). */
 const DEFAULT_SEED = 20261121;
 type Site = (typeof SITES)[number];
@@ -408,7 +411,7 @@ async function check(
   const stats = { kept: 0, filedTwice: 0, purged: 0 };
   await fc.assert(
     fc.asyncProperty(sequences, async (ops) => {
-      const f = await createFederation([...SITES]);
+      const f = await createFederation([...SITES], CATALOG);
       try {
         const lsu = f.sites.lsu!.catalog.db;
         const one = async (sql: string, params: unknown[] = []): Promise<string> =>

@@ -296,7 +296,9 @@ export class NamespaceFs {
     // The default needs no request of its own.
     if ((mode & 0o7777) !== 0o644) file.content!.attributes.mode = mode & 0o7777;
     const fh = this.addHandle(file, 'write', false);
-    this.cache.invalidateEntry(path);
+    // The parent's listing stays: the next name tar creates is answered from it, without a request.
+    this.cache.forgetEntry(path);
+    this.cache.childChanged(splitPath(path).parent);
     return fh;
   }
 
@@ -429,16 +431,10 @@ export class NamespaceFs {
   }
 
   private async commitPatch(content: FileContent, patch: PatchFile, path: string): Promise<void> {
-    let entry: EntryDto | undefined;
-    try {
-      entry = await this.withAttributes(content, (attributes) => this.call(() => patch.commit(attributes)));
-    } finally {
-      this.cache.invalidateEntry(path);
-    }
-    if (entry) {
-      content.base = entry;
-      this.cache.added(entry);
-    }
+    const entry = await this.changeObject(path, () =>
+      this.withAttributes(content, (attributes) => this.call(() => patch.commit(attributes))),
+    );
+    if (entry) content.base = entry;
   }
 
   /**
@@ -458,16 +454,14 @@ export class NamespaceFs {
     const file = content.file;
     if (!content.rewrite || !file) return;
     const remote = content.remote;
-    try {
+    // Known without asking: the next lookup of the file (cp's fstat, ls) needs no request.
+    await this.changeObject(path, async () => {
       await this.withAttributes(content, (attributes) => {
         if (remote) remote.attributes = attributes;
         return this.call(() => file.close());
       });
-    } finally {
-      this.cache.invalidateEntry(path);
-    }
-    // Known without asking: the next lookup of the file (cp's fstat, ls) needs no request.
-    if (content.remote?.entry) this.cache.added(content.remote.entry);
+      return remote?.entry;
+    });
     await this.sendAttributes(content, path);
   }
 
@@ -498,17 +492,15 @@ export class NamespaceFs {
     if (content.written || !base) {
       const file = this.rewriteFile(content, path);
       const remote = content.remote!;
-      try {
+      const committed = await this.changeObject(path, async () => {
         await this.withAttributes(content, (attributes) => {
           remote.attributes = attributes;
           return this.call(() => file.close());
         });
-      } finally {
-        this.cache.invalidateEntry(path);
-      }
+        return remote.entry;
+      });
       content.file = undefined;
-      base = content.remote?.entry ?? (await this.lookup(path));
-      this.cache.added(base);
+      base = committed ?? (await this.lookup(path));
       visibleBase = content.size;
     } else {
       // Never written: nothing was sent, and closing it would replace the object with nothing.
@@ -574,17 +566,14 @@ export class NamespaceFs {
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
     if (size === entry.size) return;
     if (size === 0) {
-      await this.call(() => this.remote.putEmpty(path));
-      this.cache.invalidateEntry(path);
+      await this.changeObject(path, () => this.call(() => this.remote.putEmpty(path)));
       return;
     }
     // Another size: a partial update with nothing but the new size (no bytes sent).
     const patch = this.newPatch(path, entry, entry.size, entry.size);
     try {
       await patch.resize(size);
-      const committed = await this.call(() => patch.commit());
-      this.cache.invalidateEntry(path);
-      if (committed) this.cache.added(committed);
+      await this.changeObject(path, () => this.call(() => patch.commit()));
     } finally {
       await patch.close();
     }
@@ -648,10 +637,14 @@ export class NamespaceFs {
       Object.assign(content.attributes, attributes);
       return;
     }
-    await this.lookup(path);
-    const entry = await this.call(() => this.remote.setAttributes(path, attributes));
-    this.cache.invalidateEntry(path);
-    this.cache.added(entry);
+    const before = await this.lookup(path);
+    if (before.kind === 'collection') {
+      await this.changeCollection(path, () => this.call(() => this.remote.setAttributes(path, attributes)));
+      // A time set on a directory is its time from now on, also before later child changes.
+      if (attributes.mtime !== undefined) this.cache.forgetChildChanges(path);
+      return;
+    }
+    await this.changeObject(path, () => this.call(() => this.remote.setAttributes(path, attributes)));
   }
 
   /**
@@ -677,12 +670,11 @@ export class NamespaceFs {
   private async sendAttributes(content: FileContent, path: string): Promise<void> {
     const { mtime, mode } = content.attributes;
     if (mtime === undefined && mode === undefined) return;
-    const entry = await this.withAttributes(content, (attributes) =>
-      this.call(() => this.remote.setAttributes(path, attributes)),
+    content.base = await this.changeObject(path, () =>
+      this.withAttributes(content, (attributes) =>
+        this.call(() => this.remote.setAttributes(path, attributes)),
+      ),
     );
-    content.base = entry;
-    this.cache.invalidateEntry(path);
-    this.cache.added(entry);
   }
 
   /** readlink(2): a symbolic link's target, exactly as it was written. */
@@ -700,9 +692,8 @@ export class NamespaceFs {
     if (target.length === 0) throw new FsError(errno.ENOENT, 'a symbolic link needs a target');
     if (Buffer.byteLength(target) > MAX_PATH_BYTES)
       throw new FsError(errno.ENAMETOOLONG, `a symbolic link's target is at most ${MAX_PATH_BYTES} bytes`);
-    const entry = await this.call(() => this.remote.symlink(path, target));
-    this.cache.invalidateEntry(path);
-    this.cache.added(entry);
+    await this.changeObject(path, () => this.call(() => this.remote.symlink(path, target)));
+    this.cache.childChanged(splitPath(path).parent);
   }
 
   /** link(2): hard links are not supported (an entry has one name); EPERM, as on file systems without them. */
@@ -722,15 +713,19 @@ export class NamespaceFs {
     const path = this.toRemote(local);
     const entry = await this.lookup(path);
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
-    await this.call(() => this.remote.remove(path));
-    this.cache.invalidateEntry(path);
+    await this.removeEntry(path, 'object');
   }
 
   async mkdir(local: string, mode = 0o755): Promise<void> {
     const path = this.toRemote(local);
-    const entry = await this.call(() => this.remote.mkdir(path, mode & 0o7777));
-    this.cache.invalidateEntry(path);
-    this.cache.putAttr(entry);
+    const epoch = this.cache.epoch;
+    // A new collection is empty: the names tar creates in it are answered without a request.
+    await this.changeCollection(
+      path,
+      () => this.call(() => this.remote.mkdir(path, mode & 0o7777)),
+      (entry) => this.cache.createdHere(entry, epoch),
+    );
+    this.cache.childChanged(splitPath(path).parent);
   }
 
   async rmdir(local: string): Promise<void> {
@@ -740,8 +735,7 @@ export class NamespaceFs {
     if (path === this.root) throw new FsError(errno.EPERM, 'the mount root cannot be removed');
     const children = await this.call(() => this.remote.children(path));
     if (children.length > 0) throw new FsError(errno.ENOTEMPTY, `${path} is not empty`);
-    await this.call(() => this.remote.remove(path));
-    this.cache.invalidateTree(path);
+    await this.removeEntry(path, 'collection');
   }
 
   /**
@@ -775,6 +769,8 @@ export class NamespaceFs {
     await this.call(() => this.remote.move(from, to));
     this.cache.invalidateTree(from);
     this.cache.invalidateTree(to);
+    this.cache.childChanged(splitPath(from).parent);
+    this.cache.childChanged(splitPath(to).parent);
     for (const file of moving) {
       this.files.delete(file.path);
       file.path = to + file.path.slice(from.length);
@@ -818,6 +814,73 @@ export class NamespaceFs {
   }
 
   // ---- helpers ----
+
+  /**
+   * A change this mount makes to the object at `path` (a commit, its attributes, a new symbolic
+   * link): the change feed's echo of it is not applied, and the entry the site answered is cached,
+   * its name added to the parent's listing. Without an answered entry, or when the change fails
+   * (the site may have made it all the same, and its echo may have been taken already), what is
+   * cached about the entry and its parent's listing is dropped.
+   */
+  private async changeObject<T extends EntryDto | undefined>(path: string, op: () => Promise<T>): Promise<T> {
+    const echo = this.cache.expectEcho(this.parentOf(path), 'object');
+    let entry: T;
+    try {
+      entry = await op();
+    } catch (err) {
+      echo.cancel();
+      this.cache.invalidateEntry(path);
+      throw err;
+    }
+    if (entry) {
+      echo.answered();
+      this.cache.changedHere(entry);
+    } else {
+      echo.cancel();
+      this.cache.invalidateEntry(path);
+    }
+    return entry;
+  }
+
+  /** The same for a collection (made, or its attributes changed); `record` caches the answer. */
+  private async changeCollection(
+    path: string,
+    op: () => Promise<EntryDto>,
+    record: (entry: EntryDto) => void = (entry) => this.cache.changedHere(entry),
+  ): Promise<EntryDto> {
+    const echo = this.cache.expectEcho(this.parentOf(path), 'collection', path);
+    let entry: EntryDto;
+    try {
+      entry = await op();
+    } catch (err) {
+      echo.cancel();
+      this.cache.invalidateEntry(path);
+      throw err;
+    }
+    echo.answered();
+    record(entry);
+    return entry;
+  }
+
+  /** unlink, rmdir: moved to the trash; its echo is not applied, its name leaves the parent's listing. */
+  private async removeEntry(path: string, kind: 'object' | 'collection'): Promise<void> {
+    const parent = this.parentOf(path);
+    const echo = this.cache.expectEcho(parent, kind, kind === 'collection' ? path : undefined);
+    try {
+      await this.call(() => this.remote.remove(path));
+    } catch (err) {
+      echo.cancel();
+      this.cache.invalidateTree(path);
+      throw err;
+    }
+    echo.answered();
+    this.cache.removedHere(path);
+    this.cache.childChanged(parent);
+  }
+
+  private parentOf(path: string): string {
+    return path === '/' ? '/' : splitPath(path).parent;
+  }
 
   /**
    * Runs a remote call, keeping track of whether the site answers. Only an answer heard from the
@@ -930,7 +993,11 @@ export class NamespaceFs {
     let bits = entry.mode & 0o7777;
     if (entry.access !== 'write' && entry.access !== 'own') bits &= ~0o222;
     if (entry.access === null) bits &= ~0o444;
-    if (entry.kind === 'collection') return this.stat(S_IFDIR | bits, 0, mtime, ctime, 2);
+    if (entry.kind === 'collection') {
+      // Entries created, removed or renamed in it since (the catalog does not change the collection).
+      const child = this.cache.childChangedAt(entry.path) ?? 0;
+      return this.stat(S_IFDIR | bits, 0, Math.max(mtime, child), Math.max(ctime, child), 2);
+    }
     return this.stat(S_IFREG | bits, entry.size, mtime, ctime, 1);
   }
 

@@ -23,6 +23,7 @@ import {
   type MountProcess,
   type Run,
 } from '../testing/mount-harness';
+import { parseRequestCounts } from '../bench/small-files';
 import { readMountStates } from './index';
 
 /** Real FUSE mounts of a real two-site federation: see testing/mount-harness.ts. */
@@ -508,6 +509,128 @@ describe('FUSE mount of the namespace', () => {
       const out = (await sh(`cat ${q(mnt + '/shared/from-tulane.txt')}`)).stdout;
       return out === 'version two, longer\n' ? out : undefined;
     });
+  }, 120_000);
+
+  /** The site's request counters (its /metrics histogram), by "METHOD route status". */
+  async function requests(site: FederationSite): Promise<Map<string, number>> {
+    const res = await site.http.request('GET', '/metrics');
+    expect(res.status).toBe(200);
+    return new Map([...parseRequestCounts(res.text)].map(([key, { count }]) => [key, count]));
+  }
+  const grew = (before: Map<string, number>, after: Map<string, number>, key: string): number =>
+    (after.get(key) ?? 0) - (before.get(key) ?? 0);
+
+  it('extracts a tarball of many files without asking the site about the new names (issue 25, item 7)', async () => {
+    const src = path.join(scratch, 'tree');
+    await ok(
+      `mkdir -p ${q(src)} && cd ${q(src)} && for d in a b c; do mkdir -p $d/deeper; ` +
+        `for i in $(seq 1 40); do head -c $((i * 97)) /dev/urandom > $d/f$i; ` +
+        `head -c 100 /dev/urandom > $d/deeper/g$i; done; done`,
+    );
+    const tarball = path.join(scratch, 'tree.tar');
+    await ok(`tar -cf ${q(tarball)} -C ${q(src)} .`);
+    await ok(`mkdir ${q(mnt + '/extract')}`);
+    const before = await requests(lsu);
+    await ok(`tar -xf ${q(tarball)} -C ${q(mnt + '/extract')}`, 180_000);
+    const after = await requests(lsu);
+    // 240 files in 6 directories: each name answered from the listing the mount keeps.
+    expect(grew(before, after, 'PUT /api/v1/data 201')).toBe(240);
+    expect(grew(before, after, 'POST /api/v1/namespace/collections 201')).toBe(6);
+    expect(grew(before, after, 'GET /api/v1/namespace/stat 404')).toBeLessThanOrEqual(2);
+    expect(grew(before, after, 'GET /api/v1/namespace/children 200')).toBe(0);
+    const diff = await sh(`diff -r ${q(src)} ${q(mnt + '/extract')}`);
+    expect(diff.stdout + diff.stderr).toBe('');
+    // The site has them all, as the mount lists them.
+    const listed = await lsu.http.get<{ items: { name: string }[] }>('/api/v1/namespace/children', {
+      query: { path: '/extract/b', limit: '1000' },
+    });
+    expect(listed.body.items.map((i) => i.name).sort()).toEqual(
+      (await ok(`ls ${q(mnt + '/extract/b')}`)).split('\n').filter(Boolean).sort(),
+    );
+  }, 240_000);
+
+  it('lists a file another writer adds to a folder while the mount writes there (the echo race)', async () => {
+    const dir = '/echo-race';
+    await ok(`mkdir ${q(mnt + dir)} && ls ${q(mnt + dir)}`);
+    // The mount's writes and the other writer's (the same site: its events carry no origin, as the
+    // mount's own echoes do) interleave; the listing is kept for ten minutes, so only the change
+    // feed can bring the other writer's files into it.
+    const n = 40;
+    const mountWrites = ok(
+      `for i in $(seq 1 ${n}); do echo m$i > ${q(mnt + dir)}/m$i; ls ${q(mnt + dir)} > /dev/null; done`,
+      120_000,
+    );
+    const otherWrites = (async () => {
+      for (let i = 1; i <= n; i++) {
+        const res = await lsu.http.request('PUT', '/api/v1/data', {
+          query: { path: `${dir}/o${i}` },
+          headers: { 'content-type': 'application/octet-stream' },
+          body: `o${i}\n`,
+        });
+        expect(res.status).toBe(201);
+      }
+    })();
+    await Promise.all([mountWrites, otherWrites]);
+    const expected = [
+      ...Array.from({ length: n }, (_, i) => `m${i + 1}`),
+      ...Array.from({ length: n }, (_, i) => `o${i + 1}`),
+    ].sort();
+    const names = await until(
+      'every file in the listing',
+      async () => {
+        const out = (await sh(`ls ${q(mnt + dir)}`)).stdout.split('\n').filter(Boolean).sort();
+        return out.length === expected.length ? out : undefined;
+      },
+      10_000,
+    );
+    expect(names).toEqual(expected);
+    expect(await ok(`cat ${q(mnt + dir)}/o${n}`)).toBe(`o${n}\n`);
+  }, 180_000);
+
+  it("advances a folder's mtime and ctime when entries are created, removed or renamed in it", async () => {
+    const dir = mnt + '/times';
+    await ok(`mkdir ${q(dir)}`);
+    // Milliseconds: the mount keeps the times of the changes it makes to the millisecond.
+    const times = async (): Promise<[number, number]> => {
+      const [m, c] = (await ok(`stat -c '%.3Y %.3Z' ${q(dir)}`)).trim().split(' ').map(Number);
+      return [m!, c!];
+    };
+    let last = await times();
+    const advanced = async (what: string, command: string): Promise<void> => {
+      await new Promise((r) => setTimeout(r, 20));
+      await ok(command);
+      const now = await times();
+      expect(now[0], `mtime after ${what}`).toBeGreaterThan(last[0]);
+      expect(now[1], `ctime after ${what}`).toBeGreaterThan(last[1]);
+      last = now;
+    };
+    await advanced('create', `touch ${q(dir + '/f')}`);
+    await advanced('write of a new file', `echo x > ${q(dir + '/g')}`);
+    await advanced('rename', `mv ${q(dir + '/g')} ${q(dir + '/h')}`);
+    await advanced('unlink', `rm ${q(dir + '/h')}`);
+    await advanced('mkdir', `mkdir ${q(dir + '/sub')}`);
+    await advanced('rmdir', `rmdir ${q(dir + '/sub')}`);
+    await advanced('symlink', `ln -s f ${q(dir + '/link')}`);
+    // Not by a change to an entry's content.
+    await new Promise((r) => setTimeout(r, 20));
+    await ok(`echo more >> ${q(dir + '/f')}`);
+    expect((await times())[0]).toBe(last[0]);
+    // A time set on the folder is its time.
+    await ok(`touch -d @1700000000 ${q(dir)}`);
+    expect((await times())[0]).toBe(1700000000);
+    // A file added by another writer, through the change feed.
+    const res = await lsu.http.request('PUT', '/api/v1/data', {
+      query: { path: '/times/elsewhere' },
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'x',
+    });
+    expect(res.status).toBe(201);
+    await until('the folder time from the change feed', async () =>
+      (await times())[0] > Date.now() / 1000 - 60 ? true : undefined,
+    );
+    // The catalog's collection was not changed by any of it (no replicated change per file).
+    const entry = await stat(lsu, '/times');
+    expect(Date.parse(entry.body.mtime)).toBe(1700000000 * 1000);
   }, 120_000);
 
   it('changes in place a file whose bytes another site holds (the partial update is forwarded there)', async () => {

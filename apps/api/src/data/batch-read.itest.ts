@@ -3,7 +3,7 @@ import { ErrorCode, type CreatedTokenDto, type EntryDto } from '@tributary/share
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '../test/factories';
 import { expectError, expectStatus, startTestSite, type TestSite, type TestUser } from '../test/test-site';
-import { BATCH_READ_CONTENT_TYPE } from './data.controller';
+import { BATCH_READ_CONTENT_TYPE } from './byte-answers';
 
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
 

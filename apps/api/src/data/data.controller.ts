@@ -1,28 +1,16 @@
 import { Body, Controller, Get, Head, HttpCode, Post, Put, Query, Req, Res } from '@nestjs/common';
 import { ApiConsumes, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
-import {
-  EntryDtoSchema,
-  ErrorCode,
-  MODE_HEADER,
-  MTIME_HEADER,
-  ObjectPathSchema,
-  parseMode,
-  parseMtime,
-  PathSchema,
-  type EntryDto,
-  type Parsed,
-} from '@tributary/shared';
-import { create as contentDisposition } from 'content-disposition';
+import { EntryDtoSchema, ObjectPathSchema, PathSchema, type EntryDto } from '@tributary/shared';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
-import parseRange from 'range-parser';
 import { z } from 'zod';
 import { CurrentPrincipal, RequireScope } from '../auth/auth.decorators';
 import { Answer, AnswerBytes, Fails, RawBody } from '../common/api-responses';
-import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
-import { storedContentType } from './content-type';
-import { DataService, MAX_BATCH_READ_OBJECTS } from './data.service';
+import { answerBatch, answerObject, BATCH_READ_CONTENT_TYPE } from './byte-answers';
+import { IngestService } from './ingest.service';
+import { MAX_BATCH_READ_OBJECTS, ReadService } from './read.service';
+import { uploadOptions } from './upload-headers';
 
 class UploadQueryDto extends createZodDto(
   z.object({
@@ -40,33 +28,13 @@ class BatchReadDto extends createZodDto(
   z.object({ paths: z.array(ObjectPathSchema).min(1).max(MAX_BATCH_READ_OBJECTS) }),
 ) {}
 
-/** Media type of a batch read's answer (see DataController.readBatch). */
-export const BATCH_READ_CONTENT_TYPE = 'application/x-tributary-objects';
-
-const SHA256_HEX = /^[0-9a-f]{64}$/;
-/** An attribute header's value, if sent; a bad one is 422 VALIDATION_FAILED naming the header. */
-function attributeHeader<T>(
-  req: Request,
-  name: string,
-  display: string,
-  parse: (value: unknown) => Parsed<T>,
-): T | undefined {
-  const value = req.headers[name];
-  if (value === undefined) return undefined;
-  const parsed = parse(Array.isArray(value) ? value.join(',') : value);
-  if (parsed.ok) return parsed.value;
-  throw new DomainError(ErrorCode.ValidationFailed, `${display} ${parsed.message}`, {
-    [name]: [parsed.message],
-  });
-}
-
-/** Object bytes shown in a browser run nothing and load nothing, in an origin of their own. */
-const DOWNLOAD_POLICY = "default-src 'none'; sandbox";
-
 @ApiTags('data')
 @Controller('api/v1/data')
 export class DataController {
-  constructor(private readonly data: DataService) {}
+  constructor(
+    private readonly ingest: IngestService,
+    private readonly reads: ReadService,
+  ) {}
 
   /**
    * Uploads an object's bytes as the raw request body (any size, streamed). Optional header
@@ -105,24 +73,7 @@ export class DataController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<EntryDto> {
-    const lengthHeader = req.headers['content-length'];
-    const expected = req.headers['x-checksum-sha256'];
-    if (typeof expected === 'string' && !SHA256_HEX.test(expected.toLowerCase())) {
-      throw new DomainError(ErrorCode.ValidationFailed, 'X-Checksum-Sha256 must be 64 hex digits', {
-        'x-checksum-sha256': ['must be 64 hex digits'],
-      });
-    }
-    const mtimeNs = attributeHeader(req, MTIME_HEADER, 'X-Tributary-Mtime', parseMtime);
-    const mode = attributeHeader(req, MODE_HEADER, 'X-Tributary-Mode', parseMode);
-    const contentType = req.headers['content-type'];
-    const entry = await this.data.upload(p, q.path, req, {
-      overwrite: q.overwrite,
-      contentLength: lengthHeader !== undefined ? Number(lengthHeader) : undefined,
-      contentType: storedContentType(contentType),
-      expectedSha256: typeof expected === 'string' ? expected.toLowerCase() : undefined,
-      mtimeNs,
-      mode,
-    });
+    const entry = await this.ingest.upload(p, q.path, req, uploadOptions(req, q.overwrite));
     res.status(entry.version === 1 ? 201 : 200);
     return entry;
   }
@@ -150,7 +101,7 @@ export class DataController {
     @Query() q: PathQueryDto,
     @Req() req: Request,
   ): Promise<EntryDto[]> {
-    return this.data.uploadBatch(p, q.path, req);
+    return this.ingest.uploadBatch(p, q.path, req);
   }
 
   /**
@@ -175,32 +126,9 @@ export class DataController {
     @Body() body: BatchReadDto,
     @Res() res: Response,
   ): Promise<void> {
-    const opened = await this.data.openManyForRead(p, body.paths);
-    // Open the first object before answering, so an unreachable holding site still gets a clean error.
-    let bytes = Number(opened[0]!.object.size) > 0 ? await this.data.openBytes(opened[0]!.source) : undefined;
-    res.status(200);
-    res.setHeader('Content-Type', BATCH_READ_CONTENT_TYPE);
-    res.setHeader('Content-Security-Policy', DOWNLOAD_POLICY);
-    res.setHeader('Cache-Control', 'private, no-cache');
-    let sent = 0;
-    try {
-      for (const [i, { object }] of opened.entries()) {
-        if (i > 0) bytes = Number(object.size) > 0 ? await this.data.openBytes(opened[i]!.source) : undefined;
-        const header = JSON.stringify({
-          path: body.paths[i],
-          size: Number(object.size),
-          sha256: object.checksum,
-        });
-        if (!res.write(header + '\n')) await new Promise((resolve) => res.once('drain', resolve));
-        if (bytes) sent += await bytes.sendTo(res);
-      }
-      res.end();
-    } catch {
-      // A holding site went away, or the client did: cut the answer short for certain.
-      res.destroy();
-    } finally {
-      this.data.countSent(sent);
-    }
+    const opened = await this.reads.openManyForRead(p, body.paths);
+    const sent = await answerBatch(res, body.paths, opened, (source) => this.reads.openBytes(source));
+    this.reads.countSent(sent);
   }
 
   /**
@@ -218,7 +146,8 @@ export class DataController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    await this.send(p, q.path, req, res, false);
+    const { object } = await this.reads.openForRead(p, q.path);
+    await answerObject(req, res, object);
   }
 
   /** Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. */
@@ -233,74 +162,8 @@ export class DataController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    await this.send(p, q.path, req, res, true);
-  }
-
-  private async send(
-    p: Principal,
-    path: string,
-    req: Request,
-    res: Response,
-    withBody: boolean,
-  ): Promise<void> {
-    const { object, source } = await this.data.openForRead(p, path);
-    const size = Number(object.size);
-    const etag = `"${object.checksum}"`;
-    res.setHeader('ETag', etag);
-    res.setHeader('Accept-Ranges', 'bytes');
-    res.setHeader('Last-Modified', object.updatedAt.toUTCString());
-    res.setHeader('Digest', `sha-256=${Buffer.from(object.checksum, 'hex').toString('base64')}`);
-    // Stored types are whatever the uploader said (text/html, image/svg+xml, ...): never a page
-    // of this origin. Always an attachment, and sandboxed with nothing allowed if shown anyway.
-    res.setHeader('Content-Disposition', contentDisposition(object.name));
-    res.setHeader('Content-Security-Policy', DOWNLOAD_POLICY);
-    res.setHeader('Cache-Control', 'private, no-cache');
-    const ifNoneMatch = req.headers['if-none-match'];
-    if (ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
-      res.status(304).end();
-      return;
-    }
-    let range: { start: number; end: number } | undefined;
-    const rangeHeader = req.headers.range;
-    const ifRange = req.headers['if-range'];
-    if (rangeHeader && (!ifRange || ifRange === etag)) {
-      const parsed = parseRange(size, rangeHeader, { combine: true });
-      if (parsed === -1 && /^\s*bytes=/i.test(rangeHeader)) {
-        res.setHeader('Content-Range', `bytes */${size}`);
-        throw new DomainError(
-          ErrorCode.RangeNotSatisfiable,
-          `the range "${rangeHeader}" is outside the object's ${size} bytes`,
-          undefined,
-          { 'Content-Range': `bytes */${size}` },
-        );
-      }
-      // Malformed headers (-2) are ignored, as HTTP says; several ranges are served as the whole object.
-      // Units other than bytes are ignored too.
-      if (Array.isArray(parsed) && parsed.type === 'bytes' && parsed.length === 1 && parsed[0])
-        range = parsed[0];
-    }
-    // Open the bytes before answering, so an unreachable holding site still gets a clean error.
-    const bytes = withBody && size > 0 ? await this.data.openBytes(source, range) : undefined;
-    res.setHeader('Content-Type', object.contentType);
-    if (range) {
-      res.status(206);
-      res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
-      res.setHeader('Content-Length', String(range.end - range.start + 1));
-    } else {
-      res.status(200);
-      res.setHeader('Content-Length', String(size));
-    }
-    if (!bytes) {
-      res.end();
-      return;
-    }
-    try {
-      this.data.countSent(await bytes.sendTo(res));
-      res.end();
-    } catch {
-      // The client went away mid-download, or the bytes could not be read: the answer is cut
-      // short for certain (its length was promised).
-      res.destroy();
-    }
+    const { object, source } = await this.reads.openForRead(p, q.path);
+    const sent = await answerObject(req, res, object, (range) => this.reads.openBytes(source, range));
+    this.reads.countSent(sent);
   }
 }

@@ -153,11 +153,3 @@ export interface BatchResult {
   /** Set when the collection was deleted meanwhile; nothing was inserted. */
   parentGone?: boolean;
 }
-
-/**
- * Serialises everything that gives a name to an entry of one collection (uploads, new collections,
- * moves and restores into it), so a collection and an object can never end up with the same name.
- * Only entries with the same parent and name wait for each other. `catalog_ingest_object` takes the
- * same lock.
- */
-export const LOCK_NAME_SQL = 'SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))';

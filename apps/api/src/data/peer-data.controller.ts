@@ -10,15 +10,17 @@ import { Public } from '../auth/auth.decorators';
 import { AuthService } from '../auth/auth.service';
 import { DomainError } from '../common/domain-error';
 import { PeerAuthService } from '../replication/peer-auth.service';
-import { DataService } from './data.service';
+import { sendAll } from './byte-answers';
 import { ForwardedUpdateSchema, type ForwardedUpdate } from './forwarded-update';
+import { ForwardedUpdateService } from './forwarded-update.service';
+import { ReadService } from './read.service';
 
 class ObjectIdParamDto extends createZodDto(z.object({ id: IdSchema })) {}
 
 /**
  * Object bytes for peer sites: a site that holds no copy of an object reads it through the site
  * that does (location transparency; the peer checked the user's access), and forwards its users'
- * updates of the bytes here (checked here: see DataService.acceptForwardedUpdate). Signed peer
+ * updates of the bytes here (checked here: see ForwardedUpdateService.accept). Signed peer
  * requests only.
  */
 @ApiTags('replication-peer')
@@ -29,7 +31,8 @@ export class PeerDataController {
   constructor(
     private readonly auth: PeerAuthService,
     private readonly users: AuthService,
-    private readonly data: DataService,
+    private readonly forwarded: ForwardedUpdateService,
+    private readonly reads: ReadService,
   ) {}
 
   @Post(':id/bytes')
@@ -40,7 +43,7 @@ export class PeerDataController {
     try {
       const update = parseEnvelope(envelope, params.id);
       const principal = await this.users.forwardedPrincipal(BigInt(update.userId));
-      const entry = await this.data.acceptForwardedUpdate(principal, peer.peer, update, req);
+      const entry = await this.forwarded.accept(principal, peer.peer, update, req);
       this.auth.sendSigned(res, peer, 200, entry);
     } catch (err) {
       req.resume();
@@ -51,7 +54,7 @@ export class PeerDataController {
   @Get(':id')
   async read(@Param() params: ObjectIdParamDto, @Req() req: Request, @Res() res: Response): Promise<void> {
     await this.auth.verify(req, Buffer.alloc(0));
-    const copy = await this.data.openLocalCopy(BigInt(params.id));
+    const copy = await this.reads.openLocalCopy(BigInt(params.id));
     let range: { start: number; end: number } | undefined;
     if (req.headers.range) {
       const parsed = parseRange(copy.size, req.headers.range, { combine: true });
@@ -75,14 +78,7 @@ export class PeerDataController {
       res.end();
       return;
     }
-    const bytes = await this.data.openBytes({ kind: 'local', key: copy.key }, range);
-    try {
-      await bytes.sendTo(res);
-      res.end();
-    } catch {
-      // The peer went away mid-transfer, or the bytes could not be read: cut the answer short.
-      res.destroy();
-    }
+    await sendAll(res, await this.reads.openBytes({ kind: 'local', key: copy.key }, range));
   }
 }
 

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
-import { StorageModule } from '../data/storage.module';
+import { StorageModule } from '../storage/storage.module';
 import { NamespaceController } from './namespace.controller';
 import { PeerTrashController } from './peer-trash.controller';
 import { NamespaceRepository } from './namespace.repository';

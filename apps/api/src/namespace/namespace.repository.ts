@@ -9,9 +9,9 @@ import {
   SYMLINK_CONTENT_TYPE,
   type PermissionLevel,
 } from '@tributary/shared';
-import { LOCK_NAME_SQL } from '../data/ingest.repository';
 import { PrismaService } from '../database/prisma.service';
 import { purgeWaitsFor } from '../replication/catalog/trash-settlement';
+import { LOCK_NAME_SQL } from './name-lock';
 
 export type Tx = Prisma.TransactionClient;
 
@@ -298,7 +298,7 @@ export class NamespaceRepository {
 
   /**
    * Holds the name `name` in collection `id` until the transaction ends: the same advisory lock the
-   * ingest path takes (see ingest.repository.ts), so names are unique across collections and objects.
+   * ingest path takes (see name-lock.ts), so names are unique across collections and objects.
    */
   async lockName(tx: Tx, id: bigint, name: string): Promise<void> {
     await tx.$executeRawUnsafe(LOCK_NAME_SQL, id.toString(), name);

@@ -3,26 +3,44 @@ import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { receiveFile, sendFile } from './file-io';
-import { StagedFile, StagingError, StorageDriver } from './storage-driver';
+import {
+  DraftGoneError,
+  type DraftStore,
+  type DraftWriter,
+  type StagedFile,
+  StagingError,
+  type StorageDriver,
+} from './storage-driver';
+
+/** Storage keys and draft ids: one plain file name, never hidden. */
+const NAME = /^[A-Za-z0-9._-]+$/;
+const isName = (name: string): boolean => NAME.test(name) && !name.startsWith('.');
+
+/** Reads of a draft's bytes back (hashing them): larger pieces than a stream's default. */
+const DRAFT_READ_BYTES = 1024 * 1024;
 
 /**
  * The default driver: a directory on the local file system. Objects live under `objects/`, sharded
  * by the key's last characters; uploads land in `.staging/` first and are renamed into place, so a
- * failed upload never leaves a partial object behind.
+ * failed upload never leaves a partial object behind. Drafts (upload sessions' bytes) live in
+ * `.uploads/`, on the same file system, so committing one is a rename too.
  */
 export class LocalFsDriver implements StorageDriver {
   private readonly root: string;
   private readonly staging: string;
   /** Shard directories known to exist, so a commit is one rename. */
   private readonly shards = new Set<string>();
+  readonly drafts: LocalDrafts;
 
   constructor(root: string) {
     this.root = path.resolve(root);
     this.staging = path.join(this.root, '.staging');
+    this.drafts = new LocalDrafts(path.join(this.root, '.uploads'), (key) => this.prepare(key));
   }
 
   async init(): Promise<void> {
     await fs.mkdir(this.staging, { recursive: true });
+    await fs.mkdir(this.drafts.dir, { recursive: true });
     // Leftovers of a crash mid-upload belong to no object.
     for (const name of await fs.readdir(this.staging))
       await fs.rm(path.join(this.staging, name), { force: true });
@@ -30,8 +48,7 @@ export class LocalFsDriver implements StorageDriver {
 
   /** Absolute path of a key, refusing anything that would leave the root. */
   resolve(key: string): string {
-    if (!/^[A-Za-z0-9._-]+$/.test(key) || key.startsWith('.'))
-      throw new Error(`invalid storage key "${key}"`);
+    if (!isName(key)) throw new Error(`invalid storage key "${key}"`);
     const shard = key.split('.')[0]!.slice(-2).padStart(2, '0');
     const full = path.resolve(this.root, 'objects', shard, key);
     if (!full.startsWith(this.root + path.sep))
@@ -83,55 +100,6 @@ export class LocalFsDriver implements StorageDriver {
     };
   }
 
-  /**
-   * Takes a file already written inside this resource's root (an upload session's bytes, whose
-   * size and SHA-256 the caller measured as they arrived) as staged bytes, without copying it:
-   * it is fsynced, and `commit` renames it into place. Until then it stays where it is and belongs
-   * to the caller; `discard` after a commit moves it back, so a commit the catalog refused leaves
-   * the caller's file as it was.
-   */
-  async adopt(file: string, measured: { size: number; sha256: string }): Promise<StagedFile> {
-    const source = path.resolve(file);
-    // Within the root (so the rename stays on one file system), and not an object's bytes.
-    if (
-      !source.startsWith(this.root + path.sep) ||
-      source.startsWith(path.join(this.root, 'objects') + path.sep)
-    )
-      throw new Error(`${file} is not a file this storage resource can adopt`);
-    const handle = await fs.open(source, 'r+');
-    try {
-      const { size } = await handle.stat();
-      if (size !== measured.size)
-        throw new StagingError(
-          'incomplete',
-          `the file holds ${size} bytes, not the ${measured.size} expected`,
-        );
-      // The same durability as `stage`: once the catalog says an object exists, its bytes are on disk.
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    let committed: string | undefined;
-    return {
-      size: measured.size,
-      sha256: measured.sha256,
-      open: () => createReadStream(source),
-      commit: async (key) => {
-        const target = await this.prepare(key);
-        await fs.rename(source, target);
-        committed = target;
-      },
-      discard: async () => {
-        if (committed === undefined) return;
-        // Best effort: if the bytes cannot go back, the caller's removal of the key takes them.
-        await fs.rename(committed, source).then(
-          () => (committed = undefined),
-          () => undefined,
-        );
-      },
-    };
-  }
-
   /** The absolute path of a key, with its shard directory made. */
   private async prepare(key: string): Promise<string> {
     const target = this.resolve(key);
@@ -153,5 +121,119 @@ export class LocalFsDriver implements StorageDriver {
 
   async remove(key: string): Promise<void> {
     await fs.rm(this.resolve(key), { force: true });
+  }
+}
+
+/** Drafts as files of one directory, each named by its id. */
+class LocalDrafts implements DraftStore {
+  constructor(
+    readonly dir: string,
+    /** The path a key's bytes go to, its directory made. */
+    private readonly place: (key: string) => Promise<string>,
+  ) {}
+
+  async list(): Promise<string[]> {
+    return fs.readdir(this.dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [];
+      throw err;
+    });
+  }
+
+  async create(id: string): Promise<void> {
+    await fs.writeFile(this.file(id), '');
+  }
+
+  async exists(id: string): Promise<boolean> {
+    return fs.access(this.file(id)).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  write(
+    id: string,
+    source: AsyncIterable<Buffer>,
+    options: { start: number; inspect?(piece: Buffer): void },
+  ): Promise<number> {
+    return present(id, () => receiveFile(source, this.file(id), { ...options, flags: 'r+' }));
+  }
+
+  async open(id: string): Promise<DraftWriter> {
+    const handle = await present(id, () => fs.open(this.file(id), 'r+'));
+    return {
+      write: async (bytes, offset, length, position) => {
+        await handle.write(bytes, offset, length, position);
+      },
+      truncate: (size) => handle.truncate(size),
+      close: () => handle.close(),
+    };
+  }
+
+  read(id: string, range?: { start: number; end: number }): Readable {
+    return createReadStream(this.file(id), { ...range, highWaterMark: DRAFT_READ_BYTES });
+  }
+
+  truncate(id: string, size: number): Promise<void> {
+    return present(id, () => fs.truncate(this.file(id), size));
+  }
+
+  async remove(id: string): Promise<void> {
+    await fs.rm(this.file(id), { force: true });
+  }
+
+  /**
+   * Takes the draft as staged bytes without copying it: it is fsynced, and `commit` renames it
+   * into place (the same durability as `stage`: once the catalog says an object exists, its bytes
+   * are on disk).
+   */
+  async adopt(id: string, measured: { size: number; sha256: string }): Promise<StagedFile> {
+    if (!isName(id)) throw new Error(`${id} is not a file this storage resource can adopt`);
+    const source = this.file(id);
+    const handle = await present(id, () => fs.open(source, 'r+'));
+    try {
+      const { size } = await handle.stat();
+      if (size !== measured.size)
+        throw new StagingError(
+          'incomplete',
+          `the file holds ${size} bytes, not the ${measured.size} expected`,
+        );
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    let committed: string | undefined;
+    return {
+      size: measured.size,
+      sha256: measured.sha256,
+      open: () => createReadStream(source),
+      commit: async (key) => {
+        const target = await this.place(key);
+        await fs.rename(source, target);
+        committed = target;
+      },
+      discard: async () => {
+        if (committed === undefined) return;
+        // Best effort: if the bytes cannot go back, the caller's removal of the key takes them.
+        await fs.rename(committed, source).then(
+          () => (committed = undefined),
+          () => undefined,
+        );
+      },
+    };
+  }
+
+  private file(id: string): string {
+    if (!isName(id)) throw new Error(`invalid draft id "${id}"`);
+    return path.join(this.dir, id);
+  }
+}
+
+/** Runs a file operation on a draft, telling a missing draft apart from other failures. */
+async function present<T>(id: string, op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new DraftGoneError(id);
+    throw err;
   }
 }

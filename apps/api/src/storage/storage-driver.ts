@@ -22,18 +22,69 @@ export class StagingError extends Error {
   }
 }
 
+/** A draft that does not exist (never made, removed, or lost when the site stopped). */
+export class DraftGoneError extends Error {
+  constructor(readonly id: string) {
+    super(`draft ${id} is gone`);
+    this.name = 'DraftGoneError';
+  }
+}
+
+/** One draft opened for writes at any position, until `close`. */
+export interface DraftWriter {
+  write(bytes: Uint8Array, offset: number, length: number, position: number): Promise<void>;
+  truncate(size: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Files the site builds piece by piece before they become objects (an upload session's bytes),
+ * named by ids the caller chooses (letters, digits, `.`, `_`, `-`). The driver keeps them, so a
+ * finished draft becomes an object without a copy where it can (`adopt`). Every method but
+ * `remove` rejects with DraftGoneError for a draft that is not there.
+ */
+export interface DraftStore {
+  /** The ids of every draft held (to remove what a crash left behind). */
+  list(): Promise<string[]>;
+  /** Makes an empty draft. */
+  create(id: string): Promise<void>;
+  exists(id: string): Promise<boolean>;
+  /**
+   * Writes what `source` yields into the draft from `start` on, without holding it whole in memory;
+   * `inspect` sees every piece before it is written (hashing, limits) and stops the write by
+   * throwing. Resolves with the bytes written; on a failure what was written stays, for the
+   * caller to cut back.
+   */
+  write(
+    id: string,
+    source: AsyncIterable<Buffer>,
+    options: { start: number; inspect?(piece: Buffer): void },
+  ): Promise<number>;
+  /** Opens the draft for writes at any position (composing it from several sources). */
+  open(id: string): Promise<DraftWriter>;
+  /** Reads `[start, end]` (inclusive) or the whole draft. */
+  read(id: string, range?: { start: number; end: number }): Readable;
+  /** Cuts the draft to `size` bytes. */
+  truncate(id: string, size: number): Promise<void>;
+  remove(id: string): Promise<void>;
+  /**
+   * The draft, whose size and SHA-256 the caller measured as its bytes arrived, as staged bytes:
+   * made durable, and committed in place where the driver can. Until the commit it stays a draft;
+   * `discard` after a commit makes it a draft again, so a commit the catalog refused leaves the
+   * draft as it was.
+   */
+  adopt(id: string, measured: { size: number; sha256: string }): Promise<StagedFile>;
+}
+
 /**
  * Where a storage resource keeps object bytes. Keys are chosen by the catalog (never by users);
  * drivers still confine every key to their own root.
  */
 export interface StorageDriver {
+  /** Prepares the resource and drops what an interrupted upload left in staging. */
+  init(): Promise<void>;
   /** Streams `source` into staging, never holding it whole in memory. */
   stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile>;
-  /**
-   * A file the site already wrote and measured (an upload session's bytes) as staged bytes,
-   * committed in place where the driver can (a local file system renames it).
-   */
-  adopt(file: string, measured: { size: number; sha256: string }): Promise<StagedFile>;
   /** Reads `[start, end]` (inclusive) or the whole object. */
   open(key: string, range?: { start: number; end: number }): Readable;
   /**
@@ -42,4 +93,5 @@ export interface StorageDriver {
    */
   send(key: string, range: { start: number; end: number } | undefined, out: Writable): Promise<number>;
   remove(key: string): Promise<void>;
+  readonly drafts: DraftStore;
 }

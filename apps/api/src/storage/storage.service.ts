@@ -2,12 +2,16 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Readable, Writable } from 'node:stream';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { LocalFsDriver } from './local-fs.driver';
-import type { StagedFile } from './storage-driver';
+import type { DraftStore, StagedFile, StorageDriver } from './storage-driver';
 
-/** This site's storage resource. One local-file-system resource for now; the driver interface allows more. */
+/**
+ * This site's storage resource: every read and write of object bytes and upload drafts goes
+ * through here. One local-file-system resource for now; another driver (an object store, an
+ * archive) implements the same StorageDriver.
+ */
 @Injectable()
 export class StorageService implements OnModuleInit {
-  private readonly driver: LocalFsDriver;
+  private readonly driver: StorageDriver;
 
   constructor(@Inject(SITE_CONFIG) config: SiteConfig) {
     this.driver = new LocalFsDriver(config.storageRoot);
@@ -17,13 +21,13 @@ export class StorageService implements OnModuleInit {
     await this.driver.init();
   }
 
-  stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile> {
-    return this.driver.stage(source, limits);
+  /** Upload sessions' bytes, built piece by piece before they become objects. */
+  get drafts(): DraftStore {
+    return this.driver.drafts;
   }
 
-  /** A file already written inside the storage root, as staged bytes (see LocalFsDriver.adopt). */
-  adopt(file: string, measured: { size: number; sha256: string }): Promise<StagedFile> {
-    return this.driver.adopt(file, measured);
+  stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile> {
+    return this.driver.stage(source, limits);
   }
 
   open(key: string, range?: { start: number; end: number }): Readable {

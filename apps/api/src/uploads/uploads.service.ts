@@ -1,8 +1,6 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { createReadStream, promises as fs } from 'node:fs';
-import path from 'node:path';
 import type { Readable } from 'node:stream';
 import {
   ByteRangeSet,
@@ -17,9 +15,11 @@ import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
-import { DataService, type ByteSource } from '../data/data.service';
-import { receiveFile } from '../data/file-io';
+import { IngestService } from '../data/ingest.service';
+import { ReadService, type ByteSource } from '../data/read.service';
 import { NamespaceService } from '../namespace/namespace.service';
+import { DraftGoneError } from '../storage/storage-driver';
+import { StorageService } from '../storage/storage.service';
 import { UploadsRepository, type UploadSessionRecord } from './uploads.repository';
 
 /** How long a session may sit between chunks before it is swept. */
@@ -60,41 +60,39 @@ function rangeOverlap(start: number, end: number, session: UploadSessionRecord):
 }
 
 /**
- * Resumable uploads: a session collects an object's bytes in order, chunk by chunk, in a file of
- * its own (inside the storage root), hashing them as they arrive; `complete` hands that file to
- * the ordinary upload path (`DataService.uploadFile`), which checks the expected SHA-256 and
- * commits object and bytes together, renaming the file into place rather than copying it.
+ * Resumable uploads: a session collects an object's bytes in order, chunk by chunk, in a draft of
+ * its own in storage (named by the session's id), hashing them as they arrive; `complete` hands
+ * that draft to the ordinary upload path (`IngestService.uploadDraft`), which checks the expected
+ * SHA-256 and commits object and bytes together, in place rather than copied.
  * Sessions belong to the user who opened them; another user sees 404.
  */
 @Injectable()
 export class UploadsService implements OnModuleInit {
-  private readonly dir: string;
   /** Sessions with a chunk or a completion in progress in this process. */
   private readonly busy = new Set<string>();
   /** Emits a session's id whenever a request on it ends. */
   private readonly progress = new EventEmitter().setMaxListeners(0);
   /**
    * SHA-256 of each session's bytes so far, for sessions whose every byte this process received
-   * (after a restart, or if another process served a chunk, completing hashes the file instead).
+   * (after a restart, or if another process served a chunk, completing hashes the draft instead).
    */
   private readonly hashes = new Map<string, { received: bigint; hash: Hash }>();
 
   constructor(
     private readonly repo: UploadsRepository,
-    private readonly data: DataService,
+    private readonly ingest: IngestService,
+    private readonly reads: ReadService,
+    private readonly storage: StorageService,
     private readonly namespace: NamespaceService,
     private readonly access: AccessService,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
-  ) {
-    this.dir = path.join(config.storageRoot, '.uploads');
-  }
+  ) {}
 
   async onModuleInit(): Promise<void> {
-    await fs.mkdir(this.dir, { recursive: true });
-    // Files without a session row are leftovers of a crash between creating one and the other.
-    const files = await fs.readdir(this.dir);
-    const live = await this.repo.existing(files);
-    for (const name of files) if (!live.has(name)) await fs.rm(path.join(this.dir, name), { force: true });
+    // Drafts without a session row are leftovers of a crash between creating one and the other.
+    const drafts = await this.storage.drafts.list();
+    const live = await this.repo.existing(drafts);
+    for (const id of drafts) if (!live.has(id)) await this.storage.drafts.remove(id);
   }
 
   async create(principal: Principal, request: CreateUploadRequest): Promise<UploadSessionDto> {
@@ -114,10 +112,10 @@ export class UploadsService implements OnModuleInit {
       });
     }
     await this.checkCanUpload(principal, target, overwrite || base !== undefined);
-    const object = base ? (await this.data.openBase(principal, target, base)).object : undefined;
+    const object = base ? (await this.reads.openBase(principal, target, base)).object : undefined;
     await this.sweep();
     const id = randomUUID();
-    await fs.writeFile(this.file(id), '');
+    await this.storage.drafts.create(id);
     try {
       const session = await this.repo.create({
         id,
@@ -134,7 +132,7 @@ export class UploadsService implements OnModuleInit {
       });
       return toDto(session);
     } catch (err) {
-      await fs.rm(this.file(id), { force: true });
+      await this.storage.drafts.remove(id);
       throw err;
     }
   }
@@ -146,7 +144,7 @@ export class UploadsService implements OnModuleInit {
   /**
    * Appends one chunk at `offset`, which must be what the session has received so far. The chunk is
    * written straight after the bytes already held; if it is incomplete or its checksum differs, the
-   * file is cut back and the session stays where it was.
+   * draft is cut back and the session stays where it was.
    */
   async appendChunk(
     principal: Principal,
@@ -170,7 +168,6 @@ export class UploadsService implements OnModuleInit {
       throw this.tooLarge(session);
     }
     return this.exclusive(id, session, async () => {
-      const file = this.file(id);
       await this.cutBack(id, received);
       // The chunk's own hash only when it is asked for: each pass over the bytes costs CPU.
       const hash = options.sha256 !== undefined ? createHash('sha256') : undefined;
@@ -183,13 +180,12 @@ export class UploadsService implements OnModuleInit {
           : received === 0
             ? createHash('sha256')
             : options.prefixSha256 !== undefined
-              ? await this.hashOfFile(id, session.received)
+              ? await this.hashOfDraft(id, session.received)
               : undefined;
       let bytes = 0;
       try {
-        await receiveFile(body, file, {
+        await this.storage.drafts.write(id, body, {
           start: received,
-          flags: 'r+',
           inspect: (piece) => {
             bytes += piece.length;
             if (received + bytes > limit) throw new ChunkTooLarge();
@@ -198,7 +194,7 @@ export class UploadsService implements OnModuleInit {
           },
         });
       } catch (err) {
-        await fs.truncate(file, received);
+        await this.storage.drafts.truncate(id, received);
         if (err instanceof ChunkTooLarge) throw this.tooLarge(session);
         throw new DomainError(
           ErrorCode.UploadIncomplete,
@@ -225,7 +221,7 @@ export class UploadsService implements OnModuleInit {
                 )
               : undefined;
       if (failure) {
-        await fs.truncate(file, received);
+        await this.storage.drafts.truncate(id, received);
         throw failure;
       }
       const now = session.received + BigInt(bytes);
@@ -242,8 +238,8 @@ export class UploadsService implements OnModuleInit {
   /**
    * Commits the session's bytes as the object through the ordinary upload path, in place: the
    * SHA-256 measured as the chunks arrived is checked against the one the client declared (here
-   * or at creation), then the session's file is renamed into object storage as the catalog records
-   * the object. The session ends when the commit succeeds or when the bytes are found wrong (then
+   * or at creation), then the session's draft is committed in place as the catalog records the
+   * object. The session ends when the commit succeeds or when the bytes are found wrong (then
    * nothing is created); other failures (a name taken meanwhile, access lost) leave the session
    * and its bytes for another try.
    */
@@ -266,13 +262,12 @@ export class UploadsService implements OnModuleInit {
     return this.exclusive(id, session, async () => {
       let entry: EntryDto;
       try {
-        const file = this.file(id);
         await this.cutBack(id, Number(session.received));
         const sha256 = await this.sha256Of(id, session.received);
-        entry = await this.data.uploadFile(
+        entry = await this.ingest.uploadDraft(
           principal,
           session.path,
-          { path: file, size: Number(session.received), sha256 },
+          { id, size: Number(session.received), sha256 },
           {
             overwrite: session.overwrite,
             contentType: session.contentType,
@@ -291,11 +286,11 @@ export class UploadsService implements OnModuleInit {
   }
 
   /**
-   * One part of a partial update: written into the session's file at its offset, then recorded as
+   * One part of a partial update: written into the session's draft at its offset, then recorded as
    * received. Parts may come in any order but must not overlap a range already received (409
    * UPLOAD_RANGE_OVERLAP; a client whose answer was lost finds its range in the session's
    * `ranges`). A part that fails (cut short, wrong checksum, past the size) is not recorded: the
-   * bytes it left in the file are never used, as completing takes only recorded ranges from it.
+   * bytes it left in the draft are never used, as completing takes only recorded ranges from it.
    */
   private async writePart(
     principal: Principal,
@@ -325,9 +320,8 @@ export class UploadsService implements OnModuleInit {
       const hash = options.sha256 !== undefined ? createHash('sha256') : undefined;
       let bytes = 0;
       try {
-        await receiveFile(body, this.file(id), {
+        await this.storage.drafts.write(id, body, {
           start: offset,
-          flags: 'r+',
           inspect: (piece) => {
             const from = offset + bytes;
             bytes += piece.length;
@@ -338,7 +332,7 @@ export class UploadsService implements OnModuleInit {
           },
         });
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') await this.cutBack(id, 0);
+        if (err instanceof DraftGoneError) await this.cutBack(id, 0);
         if (err instanceof ChunkTooLarge) throw rangeInvalid(offset, offset + bytes, size);
         if (err instanceof PartOverlaps) throw rangeOverlap(offset, offset + bytes, session);
         throw new DomainError(
@@ -368,7 +362,7 @@ export class UploadsService implements OnModuleInit {
 
   /**
    * Completes a partial update: the base version's bytes fill what no part covered (zeros past the
-   * base's end), the file is cut to the new size, hashed, and committed through the ordinary
+   * base's end), the draft is cut to the new size, hashed, and committed through the ordinary
    * upload path as the object's next version, refused (409 UPLOAD_BASE_CHANGED, the session ends)
    * if the object moved past the base meanwhile. Nothing changes unless the commit succeeds.
    */
@@ -383,14 +377,14 @@ export class UploadsService implements OnModuleInit {
     return this.exclusive(id, session, async () => {
       let entry: EntryDto;
       try {
-        const { source } = await this.data.openBase(principal, session.path, base);
-        await this.ensureFile(id);
+        const { source } = await this.reads.openBase(principal, session.path, base);
+        await this.ensureDraft(id);
         await this.compose(id, size, new ByteRangeSet(session.ranges ?? []), source);
-        const sha256 = (await this.hashOfFile(id, BigInt(size))).digest('hex');
-        entry = await this.data.uploadFile(
+        const sha256 = (await this.hashOfDraft(id, BigInt(size))).digest('hex');
+        entry = await this.ingest.uploadDraft(
           principal,
           session.path,
-          { path: this.file(id), size, sha256 },
+          { id, size, sha256 },
           {
             overwrite: true,
             contentType: session.contentType,
@@ -414,18 +408,18 @@ export class UploadsService implements OnModuleInit {
   }
 
   /**
-   * Fills the ranges of the session's file no part covered with the base's bytes, read once in
+   * Fills the ranges of the session's draft no part covered with the base's bytes, read once in
    * order (from here or from the site holding them: its size is known only once read), and zeros
    * past the base's end (written out: a part that failed may have left bytes there); then cuts the
-   * file to `size`.
+   * draft to `size`.
    */
   private async compose(id: string, size: number, received: ByteRangeSet, source: ByteSource): Promise<void> {
     const gaps = received.gaps(0, size);
-    const handle = await fs.open(this.file(id), 'r+');
+    const handle = await this.storage.drafts.open(id);
     try {
       let baseSize = 0;
       if (gaps.length > 0) {
-        const stream = await this.data.read(source);
+        const stream = await this.reads.read(source);
         let next = 0;
         for await (const piece of stream as AsyncIterable<Buffer>) {
           const start = baseSize;
@@ -452,25 +446,21 @@ export class UploadsService implements OnModuleInit {
     }
   }
 
-  /** A session whose file is gone (the site stopped half way through committing it) ends: 410. */
-  private async ensureFile(id: string): Promise<void> {
-    try {
-      await fs.access(this.file(id));
-    } catch {
-      await this.cutBack(id, 0);
-    }
+  /** A session whose draft is gone (the site stopped half way through committing it) ends: 410. */
+  private async ensureDraft(id: string): Promise<void> {
+    if (!(await this.storage.drafts.exists(id))) await this.cutBack(id, 0);
   }
 
   /**
-   * Cuts the session's file back to what it has received (bytes past that are leftovers of an
-   * interrupted chunk). A session whose file is gone (the site stopped half way through
+   * Cuts the session's draft back to what it has received (bytes past that are leftovers of an
+   * interrupted chunk). A session whose draft is gone (the site stopped half way through
    * committing it) ends: 410, start again.
    */
   private async cutBack(id: string, received: number): Promise<void> {
     try {
-      await fs.truncate(this.file(id), received);
+      await this.storage.drafts.truncate(id, received);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (!(err instanceof DraftGoneError)) throw err;
       await this.end(id);
       throw new DomainError(
         ErrorCode.UploadExpired,
@@ -479,22 +469,19 @@ export class UploadsService implements OnModuleInit {
     }
   }
 
-  /** The SHA-256 of the session's bytes: measured as they arrived, or else read from its file. */
+  /** The SHA-256 of the session's bytes: measured as they arrived, or else read from its draft. */
   private async sha256Of(id: string, received: bigint): Promise<string> {
     const running = this.hashes.get(id);
     // A copy: the hash must survive a commit that fails and is tried again.
     if (running?.received === received) return running.hash.copy().digest('hex');
-    return (await this.hashOfFile(id, received)).digest('hex');
+    return (await this.hashOfDraft(id, received)).digest('hex');
   }
 
-  /** A running SHA-256 of the first `received` bytes of the session's file, read back from disk. */
-  private async hashOfFile(id: string, received: bigint): Promise<Hash> {
+  /** A running SHA-256 of the first `received` bytes of the session's draft, read back from storage. */
+  private async hashOfDraft(id: string, received: bigint): Promise<Hash> {
     const hash = createHash('sha256');
     if (received > 0n) {
-      for await (const chunk of createReadStream(this.file(id), {
-        end: Number(received) - 1,
-        highWaterMark: 1024 * 1024,
-      }))
+      for await (const chunk of this.storage.drafts.read(id, { start: 0, end: Number(received) - 1 }))
         hash.update(chunk as Buffer);
     }
     return hash;
@@ -625,18 +612,14 @@ export class UploadsService implements OnModuleInit {
   private async end(id: string): Promise<void> {
     this.hashes.delete(id);
     await this.repo.delete(id);
-    await fs.rm(this.file(id), { force: true });
+    await this.storage.drafts.remove(id);
   }
 
   private async sweep(): Promise<void> {
     for (const id of await this.repo.deleteExpired(new Date())) {
       this.hashes.delete(id);
-      if (!this.busy.has(id)) await fs.rm(this.file(id), { force: true });
+      if (!this.busy.has(id)) await this.storage.drafts.remove(id);
     }
-  }
-
-  private file(id: string): string {
-    return path.join(this.dir, id);
   }
 }
 

@@ -1,0 +1,24 @@
+import type { ObjectRecord } from '../namespace/namespace.repository';
+
+/**
+ * The site whose copy of an object's bytes decides on updates of them: of the sites with a good
+ * copy, the first by id (every site computes the same); this site when none has one.
+ */
+export function holdingSite(object: ObjectRecord, localSite: string): string {
+  const good = object.replicas.filter((r) => r.status === 'good').map((r) => r.siteId);
+  return good.length === 0 ? localSite : good.sort()[0]!;
+}
+
+/**
+ * Whether a partial update's base may still be the object's version: exactly, where the bytes are
+ * held; elsewhere this site's catalog may lag (not newer than the base, and the same SHA-256 if the
+ * same version), and the holding site decides.
+ */
+export function baseAcceptable(
+  object: ObjectRecord,
+  base: { version: number; sha256: string },
+  heldHere: boolean,
+): boolean {
+  if (object.version === base.version) return object.checksum === base.sha256;
+  return !heldHere && object.version < base.version;
+}

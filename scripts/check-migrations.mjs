@@ -243,10 +243,17 @@ async function checkFunctionsApplied(client, files) {
   const problems = [];
   const applied = await routines(client);
   await client.query('BEGIN');
-  await applyFunctionFiles(client, files);
-  const again = await routines(client);
-  await client.query('COMMIT');
-  for (const key of new Set([...applied.keys(), ...again.keys()])) {
+  let again;
+  try {
+    await applyFunctionFiles(client, files);
+    again = await routines(client);
+  } catch (err) {
+    problems.push(
+      `applying prisma/functions a second time failed: ${err.message}; every file must be safe to apply again.`,
+    );
+  }
+  await client.query('ROLLBACK');
+  for (const key of again ? new Set([...applied.keys(), ...again.keys()]) : []) {
     if (applied.get(key) !== again.get(key)) {
       problems.push(
         `${key}: applying prisma/functions a second time changed it; every file must be safe to apply again.`,

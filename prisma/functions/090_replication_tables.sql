@@ -1,6 +1,6 @@
 -- Per replicated table (repl_tables): the statements the injector and the statement capture run, and
 -- the capture triggers, generated from the table's current columns. This file comes last: its final
--- statement runs repl_prepare_tables() after every migration and every change of these files, so a
+-- statement runs repl_prepare_tables() whenever migrations were applied or these files changed, so a
 -- migration that adds a replicated column, or a table to repl_tables, needs nothing more. Current
 -- definitions (prisma/functions/README.md).
 --

@@ -1,4 +1,5 @@
 import type { SnapshotTables } from './application';
+import { setOrigin } from './capture';
 import { EXTRACT_LOCK, Extractor } from './extractor';
 import { ignoreClientError } from './sql';
 import type { Db } from './types';
@@ -104,7 +105,7 @@ export async function loadSnapshot(
         'this catalog is not empty: a site joins a federation only with a new catalog',
       );
     }
-    await client.query(`SELECT set_config('tributary.origin', $1, true)`, [snapshot.source]);
+    await setOrigin(client, snapshot.source);
     const defs = await client.query<{ name: string; bulk_insert_sql: string }>(
       'SELECT name, bulk_insert_sql FROM repl_tables',
     );

@@ -33,14 +33,14 @@ export interface SnapshotTables {
   rowOrder: Readonly<Record<string, string>>;
 }
 
+/**
+ * A live version of a row of a trashable table that wins over a move to the trash brings back
+ * everything that move's trash entry took (`hooks.rescue`), once the transaction is applied.
+ */
 export interface TrashTables {
   tables: ReadonlySet<string>;
-  /**
-   * The trash entry a row (as JSON) is in, or null when it is live. A live version that wins over a
-   * move to the trash brings back everything that entry took (`hooks.rescue`), once the transaction
-   * is applied.
-   */
-  entryOf(table: string, row: Record<string, unknown> | null | undefined): string | null;
+  /** The trash entry a row (as JSON) of one of those tables is in, or null when it is live. */
+  entryOf(row: Record<string, unknown> | null | undefined): string | null;
 }
 
 /**

@@ -283,8 +283,10 @@ export class Injector {
       const loser = decision.winner === 'incoming' ? held.row : change.o === 'D' ? null : change.d;
       const winnerRow = decision.winner === 'incoming' ? change.d : held.row;
       const { trash } = this.application;
-      const entry = trash.entryOf(change.t, loser);
-      if (entry !== null && trash.entryOf(change.t, winnerRow) === null) rescues.add(entry);
+      if (trash.tables.has(change.t)) {
+        const entry = trash.entryOf(loser);
+        if (entry !== null && trash.entryOf(winnerRow) === null) rescues.add(entry);
+      }
     }
     if (decision.winner === 'incoming') {
       await client.query('SAVEPOINT forced');

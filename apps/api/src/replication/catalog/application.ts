@@ -2,10 +2,9 @@ import type { ReplicatedApplication } from '@tributary/replication';
 import { ConflictRecords } from './conflict-records';
 import { CatalogResolver } from './resolver';
 import { SameNameContests } from './same-name';
-import { CONFLICTS_TABLE, NAMED, SNAPSHOT_TABLES, TRASHABLE, isTrashed } from './tables';
+import { CONFLICTS_TABLE, NAMED, SNAPSHOT_TABLES, TRASHABLE, trashEntryOf } from './tables';
 import { settleDeletes } from './trash-settlement';
 import { TrashRescue } from './trash-rescue';
-import { scalarText } from './values';
 
 /**
  * The catalog's tables and rules, as the replication engine takes them (docs/conflicts.md): the
@@ -24,10 +23,7 @@ export function catalogApplication(options: { conflictDeadlineMs: number }): Rep
     snapshot: SNAPSHOT_TABLES,
     named: new Set(Object.keys(NAMED)),
     merged: new Set([CONFLICTS_TABLE]),
-    trash: {
-      tables: TRASHABLE,
-      entryOf: (table, row) => (row && isTrashed(table, row) ? scalarText(row.trash_id) : null),
-    },
+    trash: { tables: TRASHABLE, entryOf: trashEntryOf },
     hooks: {
       async afterBatch(client, origin, after, through) {
         await records.afterBatch(client, origin, after, through);

@@ -41,9 +41,13 @@ export function isNegotiable(table: string): boolean {
 
 /** Whether a row (as JSON) is in the trash. */
 export function isTrashed(table: string, row: Record<string, unknown> | null | undefined): boolean {
-  if (!TRASHABLE.has(table) || !row) return false;
-  const t = row.trash_id;
-  return t !== undefined && t !== null && scalarText(t) !== '0';
+  return TRASHABLE.has(table) && trashEntryOf(row) !== null;
+}
+
+/** The trash entry a file's or folder's row (as JSON) is in, as text; null when it is live. */
+export function trashEntryOf(row: Record<string, unknown> | null | undefined): string | null {
+  const t = row?.trash_id;
+  return t === undefined || t === null || scalarText(t) === '0' ? null : scalarText(t);
 }
 
 /** A snapshot loads these first, in this order, so every reference points at a row already there. */

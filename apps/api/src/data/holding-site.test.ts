@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import type { ObjectRecord, ReplicaRecord } from '../namespace/namespace.repository';
+import { baseAcceptable, holdingSite } from './holding-site';
+
+const replica = (siteId: string, status: ReplicaRecord['status']): ReplicaRecord => ({
+  siteId,
+  resourceId: 1n,
+  resource: 'default',
+  physicalPath: '1.v1',
+  size: 3n,
+  checksum: 'a'.repeat(64),
+  status,
+});
+
+const object = (version: number, checksum: string, replicas: ReplicaRecord[]): ObjectRecord => ({
+  kind: 'object',
+  id: 1n,
+  collectionId: 1n,
+  name: 'f',
+  path: '/f',
+  ownerId: 1n,
+  owner: 'ann',
+  group: null,
+  size: 3n,
+  checksum,
+  contentType: 'application/octet-stream',
+  version,
+  createdAt: new Date(0),
+  updatedAt: new Date(0),
+  mtimeNs: 0n,
+  mode: 0o644,
+  linkTarget: null,
+  replicaCount: replicas.length,
+  site: null,
+  replicas,
+});
+
+describe('holdingSite', () => {
+  it('is the first site by id with a good copy, whatever order the replicas come in', () => {
+    const o = object(1, 'a', [replica('uno', 'good'), replica('lsu', 'stale'), replica('tulane', 'good')]);
+    expect(holdingSite(o, 'lsu')).toBe('tulane');
+  });
+
+  it('is this site when no site has a good copy', () => {
+    expect(holdingSite(object(1, 'a', [replica('uno', 'stale')]), 'lsu')).toBe('lsu');
+    expect(holdingSite(object(1, 'a', []), 'lsu')).toBe('lsu');
+  });
+});
+
+describe('baseAcceptable', () => {
+  const at3 = object(3, 'c3', []);
+
+  it("where the bytes are held: only the object's version and SHA-256 exactly", () => {
+    expect(baseAcceptable(at3, { version: 3, sha256: 'c3' }, true)).toBe(true);
+    expect(baseAcceptable(at3, { version: 3, sha256: 'other' }, true)).toBe(false);
+    expect(baseAcceptable(at3, { version: 4, sha256: 'c4' }, true)).toBe(false);
+    expect(baseAcceptable(at3, { version: 2, sha256: 'c2' }, true)).toBe(false);
+  });
+
+  it('elsewhere: also a newer base (this catalog may lag), never an older one', () => {
+    expect(baseAcceptable(at3, { version: 3, sha256: 'c3' }, false)).toBe(true);
+    expect(baseAcceptable(at3, { version: 3, sha256: 'other' }, false)).toBe(false);
+    expect(baseAcceptable(at3, { version: 4, sha256: 'c4' }, false)).toBe(true);
+    expect(baseAcceptable(at3, { version: 2, sha256: 'c2' }, false)).toBe(false);
+  });
+});

@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } f
 import {
   CONFLICT_KINDS,
   ErrorCode,
+  joinPath,
   splitPath,
   toConflictDecision,
   type BulkConflictDecisionDto,
@@ -617,8 +618,4 @@ function changedFields(versions: readonly ConflictVersion[]): string[] {
     .filter((k) => !BOOKKEEPING.has(k))
     .filter((k) => new Set(versions.map((v) => JSON.stringify(v.data?.[k] ?? null))).size > 1)
     .sort();
-}
-
-function joinPath(parent: string, name: string): string {
-  return parent === '/' ? `/${name}` : `${parent}/${name}`;
 }

@@ -262,6 +262,9 @@ describe('MetadataCache', () => {
       expect(cache.childChangedAt('/a')).toBe(8000);
       cache.forgetChildChanges('/a');
       expect(cache.childChangedAt('/a')).toBeUndefined();
+      cache.childChanged('/a/sub', 9000);
+      cache.removedHere('/a/sub');
+      expect(cache.childChangedAt('/a/sub')).toBeUndefined();
     });
 
     it('takes an update as a change of entries when the listing fetched again has other names', () => {

@@ -217,6 +217,8 @@ export class MetadataCache {
     this.listings.delete(path);
     for (const key of [...this.listings.keys()]) if (isWithin(key, path)) this.listings.delete(key);
     this.attrs.deleteChildren(path);
+    // A folder made again under this name is a new one.
+    this.dirTimes.delete(path);
     if (path === '/') return;
     const { parent, name } = splitPath(path);
     const listing = this.listings.get(parent);

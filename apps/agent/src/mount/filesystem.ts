@@ -18,6 +18,7 @@ import {
 import { MetadataCache } from './cache';
 import { errno, FsError, isUnreachable, RemoteNamespace, toErrno } from './remote';
 import { PatchFile } from './patch-file';
+import { BATCH_FILES, ReadAhead, SMALL_READ_BYTES } from './read-ahead';
 import { MountWriteFile } from './write-file';
 import type { MountStats } from './state';
 
@@ -132,6 +133,8 @@ interface Handle {
   readerPath?: string;
   /** Read handles: the size of the version they read. */
   size: number;
+  /** Read handles of a small file read many to a request: its bytes (see ReadAhead). */
+  data?: Buffer;
   /** Read handles: end of the last read handed to the buffer, and reads waiting for their turn. */
   dispatchedEnd: number;
   waiting: { position: number; start: () => void; timer: NodeJS.Timeout }[];
@@ -173,6 +176,9 @@ export class NamespaceFs {
   readonly remote: RemoteNamespace;
   readonly stats: MountStats = { bytesRead: 0, bytesWritten: 0, operations: 0, errors: 0 };
   private readonly pool: AdvanceBufferPool;
+  private readonly readAhead: ReadAhead;
+  /** The small file opened last for reading (a scan of a folder in its listing's order starts batches). */
+  private lastSmallOpen: { parent: string; name: string } | undefined;
   private readonly handles = new Map<number, Handle>();
   /** Open files by remote path. */
   private readonly files = new Map<string, OpenFile>();
@@ -188,6 +194,7 @@ export class NamespaceFs {
     this.cache = new MetadataCache(options.cacheTtlMs);
     this.remote = new RemoteNamespace(options.api);
     this.retry = options.retry ?? MOUNT_RETRY;
+    this.readAhead = new ReadAhead(options.api);
     this.pool = new AdvanceBufferPool({
       bufferBytes: options.bufferBytes,
       memoryLimitBytes: options.memoryLimitBytes ?? Math.max(256 * 1024 * 1024, 8 * options.bufferBytes),
@@ -224,7 +231,10 @@ export class NamespaceFs {
     if (this.reachable === reachable) return;
     this.reachable = reachable;
     // What was cached while the site was away may be stale.
-    if (reachable) this.cache.clear();
+    if (reachable) {
+      this.cache.clear();
+      this.readAhead.clear();
+    }
     this.options.onReachability?.(reachable, error);
   }
 
@@ -278,8 +288,11 @@ export class NamespaceFs {
     const file = open ?? this.openFile(path);
     if (!forWrite) {
       const fh = this.addHandle(file, 'read', false);
+      const handle = this.handle(fh);
       // The size is the catalog's: no HEAD request before the first read.
-      this.handle(fh).size = entry.size;
+      handle.size = entry.size;
+      if (entry.kind === 'object' && entry.size > 0 && entry.size <= SMALL_READ_BYTES)
+        handle.data = await this.smallFile(entry);
       return fh;
     }
     // The kernel opens first and truncates afterwards (O_TRUNC arrives as ftruncate to 0).
@@ -314,6 +327,13 @@ export class NamespaceFs {
       buffer.set(data, 0);
       this.stats.bytesRead += data.length;
       return data.length;
+    }
+    const data = handle.data;
+    if (data) {
+      const n = Math.max(0, Math.min(length, data.length - position));
+      if (n > 0) data.copy(buffer, 0, position, position + n);
+      this.stats.bytesRead += n;
+      return n;
     }
     // Straight into the kernel's buffer: no copy of our own per request.
     const n = await this.call(() => this.readInOrder(handle, position, buffer.subarray(0, length)));
@@ -357,6 +377,42 @@ export class NamespaceFs {
       handle.waiting.push(waiter);
       handle.waiting.sort((a, b) => a.position - b.position);
     });
+  }
+
+  /**
+   * A small file's bytes read many to a request: kept from an earlier batch, or read now with the
+   * files listed after it in its folder when the file opened before it was the one listed before
+   * it (tar -cf and cp -r open a folder's files in that order; a lone `cat` does not read the
+   * folder ahead). Undefined (read as usual) otherwise, or when the batch failed.
+   */
+  private async smallFile(entry: EntryDto): Promise<Buffer | undefined> {
+    const { parent, name } = splitPath(entry.path);
+    const previous = this.lastSmallOpen;
+    this.lastSmallOpen = { parent, name };
+    const kept = this.readAhead.take(entry);
+    if (kept) return kept;
+    const names = this.cache.listing(parent);
+    if (!names || previous?.parent !== parent) return undefined;
+    const at = names.indexOf(name);
+    // The small file listed before it (folders, links and large files in between are not opened).
+    let before = at - 1;
+    while (before >= 0 && !this.isSmallFile(joinPath(parent, names[before]!))) before--;
+    if (before < 0 || names[before] !== previous.name) return undefined;
+    const next: EntryDto[] = [];
+    for (const n of names.slice(at + 1)) {
+      const path = joinPath(parent, n);
+      const e = this.cache.attr(path);
+      if (e && !this.files.get(path)?.content) next.push(e);
+      if (next.length >= 2 * BATCH_FILES) break;
+    }
+    // Alone, it is one request either way.
+    if (next.length === 0) return undefined;
+    return this.call(() => this.readAhead.read(entry, next));
+  }
+
+  private isSmallFile(path: string): boolean {
+    const e = this.cache.attr(path);
+    return e !== undefined && e.kind === 'object' && e.size > 0 && e.size <= SMALL_READ_BYTES;
   }
 
   /** A read handle's buffered file, (re)opened at the file's path (which a rename may have changed). */

@@ -520,7 +520,7 @@ describe('FUSE mount of the namespace', () => {
   const grew = (before: Map<string, number>, after: Map<string, number>, key: string): number =>
     (after.get(key) ?? 0) - (before.get(key) ?? 0);
 
-  it('extracts a tarball of many files without asking the site about the new names (issue 25, item 7)', async () => {
+  it('extracts a tarball of many files without asking the site about the new names, and reads them back many to a request (issue 25, item 7)', async () => {
     const src = path.join(scratch, 'tree');
     await ok(
       `mkdir -p ${q(src)} && cd ${q(src)} && for d in a b c; do mkdir -p $d/deeper; ` +
@@ -547,6 +547,20 @@ describe('FUSE mount of the namespace', () => {
     expect(listed.body.items.map((i) => i.name).sort()).toEqual(
       (await ok(`ls ${q(mnt + '/extract/b')}`)).split('\n').filter(Boolean).sort(),
     );
+
+    // Read back, small files many to a request (POST /api/v1/data/batch-read), not one GET each.
+    const back = path.join(scratch, 'back');
+    const readBefore = await requests(lsu);
+    await ok(`mkdir ${q(back)} && tar -cf - -C ${q(mnt + '/extract')} . | tar -xf - -C ${q(back)}`, 180_000);
+    const readAfter = await requests(lsu);
+    const diffBack = await sh(`diff -r ${q(src)} ${q(back)}`);
+    expect(diffBack.stdout + diffBack.stderr).toBe('');
+    const batches = grew(readBefore, readAfter, 'POST /api/v1/data/batch-read 200');
+    const gets = [...readAfter.keys()]
+      .filter((k) => k.startsWith('GET /api/v1/data '))
+      .reduce((n, k) => n + grew(readBefore, readAfter, k), 0);
+    expect(batches).toBeGreaterThanOrEqual(6);
+    expect(batches + gets).toBeLessThanOrEqual(24);
   }, 240_000);
 
   it('lists a file another writer adds to a folder while the mount writes there (the echo race)', async () => {

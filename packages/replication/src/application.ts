@@ -5,9 +5,10 @@ import type { Change, Db } from './types';
 
 /**
  * What an application replicating its catalog with this engine states about its tables and rules.
- * The engine knows no table of the application: it applies changes, detects conflicts and asks the
- * resolver, and calls these hooks where the application's own rules come in. Tributary's catalog
- * states its own in apps/api/src/replication/catalog; `plainApplication` is the engine alone.
+ * The engine reads none of the application's tables but `sites` (its site registry): it applies
+ * changes, detects conflicts and asks the resolver, and calls these hooks where the application's
+ * own rules come in. Tributary's catalog states its own in apps/api/src/replication/catalog;
+ * `plainApplication` is the engine alone.
  */
 export interface ReplicatedApplication {
   /** Decides a conflict provisionally, identically at every site. */
@@ -44,9 +45,9 @@ export interface TrashTables {
 }
 
 /**
- * The application's rules inside the injector's database transaction (`client`), working for
- * `origin`, the peer whose changes are applied. What a hook writes is the origin's (not captured)
- * unless it clears `tributary.origin` (see capture.ts).
+ * The application's rules. All but `afterCycle` run inside the injector's database transaction
+ * (`client`), working for `origin`, the peer whose changes are applied: what such a hook writes is
+ * the origin's (not captured) unless it clears `tributary.origin` (see capture.ts).
  */
 export interface ApplicationHooks {
   /**

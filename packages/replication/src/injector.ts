@@ -6,7 +6,7 @@ import {
   type ConflictResolver,
   type DetectedConflict,
 } from './conflict-resolver';
-import { asPgError, type PgError } from './sql';
+import { asPgError, ignoreClientError, quoteIdent, type PgError } from './sql';
 import type { Change, Db, ReplicationLogger } from './types';
 
 export interface InjectResult {
@@ -527,12 +527,4 @@ function missingReference(err: PgError): { table: string; key: string } | null {
   if (err.code !== '23503') return null;
   const missing = /Key \(([^)]+)\)=\(([^)]*)\) is not present in table "([^"]+)"/.exec(err.detail ?? '');
   return missing ? { table: missing[3]!, key: missing[2]! } : null;
-}
-
-function ignoreClientError(): void {
-  // The failing query reports it.
-}
-
-function quoteIdent(name: string): string {
-  return '"' + name.replace(/"/g, '""') + '"';
 }

@@ -45,3 +45,8 @@ export function asPgError(err: unknown): PgError {
   if (err && typeof err === 'object' && 'message' in err) return err as PgError;
   return { message: String(err) };
 }
+
+/** A table or column name as a quoted SQL identifier (names come from repl_tables and the catalog). */
+export function quoteIdent(name: string): string {
+  return '"' + name.replace(/"/g, '""') + '"';
+}

@@ -10,20 +10,7 @@ import {
 import type { Request, Response } from 'express';
 import { DomainError } from '../common/domain-error';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
-import { SqlPool } from '../database/sql-pool';
-
-/** Nonces live in the catalog, so a replay is refused even across a restart of this site. */
-class CatalogNonceStore implements NonceStore {
-  constructor(private readonly sql: SqlPool) {}
-
-  async remember(nonce: string): Promise<boolean> {
-    const res = await this.sql.query(
-      'INSERT INTO repl_nonces (nonce) VALUES ($1) ON CONFLICT (nonce) DO NOTHING',
-      [nonce],
-    );
-    return res.rowCount === 1;
-  }
-}
+import { ReplicationRepository } from './replication.repository';
 
 export interface VerifiedPeer {
   peer: string;
@@ -49,9 +36,10 @@ export class PeerAuthService {
   /** Bodies being read per claimed peer, not yet verified. */
   private readonly unverifiedReads = new Map<string, number>();
 
-  constructor(@Inject(SITE_CONFIG) config: SiteConfig, sql: SqlPool) {
+  constructor(@Inject(SITE_CONFIG) config: SiteConfig, repo: ReplicationRepository) {
     this.keys = new Map(config.replication.peers.map((p) => [p.id, p.key]));
-    this.nonces = new CatalogNonceStore(sql);
+    // Nonces live in the catalog, so a replay is refused even across a restart of this site.
+    this.nonces = { remember: (nonce) => repo.rememberNonce(nonce) };
   }
 
   /**

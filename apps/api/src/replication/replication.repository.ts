@@ -6,10 +6,25 @@ import { SqlPool } from '../database/sql-pool';
 /** How long lag samples are kept. */
 export const LAG_RETENTION_HOURS = 24;
 
-/** The replication tables the API reads directly (the engine owns the rest). */
+/** The replication tables the API reads and writes itself (the engine owns the rest). */
 @Injectable()
 export class ReplicationRepository {
   constructor(private readonly sql: SqlPool) {}
+
+  /** Whether this catalog has registered its own site (false on a new, empty one). */
+  async hasLocalSite(): Promise<boolean> {
+    const registered = await this.sql.query('SELECT 1 FROM sites WHERE is_local');
+    return (registered.rowCount ?? 0) > 0;
+  }
+
+  /** Remembers a peer request's nonce; false when it was seen before (a replay). */
+  async rememberNonce(nonce: string): Promise<boolean> {
+    const res = await this.sql.query(
+      'INSERT INTO repl_nonces (nonce) VALUES ($1) ON CONFLICT (nonce) DO NOTHING',
+      [nonce],
+    );
+    return res.rowCount === 1;
+  }
 
   /** Records one lag sample per peer and forgets those older than a day. */
   async recordLag(

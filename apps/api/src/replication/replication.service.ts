@@ -15,6 +15,7 @@ import {
 import { Counter, Gauge } from 'prom-client';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { SqlPool } from '../database/sql-pool';
+import { ReplicationRepository } from './replication.repository';
 import { MetricsRegistry } from '../health/metrics';
 import { catalogApplication } from './catalog/application';
 
@@ -41,6 +42,7 @@ export class ReplicationService implements BeforeApplicationShutdown {
   constructor(
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
     private readonly sql: SqlPool,
+    private readonly repo: ReplicationRepository,
     metrics: MetricsRegistry,
   ) {
     const r = config.replication;
@@ -89,8 +91,7 @@ export class ReplicationService implements BeforeApplicationShutdown {
   async joinIfNew(): Promise<{ joined: boolean; rows?: number }> {
     const from = this.config.replication.joinFrom;
     if (!from) return { joined: false };
-    const registered = await this.sql.query('SELECT 1 FROM sites WHERE is_local');
-    if (registered.rowCount) return { joined: false };
+    if (await this.repo.hasLocalSite()) return { joined: false };
     const deadline = Date.now() + 120_000;
     for (let attempt = 1; ; attempt++) {
       try {

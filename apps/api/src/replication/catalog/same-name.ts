@@ -1,9 +1,9 @@
 import type pg from 'pg';
-import { asPgError, setOrigin, type Change, type PgError } from '@tributary/replication';
+import { asPgError, quoteIdent, setOrigin, type Change, type PgError } from '@tributary/replication';
 import type { ConflictRecords } from './conflict-records';
 import { hashId, iso, openedAt, sortVersions, UNDECIDED, type ConflictVersion } from './conflict-rows';
 import { NAMED, type NameSpec } from './tables';
-import { idOrder, microsOf, nullableText, quoteIdent, scalarText } from './values';
+import { idOrder, microsOf, nullableText, scalarText } from './values';
 
 function splitExtension(name: string, keepExtension: boolean): [string, string] {
   if (!keepExtension) return [name, ''];

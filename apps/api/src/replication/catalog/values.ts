@@ -46,7 +46,3 @@ export function idOrder(a: unknown, b: unknown): number {
   const y = BigInt(scalarText(b));
   return x === y ? 0 : x > y ? 1 : -1;
 }
-
-export function quoteIdent(name: string): string {
-  return '"' + name.replace(/"/g, '""') + '"';
-}

@@ -78,11 +78,17 @@ describe('ReadAhead', () => {
     expect(ahead.keptFiles).toBe(0);
   });
 
-  it('reads as usual when the batch fails (a file gone meanwhile)', async () => {
-    const { api } = site(new Map([...files].slice(0, 3)));
-    const ahead = new ReadAhead(api);
+  it('reads as usual when the batch fails (a file gone meanwhile), and does not try that folder again at once', async () => {
+    let now = 0;
+    const { api, asked } = site(new Map([...files].slice(0, 3)));
+    const ahead = new ReadAhead(api, () => now);
     expect(await ahead.read(entries[0]!, entries.slice(1, 10))).toBeUndefined();
     expect(ahead.keptFiles).toBe(0);
+    expect(await ahead.read(entries[1]!, entries.slice(2, 10))).toBeUndefined();
+    expect(asked).toHaveLength(1);
+    now += READ_AHEAD_TTL_MS + 1;
+    expect(await ahead.read(entries[1]!, entries.slice(2, 3))).toEqual(bytes(1));
+    expect(asked).toHaveLength(2);
   });
 
   it('parses the answer and refuses a short one', () => {

@@ -28,6 +28,11 @@ const hex = (checksum: string | null): string => (checksum ?? '').replace(/^sha2
 export class ReadAhead {
   private readonly kept = new Map<string, Kept>();
   private bytes = 0;
+  /**
+   * Folders whose last batch failed (a file in it one may not read, or removed meanwhile), until
+   * when: their files are read one by one meanwhile, not each first in a batch that fails again.
+   */
+  private readonly failed = new Map<string, number>();
 
   constructor(
     private readonly api: ApiConnection,
@@ -48,6 +53,12 @@ export class ReadAhead {
    * the others. Undefined when the batch failed (the caller reads the file as usual).
    */
   async read(entry: EntryDto, next: EntryDto[]): Promise<Buffer | undefined> {
+    const folder = entry.path.slice(0, entry.path.lastIndexOf('/'));
+    const failedUntil = this.failed.get(folder);
+    if (failedUntil !== undefined) {
+      if (failedUntil > this.now()) return undefined;
+      this.failed.delete(folder);
+    }
     const batch = [entry];
     let size = entry.size;
     for (const e of next) {
@@ -68,6 +79,8 @@ export class ReadAhead {
       });
       objects = parseBatch(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
     } catch {
+      this.failed.set(folder, this.now() + READ_AHEAD_TTL_MS);
+      if (this.failed.size > 1000) this.failed.delete(this.failed.keys().next().value!);
       return undefined;
     }
     const until = this.now() + READ_AHEAD_TTL_MS;
@@ -86,6 +99,7 @@ export class ReadAhead {
 
   clear(): void {
     this.kept.clear();
+    this.failed.clear();
     this.bytes = 0;
   }
 

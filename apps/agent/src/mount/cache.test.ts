@@ -121,6 +121,11 @@ describe('MetadataCache', () => {
     expect(cache.listing('/a')).toEqual(['x', 'new']);
     advance(1001);
     expect(cache.listing('/a')).toBeUndefined();
+    // An expired listing is not brought back by a change.
+    cache.putListing('/b', [entry('/b/x')]);
+    advance(3001);
+    cache.changedHere(entry('/b/y'));
+    expect(cache.listing('/b')).toBeUndefined();
   });
 
   it('forgets only the new name on create, and removes a name this mount removed', () => {

@@ -156,13 +156,18 @@ export class MetadataCache {
   }
 
   listing(path: string): string[] | undefined {
+    return this.freshListing(path)?.value;
+  }
+
+  /** A cached listing not expired yet (an expired one is dropped, not brought back by a change). */
+  private freshListing(path: string): Timed<string[]> | undefined {
     const hit = this.listings.get(path);
     if (!hit) return undefined;
     if (hit.until <= this.now()) {
       this.listings.delete(path);
       return undefined;
     }
-    return hit.value;
+    return hit;
   }
 
   /** Remembers an entry fetched while the cache was at `epoch` (ignored if it changed since). */
@@ -197,7 +202,7 @@ export class MetadataCache {
     this.attrs.set(entry.path, { value: entry, until });
     if (entry.path === '/') return;
     const { parent, name } = splitPath(entry.path);
-    const listing = this.listings.get(parent);
+    const listing = this.freshListing(parent);
     if (!listing) return;
     if (!listing.value.includes(name)) listing.value = [...listing.value, name];
     listing.until = until;
@@ -221,7 +226,7 @@ export class MetadataCache {
     this.dirTimes.delete(path);
     if (path === '/') return;
     const { parent, name } = splitPath(path);
-    const listing = this.listings.get(parent);
+    const listing = this.freshListing(parent);
     if (!listing) return;
     listing.value = listing.value.filter((n) => n !== name);
     listing.until = this.now() + this.ttl;

@@ -71,6 +71,25 @@ const noAppImports = {
   ],
 };
 
+// Apps do not import each other: what two apps share lives in packages/* (the test harness in
+// packages/testkit). Launching another app's build as a process (a path, not an import) is fine.
+function noOtherApps(self) {
+  const others = ['api', 'agent', 'portal'].filter((app) => app !== self);
+  return {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: others.flatMap((app) => [`@tributary/${app}`, `@tributary/${app}/*`, `**/${app}/src/**`]),
+            message: `apps/${self} must not import another app: move the shared code into packages/* (tests: packages/testkit).`,
+          },
+        ],
+      },
+    ],
+  };
+}
+
 export default defineConfig(
   {
     ignores: [
@@ -109,6 +128,10 @@ export default defineConfig(
     files: ['packages/*/src/**/*.{ts,tsx}'],
     rules: noAppImports,
   },
+  ...['api', 'agent', 'portal'].map((app) => ({
+    files: [`apps/${app}/src/**/*.{ts,tsx}`],
+    rules: noOtherApps(app),
+  })),
 
   // Plain JavaScript: config files and scripts, no type information.
   {

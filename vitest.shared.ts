@@ -39,6 +39,8 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
       '@tributary/replication/testing': path.resolve(__dirname, 'packages/replication/src/testing/index.ts'),
       '@tributary/replication': path.resolve(__dirname, 'packages/replication/src/index.ts'),
       '@tributary/buffer': path.resolve(__dirname, 'packages/buffer/src/index.ts'),
+      '@tributary/testkit/delay-proxy': path.resolve(__dirname, 'packages/testkit/src/delay-proxy.ts'),
+      '@tributary/testkit': path.resolve(__dirname, 'packages/testkit/src/index.ts'),
     },
   },
 };

@@ -1,6 +1,7 @@
 export * from './errors';
 export * from './paths';
 export * from './control-characters';
+export * from './site-process';
 export * from './byte-ranges';
 export * from './attributes';
 export * from './dto/common';

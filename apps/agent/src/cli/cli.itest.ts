@@ -14,10 +14,15 @@ import type {
   UploadSessionDto,
 } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { startDelayProxy } from '../../../api/src/bench/delay-proxy';
-import { startTestSite, type TestSite, type TestUser } from '../../../api/src/test/test-site';
+import {
+  expectStatus,
+  recordUpdateConflict,
+  type SiteProcess,
+  startDelayProxy,
+  startSite,
+  type TestUser,
+} from '@tributary/testkit';
 import { listTransfers } from '../transfers/transfer-records';
-import { recordUpdateConflict } from '../../../api/src/test/conflict-record';
 import {
   CLI_MAIN,
   sha256Hex,
@@ -26,7 +31,6 @@ import {
   tribProcess,
   type CliRun,
 } from '../testing/cli-harness';
-import { expectStatus } from '../../../api/src/test/test-site';
 import { ExitCode } from './errors';
 import { uploadResumeFile } from './tree-transfer';
 
@@ -35,7 +39,7 @@ import { uploadResumeFile } from './tree-transfer';
  * through runCli in this process, exit codes and output through the built executable.
  */
 describe('trib against a real site', () => {
-  let site: TestSite;
+  let site: SiteProcess;
   let alice: TestUser;
   let token: string;
   let home: string;
@@ -51,7 +55,7 @@ describe('trib against a real site', () => {
   };
 
   beforeAll(async () => {
-    site = await startTestSite({ LOGIN_RATE_LIMIT: '1000' });
+    site = await startSite({ env: { LOGIN_RATE_LIMIT: '1000' } });
     alice = await site.createUser();
     const created = await alice.client.post<CreatedTokenDto>('/api/v1/tokens', {
       name: 'cli-test',

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { CreatedTokenDto } from '@tributary/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, type TestSite } from '../../../api/src/test/test-site';
+import { startSite, type SiteProcess } from '@tributary/testkit';
 import { listMounts, type MountView } from '../mounts/state';
 import { processAlive } from '../transfers/transfer-records';
 import { tribInProcess, type CliRun } from '../testing/cli-harness';
@@ -16,7 +16,7 @@ const FAKE_MAIN = path.resolve(__dirname, '../testing/fake-mount.cjs');
  * process that keeps the same contract (the real FUSE process is tested in src/mount).
  */
 describe('trib mount and unmount (stand-in mount process)', () => {
-  let site: TestSite;
+  let site: SiteProcess;
   let home: string;
   let dir: string;
   let token: string;
@@ -30,7 +30,7 @@ describe('trib mount and unmount (stand-in mount process)', () => {
     });
 
   beforeAll(async () => {
-    site = await startTestSite({ LOGIN_RATE_LIMIT: '1000' });
+    site = await startSite({ env: { LOGIN_RATE_LIMIT: '1000' } });
     const alice = await site.createUser();
     token = (await alice.client.post<CreatedTokenDto>('/api/v1/tokens', { name: 'mount', scope: 'write' }))
       .body.secret;

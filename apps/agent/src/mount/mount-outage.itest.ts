@@ -38,7 +38,7 @@ const DATA_S = Number(process.env.OUTAGE_DATA_S ?? 4);
 const MARGIN_MS = 5_000;
 
 /** The federation site with the harness's extras used here (SIGSTOP/SIGCONT). */
-type Site = FederationSite & { kill(signal: NodeJS.Signals): Promise<void>; readonly paused: boolean };
+type Site = FederationSite;
 
 interface Timed {
   code: number;
@@ -155,7 +155,7 @@ describe('the mount when the site does not answer, and after a crash (issue 25, 
 
   beforeAll(async () => {
     fed = await startFederation({ ids: ['lsu'] });
-    lsu = fed.site('lsu') as Site;
+    lsu = fed.site('lsu');
     root = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-outage-itest-'));
     // No attribute cache of our own: every lookup asks the site (the kernel keeps its own for 1 s).
     mount = await startMountWith(lsu.url, fed.adminToken, {

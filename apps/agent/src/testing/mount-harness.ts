@@ -12,47 +12,7 @@ import { readMountStates, type MountState } from '../mount/index';
  * other child processes (cp, ls, sha256sum...), never with a synchronous call.
  */
 
-// The API's federation helper, loaded at run time so that the agent's type check does not pull in
-// the API's sources (apps do not import each other; tests may use the API's test harness).
-export interface FederationSite {
-  readonly id: string;
-  readonly url: string;
-  readonly http: {
-    request<T = unknown>(
-      method: string,
-      pathname: string,
-      options?: {
-        query?: Record<string, string>;
-        headers?: Record<string, string>;
-        body?: string | Uint8Array;
-        json?: unknown;
-      },
-    ): Promise<{ status: number; body: T; text: string }>;
-    get<T = unknown>(
-      pathname: string,
-      options?: { query?: Record<string, string> },
-    ): Promise<{ status: number; body: T; text: string }>;
-    post<T = unknown>(pathname: string, json?: unknown): Promise<{ status: number; body: T; text: string }>;
-  };
-  stop(): Promise<void>;
-  restart(): Promise<unknown>;
-  query<R extends Record<string, unknown>>(sql: string, params?: unknown[]): Promise<{ rows: R[] }>;
-}
-export interface Federation {
-  readonly dataDir: string;
-  readonly adminToken: string;
-  site(id: string): FederationSite;
-  waitForConvergence(timeoutMs: number): Promise<unknown>;
-  close(): Promise<void>;
-}
-export type StartFederation = (options: { ids: string[]; cycleSeconds?: number }) => Promise<Federation>;
-export const FEDERATION_MODULE = path.resolve(__dirname, '../../../api/src/test/federation.ts');
-
-/** A federation of real site processes, from the API's test helper (loaded at run time). */
-export async function startFederation(options: Parameters<StartFederation>[0]): Promise<Federation> {
-  const api = (await import(FEDERATION_MODULE)) as { startFederation: StartFederation };
-  return api.startFederation(options);
-}
+export { startFederation, type Federation, type FederationSite } from '@tributary/testkit';
 
 export const MAIN = path.resolve(__dirname, '../../dist/mount/main.js');
 export const TRIB = path.resolve(__dirname, '../../dist/cli/main.js');

@@ -4,9 +4,8 @@ import path from 'node:path';
 import type { CreatedTokenDto, EntryDetailDto } from '@tributary/shared';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSite, type TestSite, type TestUser } from '../../../api/src/test/test-site';
+import { recordUpdateConflict, type SiteProcess, startSite, type TestUser } from '@tributary/testkit';
 import { loadConfig } from '../config/config';
-import { recordUpdateConflict } from '../../../api/src/test/conflict-record';
 import { tribInProcess } from '../testing/cli-harness';
 import { startUiServer, type UiServer } from './server';
 
@@ -16,7 +15,7 @@ import { startUiServer, type UiServer } from './server';
  * state and a real site.
  */
 describe('local UI', () => {
-  let site: TestSite;
+  let site: SiteProcess;
   let alice: TestUser;
   let home: string;
   let work: string;
@@ -26,7 +25,7 @@ describe('local UI', () => {
   let conflictId: string;
 
   beforeAll(async () => {
-    site = await startTestSite({ LOGIN_RATE_LIMIT: '1000' });
+    site = await startSite({ env: { LOGIN_RATE_LIMIT: '1000' } });
     alice = await site.createUser();
     const token = (await alice.client.post<CreatedTokenDto>('/api/v1/tokens', { name: 'ui', scope: 'write' }))
       .body.secret;

@@ -1,6 +1,6 @@
 import { ErrorCode, type CreatedTokenDto, type EntryDto, type GroupDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueGroupName } from '../test/factories';
+import { uniqueGroupName } from '@tributary/testkit';
 import {
   expectError,
   expectStatus,

@@ -1,6 +1,6 @@
 import { ErrorCode, type EntryDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueName } from '../test/factories';
+import { uniqueName } from '@tributary/testkit';
 import {
   expectError,
   expectStatus,

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { ErrorCode, type EntryDto, type Page, type TrashEntryDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueName } from '../test/factories';
+import { uniqueName } from '@tributary/testkit';
 import {
   expectError,
   expectStatus,

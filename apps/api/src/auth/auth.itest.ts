@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ErrorCode, type SessionDto, type UserDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueUsername } from '../test/factories';
+import { uniqueUsername } from '@tributary/testkit';
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,

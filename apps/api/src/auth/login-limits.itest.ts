@@ -1,6 +1,6 @@
 import { ErrorCode, type ErrorBody } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueUsername } from '../test/factories';
+import { uniqueUsername } from '@tributary/testkit';
 import { expectError, expectStatus, startTestSite, type TestSite } from '../test/test-site';
 
 const LOGIN = '/api/v1/auth/login';

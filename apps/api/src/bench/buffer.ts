@@ -12,7 +12,7 @@ import {
   type RemoteFile,
 } from '@tributary/buffer';
 import { BenchClient, httpTransport } from './client';
-import { startDelayProxyThread } from './delay-proxy';
+import { startDelayProxyThread } from '@tributary/testkit/delay-proxy';
 import { localSite, remoteSite, type BenchSite } from './site';
 
 const KiB = 1024;

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import path from 'node:path';
+import type { SiteReady } from '@tributary/shared';
 import { createSiteApp } from '../app.factory';
 import { ConfigError, loadConfig, type SiteConfig } from '../config/config';
 import { connectionFromUrl, describeConnection } from '../database/connection';
@@ -10,19 +11,7 @@ import { SiteRegistrationError } from '../sites/sites.repository';
 // File writes, fsyncs and renames of concurrent uploads run on libuv's pool (4 threads by default).
 process.env.UV_THREADPOOL_SIZE ??= '16';
 
-/** What a started site reports to the launcher (or prints itself when run alone). */
-export interface SiteReady {
-  type: 'ready';
-  siteId: string;
-  url: string;
-  catalog: string;
-  storage: string;
-  appliedMigrations: number;
-  joinedFrom?: string;
-  adminUsername: string;
-  generatedAdminPassword?: string;
-  adminCreated: boolean;
-}
+export type { SiteReady };
 
 /**
  * One site: its catalog (DATABASE_URL, or an embedded PostgreSQL under the data directory) migrated,

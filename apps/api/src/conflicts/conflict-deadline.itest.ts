@@ -1,7 +1,7 @@
 import type { ConflictDto, EntryDto, Page } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordUpdateConflict } from '../test/conflict-record';
-import { testBytes, uniqueName } from '../test/factories';
+import { recordUpdateConflict } from '@tributary/testkit';
+import { testBytes, uniqueName } from '@tributary/testkit';
 import { expectError, expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
 import { ConflictClock } from './conflicts.service';
 

@@ -7,8 +7,8 @@ import type {
   TrashEntryDto,
 } from '@tributary/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { testBytes, uniqueName } from '../test/factories';
-import { sleep, startFederation, type Federation, type FederationSite } from '../test/federation';
+import { testBytes, uniqueName } from '@tributary/testkit';
+import { sleep, startFederation, type Federation, type FederationSite } from '@tributary/testkit';
 import { expectError, expectStatus } from '../test/test-site';
 
 /**

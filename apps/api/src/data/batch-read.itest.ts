@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ErrorCode, type CreatedTokenDto, type EntryDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testBytes, uniqueName } from '../test/factories';
+import { testBytes, uniqueName } from '@tributary/testkit';
 import { expectError, expectStatus, startTestSite, type TestSite, type TestUser } from '../test/test-site';
 import { BATCH_READ_CONTENT_TYPE } from './byte-answers';
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { ErrorCode, type EntryDto, type Page } from '@tributary/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { testBytes, uniqueName } from '../test/factories';
+import { testBytes, uniqueName } from '@tributary/testkit';
 import { expectStorageMatchesCatalog } from '../test/storage';
 import {
   expectError,

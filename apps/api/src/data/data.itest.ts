@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { ErrorCode, type EntryDetailDto, type EntryDto, type TrashEntryDto } from '@tributary/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { testBytes, uniqueName } from '../test/factories';
+import { testBytes, uniqueName } from '@tributary/testkit';
 import { expectStorageMatchesCatalog, filesBelow, waitFor } from '../test/storage';
 import {
   expectError,

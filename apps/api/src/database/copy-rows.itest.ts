@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminConnection } from '../test/databases';
+import { adminConnection } from '@tributary/testkit';
 import { copyRows, type CopyValue } from './copy-rows';
 
 describe('copyRows (real PostgreSQL)', () => {

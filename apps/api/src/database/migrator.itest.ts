@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminConnection, cloneTemplate, dropDatabase, withClient } from '../test/databases';
+import { adminConnection, cloneTemplate, dropDatabase, withClient } from '@tributary/testkit';
 import {
   applyFunctionFiles,
   FUNCTIONS_DIR,

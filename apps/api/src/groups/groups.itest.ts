@@ -1,6 +1,6 @@
 import { ErrorCode, type GroupDto, type UserDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueGroupName } from '../test/factories';
+import { uniqueGroupName } from '@tributary/testkit';
 import { expectError, expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
 
 describe('project groups', () => {

@@ -1,7 +1,7 @@
 import type { ConflictDto, EntryDetailDto, Page, TrashEntryDto } from '@tributary/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { testBytes, uniqueName } from '../test/factories';
-import { startFederation, type Federation, type FederationSite } from '../test/federation';
+import { testBytes, uniqueName } from '@tributary/testkit';
+import { startFederation, type Federation, type FederationSite } from '@tributary/testkit';
 import { expectStatus } from '../test/test-site';
 
 /**

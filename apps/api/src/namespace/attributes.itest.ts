@@ -10,7 +10,7 @@ import {
   type UploadSessionDto,
 } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueName } from '../test/factories';
+import { uniqueName } from '@tributary/testkit';
 import {
   expectError,
   expectStatus,

@@ -8,7 +8,7 @@ import {
 } from '@tributary/shared';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueName } from '../test/factories';
+import { uniqueName } from '@tributary/testkit';
 import {
   expectStatus,
   startTestSite,

@@ -9,7 +9,7 @@ import {
   type TrashEntryDto,
 } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueGroupName, uniqueName } from '../test/factories';
+import { uniqueGroupName, uniqueName } from '@tributary/testkit';
 import {
   expectError,
   expectStatus,

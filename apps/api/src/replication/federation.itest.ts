@@ -1,8 +1,8 @@
 import { BATCH_PATH, signRequest, type Batch } from '@tributary/replication';
 import type { EntryDto, ErrorBody, ReplicationLagDto, TributaryClient } from '@tributary/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { newPassword, testBytes, uniqueGroupName, uniqueName, uniqueUsername } from '../test/factories';
-import { sleep, startFederation, type Federation, type FederationSite } from '../test/federation';
+import { newPassword, testBytes, uniqueGroupName, uniqueName, uniqueUsername } from '@tributary/testkit';
+import { sleep, startFederation, type Federation, type FederationSite } from '@tributary/testkit';
 import { expectError, expectStatus } from '../test/test-site';
 
 /**

@@ -4,8 +4,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
 import { migrate } from '../database/migrator';
-import type { TestPostgres } from './provided-context';
-import './provided-context';
+import type { TestPostgres } from '@tributary/testkit';
 
 export const TEMPLATE_DATABASE = 'tributary_template';
 
@@ -32,6 +31,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
       template: TEMPLATE_DATABASE,
     };
     project.provide('postgres', provided);
+    // Site processes (federations, the agent's tests) run the build, as a deployment does.
+    project.provide('siteEntry', path.resolve(__dirname, '../../dist/cli/site.js'));
   } catch (err) {
     await server?.stop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });

@@ -1,7 +1,10 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
+import { waitFor } from '@tributary/testkit';
 import type { TestSite } from './test-site';
+
+export { expectToWaitUntil, waitFor } from '@tributary/testkit';
 
 /** Every file below `dir`, as paths relative to it. */
 export async function filesBelow(dir: string): Promise<string[]> {
@@ -10,32 +13,6 @@ export async function filesBelow(dir: string): Promise<string[]> {
     .filter((e) => e.isFile())
     .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
     .sort();
-}
-
-export async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await condition()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return condition();
-}
-
-/**
- * For work that must wait on a lock another connection holds: checks that `waiting` (already
- * started) has not settled after `ms`, then runs `release` and returns what `waiting` gives.
- */
-export async function expectToWaitUntil<T>(
-  waiting: Promise<T>,
-  release: () => Promise<unknown>,
-  ms = 300,
-): Promise<T> {
-  let settled = false;
-  const watched = waiting.finally(() => (settled = true));
-  await new Promise((r) => setTimeout(r, ms));
-  expect(settled, 'finished without waiting').toBe(false);
-  await release();
-  return watched;
 }
 
 /**

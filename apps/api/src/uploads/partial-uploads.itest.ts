@@ -10,7 +10,7 @@ import {
   type UploadSessionDto,
 } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testBytes, uniqueName } from '../test/factories';
+import { testBytes, uniqueName } from '@tributary/testkit';
 import { completeUpload as complete, putUploadChunk as part } from '../test/upload-requests';
 import {
   expectError,

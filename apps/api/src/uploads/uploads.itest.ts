@@ -12,7 +12,7 @@ import {
 } from '@tributary/buffer';
 import { ErrorCode, type CreatedTokenDto, type UploadSessionDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testBytes, uniqueName } from '../test/factories';
+import { testBytes, uniqueName } from '@tributary/testkit';
 import { completeUpload as complete, putUploadChunk as putChunk } from '../test/upload-requests';
 import {
   expectError,

@@ -1,6 +1,6 @@
 import { ErrorCode, type Page, type UserDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newPassword, uniqueUsername } from '../test/factories';
+import { newPassword, uniqueUsername } from '@tributary/testkit';
 import { ADMIN_USERNAME, expectError, expectStatus, startTestSite, type TestSite } from '../test/test-site';
 
 describe('user accounts', () => {

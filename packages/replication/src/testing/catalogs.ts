@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { adminConnection, cloneTemplate, dropDatabase } from '@tributary/testkit';
 
 /**
  * Test catalogs for the engine's integration tests: each one a database cloned from the migrated
@@ -14,17 +14,9 @@ export interface TestCatalog {
 }
 
 export async function createCatalog(): Promise<TestCatalog> {
-  const pgInfo = inject('postgres');
-  const base = { host: pgInfo.host, port: pgInfo.port, user: pgInfo.user, password: pgInfo.password };
   const name = `repl_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ ...base, database: 'postgres' });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${pgInfo.template}"`);
-  } finally {
-    await admin.end();
-  }
-  const connection = { ...base, database: name };
+  await cloneTemplate(name);
+  const connection = adminConnection(name);
   const db = new pg.Pool({ ...connection, max: 6 });
   db.on('error', () => undefined);
   return {
@@ -33,13 +25,7 @@ export async function createCatalog(): Promise<TestCatalog> {
     connection,
     drop: async () => {
       await db.end();
-      const c = new pg.Client({ ...base, database: 'postgres' });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
+      await dropDatabase(name);
     },
   };
 }

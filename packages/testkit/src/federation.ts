@@ -8,18 +8,13 @@ import {
   createTributaryClient,
   type CatalogDigestDto,
   type ReplicationStatusDto,
-  type SessionDto,
+  type SiteReady,
   type TributaryClient,
 } from '@tributary/shared';
 import pg from 'pg';
 import { inject } from 'vitest';
-import type { SiteReady } from '../cli/site';
-import { adminConnection, cloneTemplate, dropDatabase, withClient } from './databases';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, TestClient } from './test-site';
-import './provided-context';
-
-/** The built site entry point (`npm run build` produces it). */
-const SITE_JS = path.resolve(__dirname, '../../dist/cli/site.js');
+import { ADMIN_PASSWORD, ADMIN_USERNAME, signIn, TestClient } from './http-client';
+import { adminConnection, cloneTemplate, dropDatabase, withClient } from './postgres';
 /** Output kept per site process (the tail), for failure messages. */
 const OUTPUT_LIMIT = 400_000;
 
@@ -125,7 +120,8 @@ function waitForExit(child: ChildProcess): Promise<void> {
 }
 
 /**
- * Starts a federation of real site processes (`node apps/api/dist/cli/site.js`), each on a free
+ * Starts a federation of real site processes (the built site entry the integration run's global setup
+ * names, `apps/api/dist/cli/site.js`), each on a free
  * port with a fresh catalog database cloned from the integration template, sharing one data
  * directory (each site stores under <dir>/sites/<id>/storage), with a random key per pair of
  * sites and a 1 s cycle. The founder starts first; the others join from it (JOIN_FROM). Every site
@@ -196,7 +192,7 @@ export async function startFederation(options: FederationOptions): Promise<Feder
     start(): Promise<SiteReady> {
       if (this.running) return Promise.reject(new Error(`site ${this.id} is already running`));
       this.log += `\n===== starting ${this.id} (${new Date().toISOString()}) =====\n`;
-      const child = fork(SITE_JS, [], {
+      const child = fork(inject('siteEntry'), [], {
         env: { ...process.env, ...this.env },
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
@@ -399,18 +395,7 @@ export async function startFederation(options: FederationOptions): Promise<Feder
 
 /** Signs in as the founder's administrator and creates an admin-scope token (it replicates). */
 async function createAdminToken(url: string): Promise<string> {
-  const anonymous = new TestClient(url, { kind: 'anonymous' });
-  const login = await anonymous.post<SessionDto>('/api/v1/auth/login', {
-    username: ADMIN_USERNAME,
-    password: ADMIN_PASSWORD,
-  });
-  if (login.status !== 200) throw new Error(`login at the founder failed: ${login.status} ${login.text}`);
-  const cookie = login.headers
-    .getSetCookie()
-    .map((c) => /^trib_session=([^;]+)/.exec(c)?.[1])
-    .find((c) => c !== undefined);
-  if (!cookie) throw new Error('login at the founder set no session cookie');
-  const session = new TestClient(url, { kind: 'session', cookie, csrfToken: login.body.csrfToken });
+  const session = await signIn(url, ADMIN_USERNAME, ADMIN_PASSWORD);
   const created = await session.post<{ secret: string }>('/api/v1/tokens', {
     name: 'federation test admin',
     scope: 'admin',

@@ -11,5 +11,7 @@ export interface TestPostgres {
 declare module 'vitest' {
   export interface ProvidedContext {
     postgres: TestPostgres;
+    /** The built entry point of one site process (`apps/api/dist/cli/site.js`). */
+    siteEntry: string;
   }
 }

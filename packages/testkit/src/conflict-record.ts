@@ -1,5 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import type { TestSite } from './test-site';
+import type pg from 'pg';
+
+/** Anything that runs SQL on one site's catalog: an in-process test site or a site process. */
+export interface CatalogQueries {
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    sql: string,
+    params?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
+}
 
 /**
  * Writes an open update conflict about one data object, the way the replication engine records
@@ -7,7 +15,7 @@ import type { TestSite } from './test-site';
  * version from `tulane` that differs in content_type. Returns the conflict id.
  */
 export async function recordUpdateConflict(
-  site: TestSite,
+  site: CatalogQueries,
   objectId: string,
   id = randomBytes(16).toString('hex'),
 ): Promise<string> {

@@ -4,7 +4,7 @@ import { openSync, closeSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { agentHome } from '../agent-home';
-import { findMount, listMounts, mountLogFile, mountsDir, type MountView } from '../mounts/state';
+import { findMount, listMounts, mountLogFile, mountsDirFor, type MountView } from '../mount/state';
 import { processAlive } from '../transfers/transfer-records';
 import { action, intArg } from './command';
 import type { CliContext, CliIO } from './context';
@@ -139,7 +139,7 @@ async function mount(
   const already = await findMount(mountpoint, ctx.env);
   if (already && !already.alive) {
     // The record of a mount whose process died: the new mount replaces it.
-    await fs.rm(path.join(mountsDir(ctx.env), `${already.id}.json`), { force: true });
+    await fs.rm(path.join(mountsDirFor(ctx.env), `${already.id}.json`), { force: true });
   }
   if (already?.alive) {
     throw new CliError(
@@ -206,7 +206,7 @@ async function mount(
 
   const log = mountLogFile(id, ctx.env);
   await fs.mkdir(path.dirname(log), { recursive: true, mode: 0o700 });
-  await fs.mkdir(mountsDir(ctx.env), { recursive: true, mode: 0o700 });
+  await fs.mkdir(mountsDirFor(ctx.env), { recursive: true, mode: 0o700 });
   const fd = openSync(log, 'a', 0o600);
   const child = spawn(process.execPath, args, { env, detached: true, stdio: ['ignore', fd, fd] });
   closeSync(fd);
@@ -292,7 +292,7 @@ async function unmount(ctx: CliContext, mountpoint: string, timeoutMs: number): 
       'NOT_MOUNTED',
     );
   }
-  const stateFile = path.join(mountsDir(ctx.env), `${found.id}.json`);
+  const stateFile = path.join(mountsDirFor(ctx.env), `${found.id}.json`);
   if (found.alive) {
     try {
       process.kill(found.pid, 'SIGTERM');
@@ -326,7 +326,7 @@ async function waitStopped(ctx: CliContext, mount: MountView, timeoutMs: number)
     const now = (await listMounts(ctx.env)).find((m) => m.id === mount.id);
     if (!now || !processAlive(mount.pid)) {
       // A file its process left behind is stale.
-      if (now) await fs.rm(path.join(mountsDir(ctx.env), `${mount.id}.json`), { force: true });
+      if (now) await fs.rm(path.join(mountsDirFor(ctx.env), `${mount.id}.json`), { force: true });
       return true;
     }
     await new Promise((r) => setTimeout(r, 100));

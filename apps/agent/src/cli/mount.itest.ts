@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { CreatedTokenDto } from '@tributary/shared';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSite, type SiteProcess } from '@tributary/testkit';
-import { listMounts, type MountView } from '../mounts/state';
+import { listMounts, type MountView } from '../mount/state';
 import { processAlive } from '../transfers/transfer-records';
 import { tribInProcess, type CliRun } from '../testing/cli-harness';
 import { ExitCode } from './errors';

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiError, type ConflictDecisionRequest } from '@tributary/shared';
 import { activeSite, checkSetting, loadConfig, updateConfig, type AgentSettings } from '../config/config';
-import { listMounts } from '../mounts/state';
+import { listMounts } from '../mount/state';
 import { listTransfers } from '../transfers/transfer-records';
 import { SiteService } from '../cli/service';
 import { describeError } from '../cli/errors';

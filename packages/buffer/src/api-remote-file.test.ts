@@ -3,7 +3,7 @@ import { ApiError, ErrorCode } from '@tributary/shared';
 import { describe, expect, it } from 'vitest';
 import { ApiRemoteFile } from './api-remote-file';
 import { ApiConnection } from './http';
-import { patternBytes } from './testing/fake-remote';
+import { testBytes } from '@tributary/testkit';
 
 const KiB = 1024;
 const quick = { retries: 3, baseDelayMs: 1, maxDelayMs: 2 };
@@ -80,7 +80,7 @@ async function collect(file: ApiRemoteFile, offset: number, length: number) {
 
 describe('ApiRemoteFile.readInto', () => {
   it('reads a range into the target, reporting the bytes in place as they arrive', async () => {
-    const content = patternBytes(100 * KiB);
+    const content = testBytes(100 * KiB);
     const { api } = fakeApi(content);
     const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
     const got = await collect(file, 10, 64 * KiB);
@@ -90,7 +90,7 @@ describe('ApiRemoteFile.readInto', () => {
   });
 
   it('a transfer that breaks off resumes from the first byte not yet in place', async () => {
-    const content = patternBytes(100 * KiB);
+    const content = testBytes(100 * KiB);
     const { api, served } = fakeApi(content, { breakAfter: (n) => (n === 0 ? 40 * KiB : undefined) });
     const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
     const got = await collect(file, 5, 90 * KiB);
@@ -104,7 +104,7 @@ describe('ApiRemoteFile.readInto', () => {
   });
 
   it('stops at the end of the object, and gives up with the error when retries run out', async () => {
-    const content = patternBytes(50 * KiB);
+    const content = testBytes(50 * KiB);
     const { api } = fakeApi(content, { breakAfter: () => 20 * KiB });
     const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
     expect((await collect(file, 0, 50 * KiB)).bytes.equals(content)).toBe(true);
@@ -118,7 +118,7 @@ describe('ApiRemoteFile.readInto', () => {
   });
 
   it('an error answer is not retried and surfaces as the API error', async () => {
-    const { api, served } = fakeApi(patternBytes(10 * KiB), { status: () => 403 });
+    const { api, served } = fakeApi(testBytes(10 * KiB), { status: () => 403 });
     const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
     const failure = collect(file, 0, 4 * KiB);
     await expect(failure).rejects.toBeInstanceOf(ApiError);
@@ -129,7 +129,7 @@ describe('ApiRemoteFile.readInto', () => {
 
 describe('ApiRemoteFile.read', () => {
   it('returns a range as a new buffer, shorter at the end of the object, empty past it', async () => {
-    const content = patternBytes(100 * KiB);
+    const content = testBytes(100 * KiB);
     const { api, served } = fakeApi(content, { breakAfter: (n) => (n === 0 ? 20 * KiB : undefined) });
     const file = await ApiRemoteFile.openForRead(api, '/home/a/f', { retry: quick });
     // The first transfer breaks off after 20 KiB and resumes from there.
@@ -166,7 +166,7 @@ describe('ApiRemoteFile writing', () => {
     };
     const api = new ApiConnection({ baseUrl: 'http://api.test', token: 't', fetch: fetchImpl });
     const file = ApiRemoteFile.openForWrite(api, '/home/a/f', { retry: quick });
-    const data = patternBytes(300 * KiB);
+    const data = testBytes(300 * KiB);
     const sha = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
     // Two parts sent concurrently, as the write-behind does, then a third.
     await Promise.all([
@@ -198,7 +198,7 @@ describe('ApiConnection bodies sent in place', () => {
       return Promise.resolve(Response.json({}));
     };
     const api = new ApiConnection({ baseUrl: 'http://api.test', token: 't', fetch: fetchImpl });
-    const bytes = patternBytes(64 * KiB).subarray(KiB);
+    const bytes = testBytes(64 * KiB).subarray(KiB);
     await api.send({ method: 'PUT', url: '/x', body: bytes, bodyInPlace: true });
     await api.send({ method: 'PUT', url: '/x', body: bytes });
     expect(seen[0]!.body).toBeInstanceOf(ReadableStream);

@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { AdvanceBufferPool, BufferedFile, FileClosedError } from './buffered-file';
 import { MemoryBudget } from './memory-budget';
-import { FakeRemoteFile, patternBytes } from './testing/fake-remote';
+import { testBytes } from '@tributary/testkit';
+import { FakeRemoteFile } from './testing/fake-remote';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -25,7 +26,7 @@ describe('fixed buffer (the seed)', () => {
   const fixed = { mode: 'fixed' as const, bufferBytes: 256 * KiB };
 
   it('serves sequential small reads from one buffer-sized fetch at a time', async () => {
-    const content = patternBytes(1 * MiB);
+    const content = testBytes(1 * MiB);
     const remote = new FakeRemoteFile(content);
     const file = new BufferedFile(remote, fixed);
     expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
@@ -33,7 +34,7 @@ describe('fixed buffer (the seed)', () => {
   });
 
   it('fetches a new block from the requested offset when a read falls outside the buffer', async () => {
-    const content = patternBytes(1 * MiB);
+    const content = testBytes(1 * MiB);
     const remote = new FakeRemoteFile(content);
     const file = new BufferedFile(remote, fixed);
     await file.read(0, 4 * KiB);
@@ -47,7 +48,7 @@ describe('fixed buffer (the seed)', () => {
   });
 
   it('bypasses the buffer for a request larger than it', async () => {
-    const content = patternBytes(1 * MiB);
+    const content = testBytes(1 * MiB);
     const remote = new FakeRemoteFile(content);
     const file = new BufferedFile(remote, fixed);
     const data = await file.read(10, 512 * KiB);
@@ -56,7 +57,7 @@ describe('fixed buffer (the seed)', () => {
   });
 
   it('collects sequential writes and sends a full buffer at a time, the rest on close', async () => {
-    const data = patternBytes(600 * KiB);
+    const data = testBytes(600 * KiB);
     const remote = new FakeRemoteFile();
     const file = new BufferedFile(remote, fixed);
     await writeAll(file, data, 4 * KiB);
@@ -73,10 +74,10 @@ describe('fixed buffer (the seed)', () => {
   it('sends the buffer before a write that is not contiguous, and writes large requests through', async () => {
     const remote = new FakeRemoteFile();
     const file = new BufferedFile(remote, fixed);
-    await file.write(0, patternBytes(8 * KiB));
-    await file.write(100 * KiB, patternBytes(8 * KiB, 2));
+    await file.write(0, testBytes(8 * KiB));
+    await file.write(100 * KiB, testBytes(8 * KiB, 2));
     expect(remote.writes()).toEqual([{ offset: 0, length: 8 * KiB }]);
-    await file.write(108 * KiB, patternBytes(300 * KiB, 3));
+    await file.write(108 * KiB, testBytes(300 * KiB, 3));
     expect(remote.writes()).toEqual([
       { offset: 0, length: 8 * KiB },
       { offset: 100 * KiB, length: 8 * KiB },
@@ -85,9 +86,9 @@ describe('fixed buffer (the seed)', () => {
   });
 
   it('a read while writing sends the write buffer first and sees the new bytes', async () => {
-    const remote = new FakeRemoteFile(patternBytes(64 * KiB));
+    const remote = new FakeRemoteFile(testBytes(64 * KiB));
     const file = new BufferedFile(remote, fixed);
-    const fresh = patternBytes(4 * KiB, 9);
+    const fresh = testBytes(4 * KiB, 9);
     await file.write(8 * KiB, fresh);
     const read = await file.read(8 * KiB, 4 * KiB);
     expect(Buffer.from(read).equals(fresh)).toBe(true);
@@ -95,10 +96,10 @@ describe('fixed buffer (the seed)', () => {
   });
 
   it('a write while reading resets the prefetch buffer', async () => {
-    const remote = new FakeRemoteFile(patternBytes(64 * KiB));
+    const remote = new FakeRemoteFile(testBytes(64 * KiB));
     const file = new BufferedFile(remote, fixed);
     await file.read(0, 4 * KiB);
-    const fresh = patternBytes(4 * KiB, 5);
+    const fresh = testBytes(4 * KiB, 5);
     await file.write(4 * KiB, fresh);
     const read = await file.read(4 * KiB, 4 * KiB);
     expect(Buffer.from(read).equals(fresh)).toBe(true);
@@ -108,10 +109,10 @@ describe('fixed buffer (the seed)', () => {
   it('flush and fsync send the buffer; fsync makes it durable', async () => {
     const remote = new FakeRemoteFile();
     const file = new BufferedFile(remote, fixed);
-    await file.write(0, patternBytes(4 * KiB));
+    await file.write(0, testBytes(4 * KiB));
     await file.flush();
     expect(remote.writes()).toHaveLength(1);
-    await file.write(4 * KiB, patternBytes(4 * KiB, 2));
+    await file.write(4 * KiB, testBytes(4 * KiB, 2));
     await file.fsync();
     expect(remote.calls.map((c) => c.op)).toEqual(['write', 'write', 'sync']);
     expect(remote.durable.length).toBe(8 * KiB);
@@ -122,7 +123,7 @@ describe('adaptive buffer', () => {
   const adaptive = { bufferBytes: 1 * MiB, minBufferBytes: 64 * KiB, readAheadWindows: 3 };
 
   it('grows windows while reading sequentially and keeps several in flight', async () => {
-    const content = patternBytes(8 * MiB);
+    const content = testBytes(8 * MiB);
     const remote = new FakeRemoteFile(content, 2);
     const file = new BufferedFile(remote, adaptive);
     expect((await readAll(file, content.length, 4 * KiB)).equals(content)).toBe(true);
@@ -141,7 +142,7 @@ describe('adaptive buffer', () => {
   });
 
   it('serves reads that arrive out of order (FUSE keeps two in flight) from the same windows', async () => {
-    const content = patternBytes(4 * MiB);
+    const content = testBytes(4 * MiB);
     const remote = new FakeRemoteFile(content, 1);
     const file = new BufferedFile(remote, adaptive);
     const block = 128 * KiB;
@@ -160,7 +161,7 @@ describe('adaptive buffer', () => {
   });
 
   it('fetches just the request on random access, as unbuffered would, and shrinks', async () => {
-    const content = patternBytes(4 * MiB);
+    const content = testBytes(4 * MiB);
     const remote = new FakeRemoteFile(content);
     const file = new BufferedFile(remote, adaptive);
     await readAll(file, 1 * MiB, 64 * KiB); // grow first
@@ -176,7 +177,7 @@ describe('adaptive buffer', () => {
   });
 
   it('returns short reads at the end of the file and nothing past it', async () => {
-    const content = patternBytes(100 * KiB);
+    const content = testBytes(100 * KiB);
     const remote = new FakeRemoteFile(content);
     const file = new BufferedFile(remote, adaptive);
     expect((await readAll(file, 100 * KiB, 48 * KiB)).equals(content)).toBe(true);
@@ -185,12 +186,12 @@ describe('adaptive buffer', () => {
   });
 
   it('bypasses the buffer for requests larger than the largest window', async () => {
-    const content = patternBytes(4 * MiB);
+    const content = testBytes(4 * MiB);
     const remote = new FakeRemoteFile(content);
     const file = new BufferedFile(remote, adaptive);
     await file.read(0, 2 * MiB);
-    await file.write(0, patternBytes(4 * KiB));
-    await file.write(4 * KiB, patternBytes(2 * MiB));
+    await file.write(0, testBytes(4 * KiB));
+    await file.write(4 * KiB, testBytes(2 * MiB));
     expect(remote.calls).toEqual([
       { op: 'read', offset: 0, length: 2 * MiB },
       { op: 'write', offset: 0, length: 4 * KiB },
@@ -199,7 +200,7 @@ describe('adaptive buffer', () => {
   });
 
   it('write-behind acknowledges at once, grows its parts and is on the server when fsync returns', async () => {
-    const data = patternBytes(6 * MiB);
+    const data = testBytes(6 * MiB);
     const remote = new FakeRemoteFile(Buffer.alloc(0), 5);
     const file = new BufferedFile(remote, adaptive);
     const started = Date.now();
@@ -219,7 +220,7 @@ describe('adaptive buffer', () => {
   });
 
   it('keeps up to writesInFlight parts on the way, issued in order', async () => {
-    const data = patternBytes(4 * MiB);
+    const data = testBytes(4 * MiB);
     const remote = new FakeRemoteFile(Buffer.alloc(0), 5);
     const file = new BufferedFile(remote, { ...adaptive, minBufferBytes: 1 * MiB, writesInFlight: 2 });
     await writeAll(file, data, 64 * KiB);
@@ -230,7 +231,7 @@ describe('adaptive buffer', () => {
   });
 
   it('refills an acknowledged full-size part while others are in flight, within its memory bound', async () => {
-    const data = patternBytes(8 * MiB);
+    const data = testBytes(8 * MiB);
     const buffers: ArrayBufferLike[] = [];
     const remote = new FakeRemoteFile(Buffer.alloc(0), 3);
     const send = remote.write.bind(remote);
@@ -259,12 +260,12 @@ describe('adaptive buffer', () => {
   });
 
   it('never returns stale bytes: a write drops read-ahead in flight, a read waits for write-behind', async () => {
-    const content = patternBytes(4 * MiB);
+    const content = testBytes(4 * MiB);
     const remote = new FakeRemoteFile(content, 3);
     const file = new BufferedFile(remote, adaptive);
     await readAll(file, 512 * KiB, 64 * KiB); // windows ahead are in flight now
     expect(file.state.windows).toBeGreaterThan(0);
-    const fresh = patternBytes(64 * KiB, 42);
+    const fresh = testBytes(64 * KiB, 42);
     await file.write(600 * KiB, fresh);
     expect(file.state.windows).toBe(0);
     const read = await file.read(600 * KiB, 64 * KiB);
@@ -279,7 +280,7 @@ describe('adaptive buffer', () => {
   });
 
   it('mixed reading and writing alternates modes and keeps the content exact', async () => {
-    const content = patternBytes(2 * MiB);
+    const content = testBytes(2 * MiB);
     const expected = Buffer.from(content);
     const remote = new FakeRemoteFile(content, 1);
     const file = new BufferedFile(remote, adaptive);
@@ -287,7 +288,7 @@ describe('adaptive buffer', () => {
     for (let i = 0; i < 40; i++) {
       const offset = (i * 37 * KiB) % (2 * MiB - 16 * KiB);
       if (i % 3 === 0) {
-        const data = patternBytes(16 * KiB, seed++);
+        const data = testBytes(16 * KiB, seed++);
         data.copy(expected, offset);
         await file.write(offset, data);
       } else {
@@ -303,9 +304,9 @@ describe('adaptive buffer', () => {
     const remote = new FakeRemoteFile();
     remote.failWhen((c) => (c.op === 'write' && c.offset === 0 ? new Error('server said no') : undefined));
     const file = new BufferedFile(remote, adaptive);
-    await writeAll(file, patternBytes(64 * KiB), 4 * KiB); // a full part goes out
+    await writeAll(file, testBytes(64 * KiB), 4 * KiB); // a full part goes out
     await new Promise((r) => setTimeout(r, 5));
-    await expect(file.write(256 * KiB, patternBytes(4 * KiB))).rejects.toThrow('server said no');
+    await expect(file.write(256 * KiB, testBytes(4 * KiB))).rejects.toThrow('server said no');
     await expect(file.read(0, 4 * KiB)).rejects.toThrow('server said no');
     await expect(file.flush()).rejects.toThrow('server said no');
     await file.flush(); // reported once
@@ -315,7 +316,7 @@ describe('adaptive buffer', () => {
     const remote = new FakeRemoteFile();
     remote.failWhen((c) => (c.op === 'write' ? new Error('disk full') : undefined));
     const file = new BufferedFile(remote, adaptive);
-    await file.write(0, patternBytes(4 * KiB));
+    await file.write(0, testBytes(4 * KiB));
     await expect(file.close()).rejects.toThrow('disk full');
     expect(remote.aborted).toBe(true);
     expect(remote.closed).toBe(false);
@@ -325,7 +326,7 @@ describe('adaptive buffer', () => {
   });
 
   it('a failed window fails the read that needs it; the next read fetches again', async () => {
-    const content = patternBytes(1 * MiB);
+    const content = testBytes(1 * MiB);
     const remote = new FakeRemoteFile(content);
     let failures = 1;
     remote.failWhen((c) => (c.op === 'read' && failures-- > 0 ? new Error('connection reset') : undefined));
@@ -339,7 +340,7 @@ describe('adaptive buffer', () => {
     let failures = 1;
     remote.failWhen((c) => (c.op === 'sync' && failures-- > 0 ? new Error('sync failed') : undefined));
     const file = new BufferedFile(remote, adaptive);
-    await file.write(0, patternBytes(4 * KiB));
+    await file.write(0, testBytes(4 * KiB));
     await expect(file.fsync()).rejects.toThrow('sync failed');
     await file.fsync();
     expect(remote.calls.filter((c) => c.op === 'sync')).toHaveLength(2);
@@ -361,7 +362,7 @@ describe('streamed read-ahead', () => {
   };
 
   it('serves a read as soon as the bytes it needs have arrived, before its window is whole', async () => {
-    const content = patternBytes(1 * MiB);
+    const content = testBytes(1 * MiB);
     const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
     remote.holdAfter(32 * KiB);
     const file = new BufferedFile(remote, adaptive);
@@ -381,7 +382,7 @@ describe('streamed read-ahead', () => {
   });
 
   it("the seed's fixed buffer still serves only once its block has arrived whole", async () => {
-    const content = patternBytes(512 * KiB);
+    const content = testBytes(512 * KiB);
     const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
     remote.holdAfter(32 * KiB);
     const file = new BufferedFile(remote, { mode: 'fixed', bufferBytes: 256 * KiB });
@@ -392,7 +393,7 @@ describe('streamed read-ahead', () => {
   });
 
   it('a window that breaks off mid-stream fails the read that needs the missing bytes, not those before', async () => {
-    const content = patternBytes(1 * MiB);
+    const content = testBytes(1 * MiB);
     const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
     let breaks = 1;
     remote.breakStreamWhen((call, filled) =>
@@ -411,7 +412,7 @@ describe('streamed read-ahead', () => {
   });
 
   it('a failure in a window ahead surfaces only when a read reaches it', async () => {
-    const content = patternBytes(2 * MiB);
+    const content = testBytes(2 * MiB);
     const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 32 * KiB });
     let breaks = 1;
     remote.breakStreamWhen((call, filled) =>
@@ -435,7 +436,7 @@ describe('streamed read-ahead', () => {
   });
 
   it('reads that span the pieces a window arrived in come back whole (views or copies)', async () => {
-    const content = patternBytes(2 * MiB + 777);
+    const content = testBytes(2 * MiB + 777);
     for (const block of [4 * KiB, 5000, 100 * KiB]) {
       const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 3001 });
       const file = new BufferedFile(remote, adaptive);
@@ -452,7 +453,7 @@ describe('streamed read-ahead', () => {
   });
 
   it('serves a read behind the position from a window still held, without a request', async () => {
-    const content = patternBytes(2 * MiB);
+    const content = testBytes(2 * MiB);
     const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 16 * KiB });
     const file = new BufferedFile(remote, { ...adaptive, minBufferBytes: 1 * MiB, readAheadWindows: 1 });
     await readAll(file, 512 * KiB, 4 * KiB);
@@ -463,7 +464,7 @@ describe('streamed read-ahead', () => {
   });
 
   it('reuses the buffers of windows read past: a long sequential read allocates a few, not one per window', async () => {
-    const content = patternBytes(16 * MiB + 3);
+    const content = testBytes(16 * MiB + 3);
     const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 64 * KiB });
     const file = new BufferedFile(remote, {
       ...adaptive,
@@ -486,7 +487,7 @@ describe('streamed read-ahead', () => {
   });
 
   it('reads into a caller buffer (readInto), also across windows and at the end of the file', async () => {
-    const content = patternBytes(3 * MiB + 123);
+    const content = testBytes(3 * MiB + 123);
     const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 5000 });
     const file = new BufferedFile(remote, { ...adaptive, bufferBytes: 1 * MiB, minBufferBytes: 256 * KiB });
     const target = Buffer.alloc(100 * KiB);
@@ -503,7 +504,7 @@ describe('streamed read-ahead', () => {
   });
 
   it('works the same over a remote that can only return whole ranges', async () => {
-    const content = patternBytes(3 * MiB + 5);
+    const content = testBytes(3 * MiB + 5);
     const remote = new FakeRemoteFile(content, 1, false, { streaming: false });
     expect(remote.readInto).toBeUndefined();
     const file = new BufferedFile(remote, adaptive);
@@ -516,11 +517,11 @@ describe('streamed read-ahead', () => {
 describe('many files', () => {
   it('interleaved files are independent: each keeps its own windows and parts', async () => {
     const pool = new AdvanceBufferPool({ bufferBytes: 512 * KiB, minBufferBytes: 64 * KiB });
-    const a = new FakeRemoteFile(patternBytes(2 * MiB, 1), 1);
+    const a = new FakeRemoteFile(testBytes(2 * MiB, 1), 1);
     const b = new FakeRemoteFile(Buffer.alloc(0), 1);
     const reader = pool.open(a);
     const writer = pool.open(b);
-    const written = patternBytes(2 * MiB, 2);
+    const written = testBytes(2 * MiB, 2);
     const read: Buffer[] = [];
     for (let offset = 0; offset < 2 * MiB; offset += 16 * KiB) {
       read.push(Buffer.from(await reader.read(offset, 16 * KiB)));
@@ -552,9 +553,9 @@ describe('many files', () => {
       return ok;
     };
     const files = Array.from({ length: 6 }, (_, i) => ({
-      reader: new FakeRemoteFile(patternBytes(1 * MiB, i + 1), 2),
+      reader: new FakeRemoteFile(testBytes(1 * MiB, i + 1), 2),
       writer: new FakeRemoteFile(Buffer.alloc(0), 2),
-      data: patternBytes(1 * MiB, i + 100),
+      data: testBytes(1 * MiB, i + 100),
     }));
     await Promise.all(
       files.map(async ({ reader, writer, data }) => {
@@ -573,7 +574,7 @@ describe('many files', () => {
 
   it('a file opened after another reuses the buffers the first gave back, reading and writing', async () => {
     const pool = new AdvanceBufferPool({ bufferBytes: 1 * MiB, minBufferBytes: 64 * KiB });
-    const content = patternBytes(8 * MiB);
+    const content = testBytes(8 * MiB);
     const allocations = vi.spyOn(Buffer, 'allocUnsafeSlow');
     try {
       const first = pool.open(new FakeRemoteFile(content, 0, false, { pieceBytes: 64 * KiB }));
@@ -588,7 +589,7 @@ describe('many files', () => {
       await second.close();
       expect(allocations.mock.calls.length).toBe(firstAllocations);
 
-      const written = patternBytes(6 * MiB, 9);
+      const written = testBytes(6 * MiB, 9);
       const writers = [new FakeRemoteFile(Buffer.alloc(0), 1), new FakeRemoteFile(Buffer.alloc(0), 1)];
       const firstWriter = pool.open(writers[0]!);
       await writeAll(firstWriter, written, 16 * KiB);
@@ -611,7 +612,7 @@ describe('many files', () => {
       minBufferBytes: 1 * MiB,
       readAheadWindows: 1,
     });
-    const content = patternBytes(4 * MiB);
+    const content = testBytes(4 * MiB);
     const remote = new FakeRemoteFile(content, 0, false, { pieceBytes: 64 * KiB });
     const file = pool.open(remote);
     remote.holdAfter(256 * KiB);
@@ -626,7 +627,7 @@ describe('many files', () => {
     };
     // A write drops every window (aborting those in flight): their memory comes back, their
     // buffers do not (the transfer into them might not have stopped yet).
-    await file.write(0, patternBytes(4 * KiB, 3));
+    await file.write(0, testBytes(4 * KiB, 3));
     expect(given).toEqual([]);
     remote.release();
     await file.close();
@@ -643,7 +644,7 @@ describe('many files', () => {
     );
     let peak = 0;
     for (let offset = 0; offset < 4 * MiB; offset += 64 * KiB) {
-      await file.write(offset, patternBytes(64 * KiB, offset));
+      await file.write(offset, testBytes(64 * KiB, offset));
       peak = Math.max(peak, file.state.heldBytes);
     }
     await file.close();

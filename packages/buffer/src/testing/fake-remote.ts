@@ -177,18 +177,3 @@ export class FakeRemoteFile implements RemoteFile {
     return Promise.resolve();
   }
 }
-
-/** Deterministic pseudo-random bytes. */
-export function patternBytes(length: number, seed = 1): Buffer {
-  const out = Buffer.allocUnsafe(length);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    out[i] = x & 0xff;
-  }
-  return out;
-}

@@ -1,7 +1,7 @@
 import type { SnapshotTables } from './application';
 import { setOrigin } from './capture';
 import { EXTRACT_LOCK, Extractor } from './extractor';
-import { ignoreClientError } from './sql';
+import { ignoreClientError, inTransaction } from './sql';
 import type { Db } from './types';
 
 /**
@@ -95,10 +95,7 @@ export async function loadSnapshot(
   snapshot: CatalogSnapshot,
   tables: SnapshotTables,
 ): Promise<{ rows: number }> {
-  const client = await db.connect();
-  client.on('error', ignoreClientError);
-  try {
-    await client.query('BEGIN');
+  return inTransaction(db, async (client) => {
     const existing = await client.query('SELECT 1 FROM sites LIMIT 1');
     if (existing.rowCount) {
       throw new SnapshotRefusedError(
@@ -138,13 +135,6 @@ export async function loadSnapshot(
         [origin, seq],
       );
     }
-    await client.query('COMMIT');
     return { rows };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.off('error', ignoreClientError);
-    client.release();
-  }
+  });
 }

@@ -80,7 +80,7 @@ DECLARE
   v_last INTEGER;
   i INTEGER;
   v_end INTEGER;
-  v_seg JSONB;
+  v_run JSONB[];
   c JSONB;
   v_op TEXT;
   v_tbl TEXT;
@@ -102,26 +102,30 @@ BEGIN
         v_end := v_end + 1;
       END LOOP;
       IF v_end > i THEN
-        v_seg := to_jsonb(v_items[i + 1 : v_end + 1]);
+        -- The run stays an array of its changes: turning it into one jsonb value, and each table's
+        -- rows into another with jsonb_agg, re-encoded every row twice.
+        v_run := v_items[i + 1 : v_end + 1];
         -- (A row already here with only an implied version makes the insert fail on its key; the
-        -- injector then applies change by change, below.)
-        IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(v_seg) x
-                         JOIN "repl_versions" v ON v."tbl" = x ->> 't' AND v."row_key" = x ->> 'k') THEN
+        -- injector then applies change by change, below.) One index probe per change (OFFSET 0 keeps
+        -- the subquery from becoming a join): a hash join read the whole version table for every run.
+        IF NOT EXISTS (SELECT 1 FROM unnest(v_run) x
+                        WHERE EXISTS (SELECT 1 FROM "repl_versions" v
+                                       WHERE v."tbl" = x ->> 't' AND v."row_key" = x ->> 'k' OFFSET 0)) THEN
           FOR v_sql IN SELECT r."name", r."bulk_insert_sql" FROM "repl_tables" r
-                        WHERE r."name" IN (SELECT x ->> 't' FROM jsonb_array_elements(v_seg) x) ORDER BY r."rank" LOOP
-            EXECUTE v_sql."bulk_insert_sql" USING (
-              SELECT jsonb_agg(x -> 'd' ORDER BY n) FROM jsonb_array_elements(v_seg) WITH ORDINALITY e(x, n)
-               WHERE x ->> 't' = v_sql."name");
+                        WHERE r."name" IN (SELECT x ->> 't' FROM unnest(v_run) x) ORDER BY r."rank" LOOP
+            EXECUTE v_sql."bulk_insert_sql" USING to_jsonb(ARRAY(
+              SELECT x -> 'd' FROM unnest(v_run) WITH ORDINALITY e(x, n) WHERE x ->> 't' = v_sql."name" ORDER BY n));
             IF v_sql."name" = 'collections' THEN
               PERFORM repl_fix_collection_path((x ->> 'k')::BIGINT)
-                 FROM jsonb_array_elements(v_seg) WITH ORDINALITY e(x, n) WHERE x ->> 't' = 'collections' ORDER BY n;
+                 FROM unnest(v_run) WITH ORDINALITY e(x, n) WHERE x ->> 't' = 'collections' ORDER BY n;
             END IF;
           END LOOP;
+          -- No version is held for any of these rows (checked above), so a plain insert (a key met
+          -- twice would already have failed the table's insert; an error here sends the transaction
+          -- to the change-by-change path, as any other).
           INSERT INTO "repl_versions" ("tbl", "row_key", "stamp", "site", "deleted")
-          SELECT x ->> 't', x ->> 'k', (x ->> 's')::BIGINT, p_origin, false FROM jsonb_array_elements(v_seg) x
-           WHERE NOT repl_implies_version(x, p_origin)
-          ON CONFLICT ("tbl", "row_key") DO UPDATE
-            SET "stamp" = EXCLUDED."stamp", "site" = EXCLUDED."site", "deleted" = false;
+          SELECT x ->> 't', x ->> 'k', (x ->> 's')::BIGINT, p_origin, false FROM unnest(v_run) x
+           WHERE NOT repl_implies_version(x, p_origin);
           i := v_end + 1;
           CONTINUE;
         END IF;

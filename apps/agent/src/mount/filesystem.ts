@@ -487,7 +487,7 @@ export class NamespaceFs {
   }
 
   private async commitPatch(content: FileContent, patch: PatchFile, path: string): Promise<void> {
-    const entry = await this.changeObject(path, () =>
+    const entry = await this.changeEntry(path, 'object', () =>
       this.withAttributes(content, (attributes) => this.call(() => patch.commit(attributes))),
     );
     if (entry) content.base = entry;
@@ -511,7 +511,7 @@ export class NamespaceFs {
     if (!content.rewrite || !file) return;
     const remote = content.remote;
     // Known without asking: the next lookup of the file (cp's fstat, ls) needs no request.
-    await this.changeObject(path, async () => {
+    await this.changeEntry(path, 'object', async () => {
       await this.withAttributes(content, (attributes) => {
         if (remote) remote.attributes = attributes;
         return this.call(() => file.close());
@@ -548,7 +548,7 @@ export class NamespaceFs {
     if (content.written || !base) {
       const file = this.rewriteFile(content, path);
       const remote = content.remote!;
-      const committed = await this.changeObject(path, async () => {
+      const committed = await this.changeEntry(path, 'object', async () => {
         await this.withAttributes(content, (attributes) => {
           remote.attributes = attributes;
           return this.call(() => file.close());
@@ -622,14 +622,14 @@ export class NamespaceFs {
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
     if (size === entry.size) return;
     if (size === 0) {
-      await this.changeObject(path, () => this.call(() => this.remote.putEmpty(path)));
+      await this.changeEntry(path, 'object', () => this.call(() => this.remote.putEmpty(path)));
       return;
     }
     // Another size: a partial update with nothing but the new size (no bytes sent).
     const patch = this.newPatch(path, entry, entry.size, entry.size);
     try {
       await patch.resize(size);
-      await this.changeObject(path, () => this.call(() => patch.commit()));
+      await this.changeEntry(path, 'object', () => this.call(() => patch.commit()));
     } finally {
       await patch.close();
     }
@@ -695,12 +695,16 @@ export class NamespaceFs {
     }
     const before = await this.lookup(path);
     if (before.kind === 'collection') {
-      await this.changeCollection(path, () => this.call(() => this.remote.setAttributes(path, attributes)));
+      await this.changeEntry(path, 'collection', () =>
+        this.call(() => this.remote.setAttributes(path, attributes)),
+      );
       // A time set on a directory is its time from now on, also before later child changes.
       if (attributes.mtime !== undefined) this.cache.forgetChildChanges(path);
       return;
     }
-    await this.changeObject(path, () => this.call(() => this.remote.setAttributes(path, attributes)));
+    await this.changeEntry(path, 'object', () =>
+      this.call(() => this.remote.setAttributes(path, attributes)),
+    );
   }
 
   /**
@@ -726,7 +730,7 @@ export class NamespaceFs {
   private async sendAttributes(content: FileContent, path: string): Promise<void> {
     const { mtime, mode } = content.attributes;
     if (mtime === undefined && mode === undefined) return;
-    content.base = await this.changeObject(path, () =>
+    content.base = await this.changeEntry(path, 'object', () =>
       this.withAttributes(content, (attributes) =>
         this.call(() => this.remote.setAttributes(path, attributes)),
       ),
@@ -748,7 +752,7 @@ export class NamespaceFs {
     if (target.length === 0) throw new FsError(errno.ENOENT, 'a symbolic link needs a target');
     if (Buffer.byteLength(target) > MAX_PATH_BYTES)
       throw new FsError(errno.ENAMETOOLONG, `a symbolic link's target is at most ${MAX_PATH_BYTES} bytes`);
-    await this.changeObject(path, () => this.call(() => this.remote.symlink(path, target)));
+    await this.changeEntry(path, 'object', () => this.call(() => this.remote.symlink(path, target)));
     this.cache.childChanged(splitPath(path).parent);
   }
 
@@ -776,8 +780,9 @@ export class NamespaceFs {
     const path = this.toRemote(local);
     const epoch = this.cache.epoch;
     // A new collection is empty: the names tar creates in it are answered without a request.
-    await this.changeCollection(
+    await this.changeEntry(
       path,
+      'collection',
       () => this.call(() => this.remote.mkdir(path, mode & 0o7777)),
       (entry) => this.cache.createdHere(entry, epoch),
     );
@@ -872,14 +877,19 @@ export class NamespaceFs {
   // ---- helpers ----
 
   /**
-   * A change this mount makes to the object at `path` (a commit, its attributes, a new symbolic
-   * link): the change feed's echo of it is not applied, and the entry the site answered is cached,
-   * its name added to the parent's listing. Without an answered entry, or when the change fails
-   * (the site may have made it all the same, and its echo may have been taken already), what is
-   * cached about the entry and its parent's listing is dropped.
+   * A change this mount makes to the entry at `path` (a commit, its attributes, a new symbolic link,
+   * a new folder): the change feed's echo of it is not applied, and the entry the site answered is
+   * recorded (`record`; by default cached, its name added to the parent's listing). Without an
+   * answered entry, or when the change fails (the site may have made it all the same, and its echo
+   * may have been taken already), what is cached about the entry and its parent's listing is dropped.
    */
-  private async changeObject<T extends EntryDto | undefined>(path: string, op: () => Promise<T>): Promise<T> {
-    const echo = this.cache.expectEcho(this.parentOf(path), 'object');
+  private async changeEntry<T extends EntryDto | undefined>(
+    path: string,
+    kind: 'object' | 'collection',
+    op: () => Promise<T>,
+    record: (entry: EntryDto) => void = (entry) => this.cache.changedHere(entry),
+  ): Promise<T> {
+    const echo = this.cache.expectEcho(this.parentOf(path), kind, kind === 'collection' ? path : undefined);
     let entry: T;
     try {
       entry = await op();
@@ -890,31 +900,11 @@ export class NamespaceFs {
     }
     if (entry) {
       echo.answered();
-      this.cache.changedHere(entry);
+      record(entry);
     } else {
       echo.cancel();
       this.cache.invalidateEntry(path);
     }
-    return entry;
-  }
-
-  /** The same for a collection (made, or its attributes changed); `record` caches the answer. */
-  private async changeCollection(
-    path: string,
-    op: () => Promise<EntryDto>,
-    record: (entry: EntryDto) => void = (entry) => this.cache.changedHere(entry),
-  ): Promise<EntryDto> {
-    const echo = this.cache.expectEcho(this.parentOf(path), 'collection', path);
-    let entry: EntryDto;
-    try {
-      entry = await op();
-    } catch (err) {
-      echo.cancel();
-      this.cache.invalidateEntry(path);
-      throw err;
-    }
-    echo.answered();
-    record(entry);
     return entry;
   }
 

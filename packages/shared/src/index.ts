@@ -14,5 +14,6 @@ export * from './dto/uploads';
 export * from './dto/conflicts';
 export * from './dto/metadata';
 export * from './dto/events';
+export * from './dto/placement';
 export * from './metadata-query';
 export * from './client';

@@ -1,0 +1,165 @@
+import { z } from 'zod';
+import {
+  cursorSchema,
+  IdSchema,
+  ObjectPathSchema,
+  pageSchema,
+  PathSchema,
+  responseSchema,
+  TimeSchema,
+} from './common';
+
+/**
+ * Placement (docs/placement.md): rules that keep copies of a collection's objects at several sites,
+ * the state of each copy, the mover's queue, and on-demand verification.
+ */
+
+/** A copy's state (docs/placement.md, "Copy states"). */
+export const COPY_STATES = ['pending', 'copying', 'good', 'stale', 'suspect', 'failed'] as const;
+export type CopyState = (typeof COPY_STATES)[number];
+
+export const PlacementSiteIdSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,39}$/, 'must be a site id (lower-case letters, digits and dashes)');
+
+/** The most copies one rule may ask for (the number of usable sites decides below that). */
+export const MAX_RULE_COPIES = 64;
+
+export const PlacementRuleRequestSchema = z
+  .object({
+    /** The collection the rule covers (everything below it, now and later). */
+    path: PathSchema,
+    copies: z.number().int().min(1).max(MAX_RULE_COPIES),
+    /** The sites to choose from; absent: any site. */
+    sites: z.array(PlacementSiteIdSchema).min(1).max(MAX_RULE_COPIES).optional(),
+    /** Only objects that match this metadata condition (the query language of docs/metadata.md). */
+    condition: z.string().min(1).max(4000).optional(),
+    /** After this time the rule no longer counts (ISO 8601, in the future). */
+    expiresAt: z.iso.datetime({ offset: true }).optional(),
+  })
+  .strict();
+export type PlacementRuleRequest = z.input<typeof PlacementRuleRequestSchema>;
+
+export const PlacementRuleListQuerySchema = z.object({
+  path: PathSchema,
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: cursorSchema(200).optional(),
+});
+export type PlacementRuleListQuery = z.input<typeof PlacementRuleListQuerySchema>;
+
+export const PlacementRuleIdParamSchema = z.object({ id: IdSchema });
+
+export const PlacementRuleDtoSchema = responseSchema(
+  'PlacementRuleDto',
+  z.object({
+    id: z.string(),
+    /** The collection's path now. */
+    path: z.string(),
+    copies: z.number().int(),
+    /** Null: any site. */
+    sites: z.array(z.string()).nullable(),
+    condition: z.string().nullable(),
+    expiresAt: TimeSchema.nullable(),
+    /** Username of the rule's owner, when known here. */
+    owner: z.string().nullable(),
+    createdAt: TimeSchema,
+    /** In a listing for a path: the ancestor collection the rule is inherited from (null: on the path itself). */
+    inheritedFrom: z.string().nullable().optional(),
+  }),
+);
+export type PlacementRuleDto = z.infer<typeof PlacementRuleDtoSchema>;
+
+export const PlacementRulePageSchema = pageSchema('PlacementRulePage', PlacementRuleDtoSchema);
+export type PlacementRulePage = z.infer<typeof PlacementRulePageSchema>;
+
+export const ObjectPathQuerySchema = z.object({ path: ObjectPathSchema });
+
+export const CopyDtoSchema = responseSchema(
+  'CopyDto',
+  z.object({
+    site: z.string(),
+    state: z.enum(COPY_STATES),
+    /** Whether this copy can be served: good, and its checksum is the object's. */
+    current: z.boolean(),
+    size: z.number().int(),
+    checksum: z.string(),
+    verifiedAt: TimeSchema.nullable(),
+    error: z.string().nullable(),
+    /** Whether a placement rule wants a copy at this site. */
+    wanted: z.boolean(),
+    updatedAt: TimeSchema,
+  }),
+);
+export type CopyDto = z.infer<typeof CopyDtoSchema>;
+
+export const ObjectCopiesDtoSchema = responseSchema(
+  'ObjectCopiesDto',
+  z.object({
+    path: z.string(),
+    size: z.number().int(),
+    checksum: z.string(),
+    /** The sites placement rules want copies at (empty: no rule covers the object). */
+    wantedSites: z.array(z.string()),
+    /** The ids of the rules that cover the object. */
+    rules: z.array(z.string()),
+    copies: z.array(CopyDtoSchema),
+  }),
+);
+export type ObjectCopiesDto = z.infer<typeof ObjectCopiesDtoSchema>;
+
+/** `POST /placement/verify`: this site's copy checked now, and every copy's state. */
+export const VerifyReportDtoSchema = responseSchema(
+  'VerifyReportDto',
+  z.object({
+    path: z.string(),
+    /** What this site found: ok, missing, mismatch, or none (no copy here). */
+    local: z.enum(['ok', 'missing', 'mismatch', 'none']),
+    copies: z.array(CopyDtoSchema),
+  }),
+);
+export type VerifyReportDto = z.infer<typeof VerifyReportDtoSchema>;
+
+export const MoverTransferDtoSchema = responseSchema(
+  'MoverTransferDto',
+  z.object({
+    path: z.string(),
+    from: z.string(),
+    bytesDone: z.number().int(),
+    size: z.number().int(),
+    startedAt: TimeSchema,
+  }),
+);
+export type MoverTransferDto = z.infer<typeof MoverTransferDtoSchema>;
+
+export const MoverFailureDtoSchema = responseSchema(
+  'MoverFailureDto',
+  z.object({
+    path: z.string(),
+    error: z.string(),
+    attempts: z.number().int(),
+    nextAttemptAt: TimeSchema.nullable(),
+  }),
+);
+export type MoverFailureDto = z.infer<typeof MoverFailureDtoSchema>;
+
+/** `GET /placement/mover` (administrators): this site's mover. */
+export const MoverStatusDtoSchema = responseSchema(
+  'MoverStatusDto',
+  z.object({
+    site: z.string(),
+    /** Copies at this site per state. */
+    states: z.record(z.enum(COPY_STATES), z.number().int()),
+    inFlight: z.array(MoverTransferDtoSchema),
+    failed: z.array(MoverFailureDtoSchema),
+    /** Bytes per second copied in over the last minute. */
+    bytesPerSecond: z.number(),
+    /** Bytes copied in since the site started. */
+    bytesTotal: z.number().int(),
+    settings: z.object({
+      concurrency: z.number().int(),
+      bandwidthMiBs: z.number(),
+      scrubRateMiBs: z.number(),
+    }),
+  }),
+);
+export type MoverStatusDto = z.infer<typeof MoverStatusDtoSchema>;

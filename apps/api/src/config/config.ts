@@ -66,6 +66,17 @@ const EnvSchema = z.object({
     .default('true')
     .transform((v) => v === 'true'),
   JOIN_FROM: z.string().optional(),
+  PLACEMENT_ENABLED: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
+  PLACEMENT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  PLACEMENT_BANDWIDTH_MIBS: z.coerce.number().nonnegative().default(0),
+  PLACEMENT_INTERVAL_MS: z.coerce.number().int().min(50).max(3_600_000).default(2000),
+  SCRUB_RATE_MIBS: z.coerce.number().nonnegative().default(50),
+  SCRUB_INTERVAL_MS: z.coerce.number().int().min(50).max(86_400_000).default(60_000),
+  PEER_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
+  PEER_DOWN_MS: z.coerce.number().int().min(0).max(86_400_000).default(30_000),
 });
 
 /** One peer site: where its API is and the secret the two sites share to sign requests. */
@@ -119,6 +130,28 @@ export interface SiteConfig {
     joinFrom?: string;
     /** How long people have to decide a conflict before its provisional winner is final. */
     conflictDeadlineMs: number;
+  };
+  /** Copies at several sites (docs/placement.md, "Settings"). */
+  placement: {
+    /** Whether this site runs the mover and the scrub (rules and reads work either way). */
+    enabled: boolean;
+    /** Objects the mover copies at once. */
+    concurrency: number;
+    /** The mover's incoming bytes per second in MiB, 0 for no limit. */
+    bandwidthMiBs: number;
+    /** Time between the mover's passes over the catalog. */
+    intervalMs: number;
+    /** The scrub's hashing rate in MiB per second, 0 to switch it off. */
+    scrubRateMiBs: number;
+    /** Time between the scrub's passes. */
+    scrubIntervalMs: number;
+  };
+  /** Reads and copies from other sites. */
+  peerReads: {
+    /** Longest wait for a peer to connect and send its answer's headers before the next is tried. */
+    connectTimeoutMs: number;
+    /** How long a peer that did not answer is tried last. */
+    downMs: number;
   };
 }
 
@@ -177,6 +210,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
       joinFrom: e.JOIN_FROM,
       conflictDeadlineMs: Math.round(e.CONFLICT_DEADLINE_HOURS * 3600_000),
     },
+    placement: {
+      enabled: e.PLACEMENT_ENABLED,
+      concurrency: e.PLACEMENT_CONCURRENCY,
+      bandwidthMiBs: e.PLACEMENT_BANDWIDTH_MIBS,
+      intervalMs: e.PLACEMENT_INTERVAL_MS,
+      scrubRateMiBs: e.SCRUB_RATE_MIBS,
+      scrubIntervalMs: e.SCRUB_INTERVAL_MS,
+    },
+    peerReads: { connectTimeoutMs: e.PEER_CONNECT_TIMEOUT_MS, downMs: e.PEER_DOWN_MS },
   };
 }
 

@@ -7,6 +7,7 @@ import {
   joinPath,
   splitMtime,
   SYMLINK_CONTENT_TYPE,
+  type CopyState,
   type PermissionLevel,
 } from '@tributary/shared';
 import { PrismaService } from '../database/prisma.service';
@@ -43,7 +44,7 @@ export interface ReplicaRecord {
   physicalPath: string;
   size: bigint;
   checksum: string;
-  status: 'good' | 'stale';
+  status: CopyState;
 }
 
 export interface ObjectRecord {
@@ -154,7 +155,7 @@ interface ReplicaJson {
   physicalPath: string;
   size: string;
   checksum: string;
-  status: 'good' | 'stale';
+  status: CopyState;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LinkTargetSchema, ModeSchema, MtimeSchema } from '../attributes';
+import { COPY_STATES } from './placement';
 import {
   IdSchema,
   ObjectPathSchema,
@@ -110,7 +111,8 @@ export const ReplicaDtoSchema = responseSchema(
     resource: z.string(),
     size: z.number().int(),
     checksum: z.string(),
-    status: z.enum(['good', 'stale']),
+    /** The copy's state (docs/placement.md); only a good copy whose checksum is the object's is served. */
+    status: z.enum(COPY_STATES),
   }),
 );
 export type ReplicaDto = z.infer<typeof ReplicaDtoSchema>;

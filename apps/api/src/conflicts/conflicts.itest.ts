@@ -6,10 +6,11 @@ import type {
   Page,
   TrashEntryDto,
 } from '@tributary/shared';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '@tributary/testkit';
-import { sleep, startFederation, type Federation, type FederationSite } from '@tributary/testkit';
+import { sleep, type FederationSite } from '@tributary/testkit';
 import { expectError, expectStatus } from '../test/test-site';
+import { useTwoSites } from '../test/two-sites';
 
 /**
  * Conflicts negotiated between two real site processes. The cycle is an hour long, so nothing is
@@ -17,31 +18,9 @@ import { expectError, expectStatus } from '../test/test-site';
  * runs the exchange and checks both sites.
  */
 describe('conflict negotiation between real sites', () => {
-  let fed: Federation;
   let lsu: FederationSite;
   let tulane: FederationSite;
-
-  beforeAll(async () => {
-    fed = await startFederation({ ids: ['lsu', 'tulane'], cycleSeconds: 3600 });
-    [lsu, tulane] = [fed.site('lsu'), fed.site('tulane')];
-  }, 120_000);
-
-  afterAll(async () => {
-    await fed?.close();
-  }, 60_000);
-
-  beforeEach(({ onTestFailed }) => {
-    onTestFailed(() => console.error(fed?.outputs(4000)));
-  });
-
-  /** Runs cycles at both sites until their catalogs agree. */
-  async function exchange(): Promise<void> {
-    for (let i = 0; i < 3; i++) {
-      expectStatus(await lsu.http.post('/api/v1/replication/cycle'), 200);
-      expectStatus(await tulane.http.post('/api/v1/replication/cycle'), 200);
-    }
-    await fed.waitForConvergence(30_000);
-  }
+  const { exchange } = useTwoSites((sites) => ({ lsu, tulane } = sites));
 
   async function conflictsAt(site: FederationSite, query: Record<string, string>): Promise<ConflictDto[]> {
     const res = expectStatus(await site.http.get<Page<ConflictDto>>('/api/v1/conflicts', { query }), 200);

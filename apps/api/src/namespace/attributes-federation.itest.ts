@@ -1,8 +1,9 @@
 import type { ConflictDto, EntryDetailDto, Page, TrashEntryDto } from '@tributary/shared';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { testBytes, uniqueName } from '@tributary/testkit';
-import { startFederation, type Federation, type FederationSite } from '@tributary/testkit';
+import type { FederationSite } from '@tributary/testkit';
 import { expectStatus } from '../test/test-site';
+import { useTwoSites } from '../test/two-sites';
 
 /**
  * Symbolic links, file times and permission bits between two real site processes (issue 25;
@@ -10,30 +11,9 @@ import { expectStatus } from '../test/test-site';
  * then runs the exchange and checks both sites.
  */
 describe('symbolic links and attributes between sites', () => {
-  let fed: Federation;
   let lsu: FederationSite;
   let tulane: FederationSite;
-
-  beforeAll(async () => {
-    fed = await startFederation({ ids: ['lsu', 'tulane'], cycleSeconds: 3600 });
-    [lsu, tulane] = [fed.site('lsu'), fed.site('tulane')];
-  }, 120_000);
-
-  afterAll(async () => {
-    await fed?.close();
-  }, 60_000);
-
-  beforeEach(({ onTestFailed }) => {
-    onTestFailed(() => console.error(fed?.outputs(4000)));
-  });
-
-  async function exchange(): Promise<void> {
-    for (let i = 0; i < 3; i++) {
-      expectStatus(await lsu.http.post('/api/v1/replication/cycle'), 200);
-      expectStatus(await tulane.http.post('/api/v1/replication/cycle'), 200);
-    }
-    await fed.waitForConvergence(30_000);
-  }
+  const { exchange } = useTwoSites((sites) => ({ lsu, tulane } = sites));
 
   async function newDir(prefix: string): Promise<string> {
     const dir = `/projects/${uniqueName(prefix)}`;

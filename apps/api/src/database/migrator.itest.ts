@@ -13,6 +13,7 @@ import {
   migrate,
   MIGRATIONS_DIR,
 } from './migrator';
+import { dropRoutines, routines as catalogRoutines } from './catalog-routines.mjs';
 
 /**
  * Every function, trigger and view of the catalog as PostgreSQL prints them, plus what
@@ -20,50 +21,7 @@ import {
  * SQL code.
  */
 async function routines(client: pg.Client): Promise<string[]> {
-  const out: string[] = [];
-  const functions = await client.query<{ sig: string; def: string }>(
-    `SELECT p.oid::regprocedure::text AS sig, pg_get_functiondef(p.oid) AS def
-       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-      WHERE n.nspname = 'public' ORDER BY 1`,
-  );
-  for (const r of functions.rows) out.push(`function ${r.sig}\n${r.def}`);
-  const triggers = await client.query<{ tbl: string; name: string; def: string; enabled: string }>(
-    `SELECT t.tgrelid::regclass::text AS tbl, t.tgname::text AS name, pg_get_triggerdef(t.oid) AS def,
-            t.tgenabled::text AS enabled
-       FROM pg_trigger t WHERE NOT t.tgisinternal ORDER BY 1, 2`,
-  );
-  for (const r of triggers.rows) out.push(`trigger ${r.tbl}.${r.name} (${r.enabled})\n${r.def}`);
-  const views = await client.query<{ name: string; def: string }>(
-    `SELECT c.oid::regclass::text AS name, pg_get_viewdef(c.oid) AS def
-       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = 'public' AND c.relkind IN ('v', 'm') ORDER BY 1`,
-  );
-  for (const r of views.rows) out.push(`view ${r.name}\n${r.def}`);
-  const tables = await client.query<{ row: string }>(
-    `SELECT to_jsonb(r)::text AS row FROM repl_tables r ORDER BY r."name"`,
-  );
-  for (const r of tables.rows) out.push(`repl_tables ${r.row}`);
-  return out;
-}
-
-async function dropRoutines(client: pg.Client): Promise<void> {
-  await client.query(`DO $$
-    DECLARE r RECORD;
-    BEGIN
-      FOR r IN SELECT t.tgname, t.tgrelid::regclass AS rel FROM pg_trigger t
-                 JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE NOT t.tgisinternal AND n.nspname = 'public' LOOP
-        EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.rel);
-      END LOOP;
-      FOR r IN SELECT c.oid::regclass AS v FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'public' AND c.relkind = 'v' LOOP
-        EXECUTE format('DROP VIEW %s', r.v);
-      END LOOP;
-      FOR r IN SELECT p.oid::regprocedure AS f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-                WHERE n.nspname = 'public' LOOP
-        EXECUTE format('DROP FUNCTION %s', r.f);
-      END LOOP;
-    END $$`);
+  return [...(await catalogRoutines(client))].map(([key, def]) => `${key}\n${def}`).sort();
 }
 
 describe('migrate: prisma/migrations, then prisma/functions (real PostgreSQL)', () => {

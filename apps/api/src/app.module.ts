@@ -16,6 +16,7 @@ import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { NamespaceModule } from './namespace/namespace.module';
+import { PlacementModule } from './placement/placement.module';
 import { ReplicationModule } from './replication/replication.module';
 import { SitesModule } from './sites/sites.module';
 import { SavedSearchesModule } from './saved-searches/saved-searches.module';
@@ -50,6 +51,7 @@ export class AppModule {
         ConflictsModule,
         MetadataModule,
         EventsModule,
+        PlacementModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

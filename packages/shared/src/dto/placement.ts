@@ -37,7 +37,24 @@ export const PlacementRuleRequestSchema = z
     /** After this time the rule no longer counts (ISO 8601, in the future). */
     expiresAt: z.iso.datetime({ offset: true }).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((rule, ctx) => {
+    // What the request alone can tell; the site checks the rest (known sites, how many are usable).
+    if (!rule.sites) return;
+    const seen = new Set<string>();
+    for (const site of rule.sites) {
+      if (seen.has(site))
+        ctx.addIssue({ code: 'custom', path: ['sites'], message: `${site} is listed twice` });
+      seen.add(site);
+    }
+    if (rule.copies > rule.sites.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['copies'],
+        message: `must be at most the number of sites listed (${rule.sites.length})`,
+      });
+    }
+  });
 export type PlacementRuleRequest = z.input<typeof PlacementRuleRequestSchema>;
 
 export const PlacementRuleListQuerySchema = z.object({

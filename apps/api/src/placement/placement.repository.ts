@@ -1,0 +1,128 @@
+import { Injectable } from '@nestjs/common';
+import { splitPath } from '@tributary/shared';
+import { SqlPool } from '../database/sql-pool';
+
+/** What a path names in the live namespace (the trash left out). */
+export interface PlacementEntry {
+  kind: 'collection' | 'object';
+  id: string;
+}
+
+/** A rule with its collection's current path and its owner's name. */
+export interface RuleRecord {
+  id: string;
+  collection_id: string;
+  path: string;
+  copies: number;
+  sites: string[] | null;
+  condition: string | null;
+  expires_at: Date | null;
+  owner: string | null;
+  created_at: Date;
+}
+
+export interface NewRule {
+  collectionId: string;
+  copies: number;
+  sites: string[] | null;
+  condition: string | null;
+  expiresAt: Date | null;
+  ownerId: bigint;
+}
+
+/** Where a listing resumes: after this rule, ordered by collection depth (deepest first), then id. */
+export interface RuleCursor {
+  pathLength: number;
+  id: string;
+}
+
+const SELECT_RULES = `
+  SELECT r.id::text, r.collection_id::text, c.path, r.copies, r.sites, r.condition, r.expires_at,
+         u.username AS owner, r.created_at
+    FROM placement_rules r
+    JOIN collections c ON c.id = r.collection_id
+    LEFT JOIN users u ON u.id = r.owner_id`;
+
+/**
+ * placement_rules, in plain SQL (the table is not modelled in Prisma). Rules are catalog rows: a
+ * write here is captured and replicated like any other, and a rule points at its collection by id,
+ * so it follows the collection through renames and goes with it when the collection is purged.
+ */
+@Injectable()
+export class PlacementRepository {
+  constructor(private readonly sql: SqlPool) {}
+
+  /** The live collection or object at `path`, if any. */
+  async entryAt(path: string): Promise<PlacementEntry | null> {
+    const collection = await this.sql.query<{ id: string }>(
+      'SELECT id::text FROM collections WHERE path = $1 AND trash_id = 0',
+      [path],
+    );
+    if (collection.rows[0]) return { kind: 'collection', id: collection.rows[0].id };
+    if (path === '/') return null;
+    const { parent, name } = splitPath(path);
+    const object = await this.sql.query<{ id: string }>(
+      `SELECT o.id::text FROM data_objects o JOIN collections c ON c.id = o.collection_id
+        WHERE c.path = $1 AND c.trash_id = 0 AND o.name = $2 AND o.trash_id = 0`,
+      [parent, name],
+    );
+    return object.rows[0] ? { kind: 'object', id: object.rows[0].id } : null;
+  }
+
+  /** Ids of the sites in the catalog: the sites a rule can place copies at. */
+  async siteIds(): Promise<string[]> {
+    const res = await this.sql.query<{ id: string }>('SELECT id FROM sites ORDER BY id');
+    return res.rows.map((r) => r.id);
+  }
+
+  /**
+   * Inserts the rule if its collection is still live (it may have gone since it was checked); returns
+   * the new id, or null when the collection is gone.
+   */
+  async insert(rule: NewRule): Promise<string | null> {
+    const res = await this.sql.query<{ id: string }>(
+      `INSERT INTO placement_rules (collection_id, condition, copies, sites, expires_at, owner_id, created_by, updated_by)
+       SELECT c.id, $2, $3, $4::text[], $5::timestamptz, $6, $6, $6
+         FROM collections c WHERE c.id = $1 AND c.trash_id = 0
+       RETURNING id::text`,
+      [rule.collectionId, rule.condition, rule.copies, rule.sites, rule.expiresAt, rule.ownerId],
+    );
+    return res.rows[0]?.id ?? null;
+  }
+
+  async findOne(id: string): Promise<RuleRecord | null> {
+    const res = await this.sql.query<RuleRecord>(`${SELECT_RULES} WHERE r.id = $1`, [id]);
+    return res.rows[0] ?? null;
+  }
+
+  /**
+   * The rules on the live collections at `paths` (a collection and its ancestors), deepest
+   * collection first, then by id; at most `limit`, after `after`.
+   */
+  async onPaths(paths: string[], limit: number, after: RuleCursor | null): Promise<RuleRecord[]> {
+    const res = await this.sql.query<RuleRecord>(
+      `${SELECT_RULES}
+        WHERE c.path = ANY($1::text[]) AND c.trash_id = 0
+          AND ($3::int IS NULL OR length(c.path) < $3 OR (length(c.path) = $3 AND r.id > $4::bigint))
+        ORDER BY length(c.path) DESC, r.id
+        LIMIT $2`,
+      [paths, limit, after?.pathLength ?? null, after?.id ?? null],
+    );
+    return res.rows;
+  }
+
+  async countOnPaths(paths: string[]): Promise<number> {
+    const res = await this.sql.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM placement_rules r JOIN collections c ON c.id = r.collection_id
+        WHERE c.path = ANY($1::text[]) AND c.trash_id = 0`,
+      [paths],
+    );
+    return res.rows[0]?.n ?? 0;
+  }
+
+  /** Removes the rule; false when it was already gone. */
+  async delete(id: string): Promise<boolean> {
+    const res = await this.sql.query('DELETE FROM placement_rules WHERE id = $1', [id]);
+    return (res.rowCount ?? 0) > 0;
+  }
+}

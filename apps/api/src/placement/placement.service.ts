@@ -1,0 +1,167 @@
+import { Injectable } from '@nestjs/common';
+import {
+  ancestorPaths,
+  checkCondition,
+  ConditionError,
+  ErrorCode,
+  isCatalogId,
+  parseQueryText,
+  QuerySyntaxError,
+  type Page,
+  type PermissionLevel,
+  type PlacementRuleDto,
+  type PlacementRuleRequest,
+} from '@tributary/shared';
+import { AccessService, levelAtLeast } from '../access/access.service';
+import { DomainError } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { invalidRule, noCollection, noRule } from './placement.errors';
+import { PlacementRepository, type RuleCursor, type RuleRecord } from './placement.repository';
+
+/** What the validation pipe hands over (defaults applied, path normalised). */
+interface RuleListInput {
+  path: string;
+  limit: number;
+  cursor?: string;
+}
+
+/**
+ * Placement rules (docs/placement.md, "Placement rules"): who may set them, what a rule may ask for,
+ * and the rules that apply at a collection. The mover reads the rules from the catalog itself.
+ */
+@Injectable()
+export class PlacementService {
+  constructor(
+    private readonly repo: PlacementRepository,
+    private readonly access: AccessService,
+  ) {}
+
+  async create(p: Principal, body: PlacementRuleRequest): Promise<PlacementRuleDto> {
+    const collection = await this.collectionAt(p, body.path, 'own');
+    const details: Record<string, string[]> = {};
+    const add = (field: string, message: string): void => void (details[field] ??= []).push(message);
+
+    const known = await this.repo.siteIds();
+    const unknown = (body.sites ?? []).filter((s) => !known.includes(s));
+    if (unknown.length > 0)
+      add('sites', `unknown site${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
+    if (body.copies > known.length) {
+      add('copies', `must be at most the number of usable sites (${known.length})`);
+    }
+    const condition = body.condition === undefined ? null : body.condition;
+    if (condition !== null) {
+      const problem = conditionProblem(condition);
+      if (problem) add('condition', problem);
+    }
+    const expiresAt = body.expiresAt === undefined ? null : new Date(body.expiresAt);
+    if (expiresAt && expiresAt.getTime() <= Date.now()) add('expiresAt', 'must be in the future');
+    if (Object.keys(details).length > 0) throw invalidRule(details);
+
+    const id = await this.repo.insert({
+      collectionId: collection.id,
+      copies: body.copies,
+      sites: body.sites ?? null,
+      condition,
+      expiresAt,
+      ownerId: p.userId,
+    });
+    if (!id) throw noCollection(body.path);
+    const record = await this.repo.findOne(id);
+    if (!record) throw noRule(id);
+    return toDto(record, null);
+  }
+
+  /** The rules on the collection at `path` and those it inherits from its ancestors. */
+  async list(p: Principal, q: RuleListInput): Promise<Page<PlacementRuleDto>> {
+    await this.collectionAt(p, q.path, 'read');
+    const paths = [q.path, ...ancestorPaths(q.path)];
+    const after = q.cursor === undefined ? null : parseCursor(q.cursor);
+    const [rows, total] = await Promise.all([
+      this.repo.onPaths(paths, q.limit + 1, after),
+      this.repo.countOnPaths(paths),
+    ]);
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return {
+      items: page.map((r) => toDto(r, r.path === q.path ? null : r.path)),
+      total,
+      ...(rows.length > q.limit && last ? { nextCursor: `${last.path.length}.${last.id}` } : {}),
+    };
+  }
+
+  async remove(p: Principal, id: string): Promise<void> {
+    const rule = await this.repo.findOne(id);
+    if (!rule) throw noRule(id);
+    // A token confined elsewhere gets null here: the rule does not exist for it.
+    const level = await this.access.levelOf(p, { path: rule.path, kind: 'collection' });
+    if (!levelAtLeast(level, 'read')) throw noRule(id);
+    if (!levelAtLeast(level, 'own')) throw permissionDenied(rule.path, level);
+    if (!(await this.repo.delete(id))) throw noRule(id);
+  }
+
+  /**
+   * The live collection at `path` when the caller holds `needed` on it. Anyone who cannot read what
+   * is there (or finds nothing) gets the same 404, so nothing is learnt about what exists; an object
+   * at the path is a 422 for those who may read it.
+   */
+  private async collectionAt(
+    p: Principal,
+    path: string,
+    needed: PermissionLevel,
+  ): Promise<{ id: string; level: PermissionLevel }> {
+    this.access.assertWithinToken(p, path);
+    const entry = await this.repo.entryAt(path);
+    if (!entry) throw noCollection(path);
+    const level = await this.access.levelOf(p, {
+      path,
+      kind: entry.kind,
+      ...(entry.kind === 'object' ? { objectId: BigInt(entry.id) } : {}),
+    });
+    if (!levelAtLeast(level, 'read')) throw noCollection(path);
+    if (entry.kind === 'object') {
+      throw invalidRule({ path: ['is an object; rules are set on collections (they cover what is below)'] });
+    }
+    if (!levelAtLeast(level, needed)) throw permissionDenied(path, level);
+    return { id: entry.id, level: level as PermissionLevel };
+  }
+}
+
+function permissionDenied(path: string, level: PermissionLevel | null): DomainError {
+  return new DomainError(
+    ErrorCode.PermissionDenied,
+    `you need own access to ${path} to change its placement rules` + (level ? ` (you have ${level})` : ''),
+  );
+}
+
+/** Why a rule's condition is refused, or null when it parses and checks. */
+function conditionProblem(text: string): string | null {
+  try {
+    checkCondition(parseQueryText(text), 'condition');
+    return null;
+  } catch (err) {
+    if (err instanceof QuerySyntaxError) return `${err.reason} at position ${err.position + 1}`;
+    if (err instanceof ConditionError) return `${err.at}: ${err.message}`;
+    throw err;
+  }
+}
+
+function parseCursor(cursor: string): RuleCursor {
+  const match = /^([0-9]{1,5})\.([0-9]+)$/.exec(cursor);
+  if (!match || !isCatalogId(match[2] as string))
+    throw new DomainError(ErrorCode.InvalidCursor, 'the cursor does not belong to this listing');
+  return { pathLength: Number(match[1]), id: match[2] as string };
+}
+
+function toDto(r: RuleRecord, inheritedFrom: string | null): PlacementRuleDto {
+  return {
+    id: r.id,
+    path: r.path,
+    copies: r.copies,
+    sites: r.sites,
+    condition: r.condition,
+    expiresAt: r.expires_at ? new Date(r.expires_at).toISOString() : null,
+    owner: r.owner,
+    createdAt: new Date(r.created_at).toISOString(),
+    inheritedFrom,
+  };
+}

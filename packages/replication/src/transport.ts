@@ -138,13 +138,22 @@ export class PeerClient {
     return JSON.parse(text) as T;
   }
 
-  /** Opens a signed streaming GET (object bytes); the caller checks the status. Response bodies are not signed. */
-  async stream(peerId: string, path: string, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  /**
+   * Opens a signed streaming GET (object bytes); the caller checks the status. Response bodies are not
+   * signed. `signal` bounds the wait (no timeout of its own: a body may take long) and aborts the
+   * body too, so a caller that bounds only the answer's headers clears its timer once this resolves.
+   */
+  async stream(
+    peerId: string,
+    path: string,
+    extraHeaders: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<Response> {
     const peer = this.peers.get(peerId);
     if (!peer) throw new PeerRequestError(`unknown peer ${peerId}`);
     const headers = signRequest(this.localSite, peer.key, 'GET', path, '');
     try {
-      return await fetch(new URL(path, peer.url), { headers: { ...headers, ...extraHeaders } });
+      return await fetch(new URL(path, peer.url), { headers: { ...headers, ...extraHeaders }, signal });
     } catch (err) {
       const cause =
         err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);

@@ -1,3 +1,6 @@
 export * from './clock';
 export * from './pace';
+export * from './rate';
+export * from './wanted';
+export * from './mover';
 export * from './scrub';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiConnection } from './http';
 import type { TransferProgress, TransferRetry } from './progress';
-import { ChecksumMismatchError, downloadFile } from './object-transfer';
+import { ChecksumMismatchError, downloadFile, downloadRanges, type RangeReader } from './object-transfer';
 
 /**
  * `downloadFile` against a real HTTP server on loopback that serves one object as the API does
@@ -149,5 +149,44 @@ describe('downloadFile', () => {
       },
     });
     await expect(failure).rejects.toBe(reason);
+  });
+});
+
+describe('downloadRanges', () => {
+  it('resumes after a prefix, writing ranges in order, and hashes the whole', async () => {
+    const bytes = randomBytes(300 * KiB);
+    const offset = 70 * KiB;
+    const target = Buffer.alloc(bytes.length);
+    bytes.copy(target, 0, 0, offset);
+    const reads: number[] = [];
+    const writes: number[] = [];
+    const reader: RangeReader = {
+      read: async (start, into, onProgress) => {
+        reads.push(start);
+        // Later ranges answer first: the writes must still come in order.
+        await new Promise((r) => setTimeout(r, start === offset ? 20 : 1));
+        bytes.copy(into, 0, start, start + into.length);
+        onProgress(into.length);
+        return into.length;
+      },
+    };
+    const hash = createHash('sha256').update(bytes.subarray(0, offset));
+    const sha = await downloadRanges(
+      reader,
+      {
+        write: (b, position) => {
+          writes.push(position);
+          b.copy(target, position);
+          return Promise.resolve();
+        },
+      },
+      bytes.length,
+      { offset, hash, chunkBytes: 64 * KiB, streams: 3 },
+    );
+    expect(sha).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(target.equals(bytes)).toBe(true);
+    expect(reads[0]).toBe(offset);
+    expect(writes).toEqual([...writes].sort((a, b) => a - b));
+    expect(writes).toHaveLength(4);
   });
 });

@@ -3,7 +3,7 @@
  * downloads, each checked against SHA-256. Trees of files (many objects, small ones in batches) are
  * the agent's `cli/tree-transfer.ts`, which calls this for large files.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import {
   ApiError,
@@ -77,6 +77,126 @@ export async function sha256OfFile(
   return hash.digest('hex');
 }
 
+/** Reads ranges of one object's bytes from wherever it lives (a site's API, a peer site). */
+export interface RangeReader {
+  /**
+   * Reads the bytes from `start` into `into` (its whole length), calling `onProgress` with the
+   * bytes filled so far as they land; resolves with the bytes filled. Throws a non-transient error
+   * when the object is no longer the version being downloaded.
+   */
+  read(
+    start: number,
+    into: Buffer,
+    onProgress: (filled: number) => void,
+    signal: AbortSignal,
+  ): Promise<number>;
+}
+
+/** Where downloaded ranges go. */
+export interface RangeWriter {
+  write(bytes: Buffer, position: number): Promise<void>;
+}
+
+export interface RangesOptions extends DownloadOptions {
+  /** Bytes already in place from the start (a resumed download), already fed to `hash`. */
+  offset?: number;
+  /** The running SHA-256 of the bytes before `offset`. */
+  hash?: Hash;
+  /** Awaited after each range arrives, before it is written (a bandwidth budget, say). */
+  onRange?: (bytes: number) => Promise<void>;
+}
+
+/**
+ * Downloads bytes `[offset, size)` with `streams` ranged reads in parallel, retrying a range that
+ * breaks off from its first missing byte. Ranges are written and hashed in order (a range waits for
+ * the one before it), so the target's length is always a prefix of the object whose hash is known:
+ * an interrupted download resumes from that length. Resolves with the hex SHA-256 of the whole.
+ */
+export async function downloadRanges(
+  reader: RangeReader,
+  writer: RangeWriter,
+  size: number,
+  options: RangesOptions = {},
+): Promise<string> {
+  const retry = options.retry ?? DEFAULT_RETRY;
+  const chunkBytes = options.chunkBytes ?? 8 * MiB;
+  const streams = Math.max(1, options.streams ?? 4);
+  const signal = options.signal;
+  const offset = options.offset ?? 0;
+  // Stops the other streams when one fails (and follows the caller's signal).
+  const stop = new AbortController();
+  const follow = (): void => stop.abort(signal?.reason);
+  signal?.addEventListener('abort', follow, { once: true });
+  if (signal?.aborted) follow();
+  const hash = options.hash ?? createHash('sha256');
+  /** Bytes hashed (and written) so far, in order from the start. */
+  let hashed = offset;
+  const hashTurns = new WaitList();
+  try {
+    const meter = new ProgressMeter('transfer', size, options.onProgress);
+    if (offset > 0) meter.reset(offset);
+    let next = offset;
+    const worker = async (): Promise<void> => {
+      const buf = Buffer.allocUnsafe(Math.min(chunkBytes, size - offset));
+      while (next < size && !stop.signal.aborted) {
+        const start = next;
+        const end = Math.min(size, start + chunkBytes);
+        next = end;
+        const range = buf.subarray(0, end - start);
+        let filled = 0;
+        await withRetry(
+          async () => {
+            const from = filled;
+            await reader.read(
+              start + from,
+              range.subarray(from),
+              (n) => {
+                meter.add(from + n - filled);
+                filled = from + n;
+              },
+              stop.signal,
+            );
+            if (filled !== range.length)
+              throw new TransportError(`short range: ${filled} of ${range.length} bytes`);
+          },
+          retry,
+          {
+            signal: stop.signal,
+            onRetry: (error, n) => options.onRetry?.({ reason: 'transient', attempt: n, error }),
+          },
+        );
+        await options.onRange?.(range.length);
+        // Ranges are handed out in order, so the one before this is always being fetched or done.
+        while (hashed !== start) {
+          if (stop.signal.aborted) throw abortReason(stop.signal);
+          await hashTurns.next();
+        }
+        await writer.write(range, start);
+        hash.update(range);
+        hashed = end;
+        hashTurns.wakeAll();
+      }
+    };
+    const workers = Array.from(
+      { length: Math.min(streams, Math.ceil((size - offset) / chunkBytes) || 1) },
+      () =>
+        worker().catch((err: unknown) => {
+          if (!stop.signal.aborted) stop.abort(err);
+          hashTurns.wakeAll();
+          throw err;
+        }),
+    );
+    // Every stream has stopped before the caller closes the target.
+    const outcomes = await Promise.allSettled(workers);
+    if (signal?.aborted) throw abortReason(signal);
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw stop.signal.reason ?? failed.reason;
+  } finally {
+    signal?.removeEventListener('abort', follow);
+  }
+  return hash.digest('hex');
+}
+
 /**
  * Downloads an object to a local file with `streams` ranged requests in parallel (each pinned to
  * the object's version with If-Range). Each range is read straight into a buffer of its stream
@@ -92,8 +212,6 @@ export async function downloadFile(
   options: DownloadOptions = {},
 ): Promise<DownloadResult> {
   const retry = options.retry ?? DEFAULT_RETRY;
-  const chunkBytes = options.chunkBytes ?? 8 * MiB;
-  const streams = Math.max(1, options.streams ?? 4);
   const signal = options.signal;
   const head = await withRetry(() => api.send({ method: 'HEAD', url: dataUrl(remotePath), signal }), retry, {
     signal,
@@ -105,90 +223,47 @@ export async function downloadFile(
   if (!expected) throw new Error(`the API sent no SHA-256 ETag for ${remotePath}`);
   const changed = (): ApiError =>
     new ApiError(409, ErrorCode.ChecksumMismatch, `${remotePath} changed during the download`);
+  const reader: RangeReader = {
+    read: async (start, into, onProgress, stopSignal) => {
+      let filled = 0;
+      await api.receiveInto(
+        {
+          method: 'GET',
+          url: dataUrl(remotePath),
+          headers: { range: `bytes=${start}-${start + into.length - 1}`, 'if-range': etag },
+          signal: stopSignal,
+        },
+        into,
+        {
+          // Anything but the range (200: If-Range no longer matches) means a new version.
+          skip: (response) => {
+            if (response.status !== 206) throw changed();
+            return 0;
+          },
+          onProgress: (n) => {
+            filled = n;
+            onProgress(n);
+          },
+        },
+      );
+      return filled;
+    },
+  };
 
   for (let attempt = 0; ; attempt++) {
     const handle = await fs.open(localPath, 'w');
-    // Stops the other streams when one fails (and follows the caller's signal).
-    const stop = new AbortController();
-    const follow = (): void => stop.abort(signal?.reason);
-    signal?.addEventListener('abort', follow, { once: true });
-    if (signal?.aborted) follow();
-    const hash = createHash('sha256');
-    /** Bytes hashed so far, in order from the start. */
-    let hashed = 0;
-    const hashTurns = new WaitList();
+    let actual: string;
     try {
       await handle.truncate(size);
-      const meter = new ProgressMeter('transfer', size, options.onProgress);
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        const buf = Buffer.allocUnsafe(Math.min(chunkBytes, size));
-        while (next < size && !stop.signal.aborted) {
-          const start = next;
-          const end = Math.min(size, start + chunkBytes);
-          next = end;
-          const range = buf.subarray(0, end - start);
-          let filled = 0;
-          await withRetry(
-            async () => {
-              const from = filled;
-              await api.receiveInto(
-                {
-                  method: 'GET',
-                  url: dataUrl(remotePath),
-                  headers: { range: `bytes=${start + from}-${end - 1}`, 'if-range': etag },
-                  signal: stop.signal,
-                },
-                range.subarray(from),
-                {
-                  // Anything but the range (200: If-Range no longer matches) means a new version.
-                  skip: (response) => {
-                    if (response.status !== 206) throw changed();
-                    return 0;
-                  },
-                  onProgress: (n) => {
-                    meter.add(from + n - filled);
-                    filled = from + n;
-                  },
-                },
-              );
-              if (filled !== range.length)
-                throw new TransportError(`short range: ${filled} of ${range.length} bytes`);
-            },
-            retry,
-            {
-              signal: stop.signal,
-              onRetry: (error, n) => options.onRetry?.({ reason: 'transient', attempt: n, error }),
-            },
-          );
-          await handle.write(range, 0, range.length, start);
-          // Ranges are handed out in order, so the one before this is always being fetched or done.
-          while (hashed !== start) {
-            if (stop.signal.aborted) throw abortReason(stop.signal);
-            await hashTurns.next();
-          }
-          hash.update(range);
-          hashed = end;
-          hashTurns.wakeAll();
-        }
-      };
-      const workers = Array.from({ length: Math.min(streams, Math.ceil(size / chunkBytes) || 1) }, () =>
-        worker().catch((err: unknown) => {
-          if (!stop.signal.aborted) stop.abort(err);
-          hashTurns.wakeAll();
-          throw err;
-        }),
+      actual = await downloadRanges(
+        reader,
+        { write: async (bytes, position) => void (await handle.write(bytes, 0, bytes.length, position)) },
+        size,
+        options,
       );
-      // Every stream has stopped before the file is closed.
-      const outcomes = await Promise.allSettled(workers);
-      if (signal?.aborted) throw abortReason(signal);
-      const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-      if (failed) throw stop.signal.reason ?? failed.reason;
     } finally {
-      signal?.removeEventListener('abort', follow);
       await handle.close();
     }
-    const actual = hash.digest('hex');
     if (actual === expected) return { size, sha256: actual };
     if (attempt >= (options.checksumRetries ?? 1)) {
       throw new ChecksumMismatchError(

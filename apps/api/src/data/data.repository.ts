@@ -35,17 +35,25 @@ export interface UpdateWindowHolder {
 export class DataRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  /** This site's good copy of an object (for a peer reading through this site). */
+  /**
+   * This site's good copy of a live object's current bytes (for a peer reading through this site): a
+   * row that says good for older bytes is not one.
+   */
   async localReplica(
     objectId: bigint,
     siteId: string,
   ): Promise<{ size: number; checksum: string; key: string } | null> {
-    const replica = await this.prisma.replica.findFirst({
-      where: { objectId, siteId, status: 'good', object: { trashId: 0n } },
-      select: { size: true, checksum: true, physicalPath: true },
-    });
+    const rows = await this.prisma.$queryRaw<
+      Array<{ size: bigint; checksum: string; physical_path: string }>
+    >`
+      SELECT r.size, r.checksum, r.physical_path
+        FROM replicas r JOIN data_objects o ON o.id = r.object_id
+       WHERE r.object_id = ${objectId} AND r.site_id = ${siteId} AND r.status = 'good'
+         AND r.checksum = o.checksum AND o.trash_id = 0
+       LIMIT 1`;
+    const replica = rows[0];
     return replica
-      ? { size: Number(replica.size), checksum: replica.checksum, key: replica.physicalPath }
+      ? { size: Number(replica.size), checksum: replica.checksum, key: replica.physical_path }
       : null;
   }
 

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { ObjectRecord, ReplicaRecord } from '../namespace/namespace.repository';
-import { baseAcceptable, holdingSite } from './holding-site';
+import { baseAcceptable, holdingSite, servableCopies } from './holding-site';
 
-const replica = (siteId: string, status: ReplicaRecord['status']): ReplicaRecord => ({
+const replica = (siteId: string, status: ReplicaRecord['status'], checksum = 'a'): ReplicaRecord => ({
   siteId,
   resourceId: 1n,
   resource: 'default',
   physicalPath: '1.v1',
   size: 3n,
-  checksum: 'a'.repeat(64),
+  checksum,
   status,
 });
 
@@ -44,6 +44,31 @@ describe('holdingSite', () => {
   it('is this site when no site has a good copy', () => {
     expect(holdingSite(object(1, 'a', [replica('uno', 'stale')]), 'lsu')).toBe('lsu');
     expect(holdingSite(object(1, 'a', []), 'lsu')).toBe('lsu');
+  });
+
+  it('never a site whose row says good for older bytes', () => {
+    const o = object(2, 'b', [replica('lsu', 'good', 'a'), replica('uno', 'good', 'b')]);
+    expect(holdingSite(o, 'tulane')).toBe('uno');
+    expect(holdingSite(object(2, 'b', [replica('lsu', 'good', 'a')]), 'tulane')).toBe('tulane');
+  });
+
+  it('is never a copy that is not good yet or any more', () => {
+    for (const status of ['pending', 'copying', 'stale', 'suspect', 'failed'] as const) {
+      const o = object(1, 'a', [replica('lsu', status), replica('uno', 'good')]);
+      expect(holdingSite(o, 'tulane')).toBe('uno');
+    }
+  });
+});
+
+describe('servableCopies', () => {
+  it("only good copies whose checksum is the object's", () => {
+    const o = object(3, 'c', [
+      replica('lsu', 'good', 'c'),
+      replica('tulane', 'good', 'b'),
+      replica('uno', 'stale', 'c'),
+      replica('unm', 'pending', 'c'),
+    ]);
+    expect(servableCopies(o).map((r) => r.siteId)).toEqual(['lsu']);
   });
 });
 

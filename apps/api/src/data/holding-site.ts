@@ -1,11 +1,20 @@
-import type { ObjectRecord } from '../namespace/namespace.repository';
+import type { ObjectRecord, ReplicaRecord } from '../namespace/namespace.repository';
+
+/**
+ * The copies of an object that may be served: `good` and of the object's current bytes (a row that
+ * says good for older bytes, such as a peer's late state, never is; docs/placement.md, "Copy states").
+ */
+export function servableCopies(object: ObjectRecord): ReplicaRecord[] {
+  return object.replicas.filter((r) => r.status === 'good' && r.checksum === object.checksum);
+}
 
 /**
  * The site whose copy of an object's bytes decides on updates of them: of the sites with a good
- * copy, the first by id (every site computes the same); this site when none has one.
+ * copy of the current bytes, the first by id (every site computes the same); this site when none
+ * has one.
  */
 export function holdingSite(object: ObjectRecord, localSite: string): string {
-  const good = object.replicas.filter((r) => r.status === 'good').map((r) => r.siteId);
+  const good = servableCopies(object).map((r) => r.siteId);
   return good.length === 0 ? localSite : good.sort()[0]!;
 }
 

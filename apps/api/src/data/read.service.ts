@@ -1,27 +1,42 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { ErrorCode, splitPath } from '@tributary/shared';
 import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { MetricsRegistry } from '../health/metrics';
 import { NamespaceRepository, type ObjectRecord } from '../namespace/namespace.repository';
 import { entryTarget, NamespaceService } from '../namespace/namespace.service';
 import { ReplicationService } from '../replication/replication.service';
+import { PeerAvailability } from '../sites/peer-availability';
 import { SiteContext } from '../sites/site-context';
 import { StorageService } from '../storage/storage.service';
 import { DataRepository } from './data.repository';
 import { baseChanged, isASymlink, noPeerLinkToHolder } from './data.errors';
-import { baseAcceptable, holdingSite } from './holding-site';
+import { baseAcceptable, holdingSite, servableCopies } from './holding-site';
 
 /** Most objects, and most bytes together, one batch read may return. */
 export const MAX_BATCH_READ_OBJECTS = 1000;
 export const MAX_BATCH_READ_BYTES = 256 * 1024 * 1024;
 
-/** Where an object's bytes are read from: a key in this site's storage, or a peer site. */
+/**
+ * Where an object's bytes are read from: a key in this site's storage, or the peer sites holding a
+ * good copy of exactly the bytes with SHA-256 `checksum` (tried in turn, see `read`).
+ */
 export type ByteSource =
-  { kind: 'local'; key: string } | { kind: 'remote'; siteId: string; objectId: bigint };
+  { kind: 'local'; key: string } | { kind: 'remote'; objectId: bigint; checksum: string; sites: string[] };
+
+/** A peer's answer with the bytes, and how to stop receiving them. */
+interface PeerAnswer {
+  site: string;
+  body: AsyncIterator<Uint8Array>;
+  abort: (why: Error) => void;
+}
+
+/** A peer's byte stream that has sent nothing for this long (after its headers) is given up. */
+const MIN_STALL_MS = 10_000;
 
 /** An object's bytes, opened and ready to be sent to one receiver. */
 export interface ObjectBytes {
@@ -47,7 +62,10 @@ export class ReadService {
     private readonly site: SiteContext,
     private readonly metrics: MetricsRegistry,
     private readonly replication: ReplicationService,
+    private readonly availability: PeerAvailability,
+    @Inject(SITE_CONFIG) private readonly config: SiteConfig,
   ) {}
+
   /**
    * Checks read access and finds where to read the object's bytes: this site's copy, or else a
    * good copy at another site (read through that site, transparently to the caller).
@@ -83,26 +101,37 @@ export class ReadService {
     const { object } = await this.openForRead(principal, path);
     const holder = holdingSite(object, this.site.siteId);
     if (!baseAcceptable(object, base, holder === this.site.siteId)) throw baseChanged(path, object.version);
-    if (holder === this.site.siteId) return { object, source: this.sourceOf(path, object) };
+    // The base is the bytes this catalog knows: any good copy of them will do.
+    if (object.version === base.version) return { object, source: this.sourceOf(path, object) };
+    // A newer base (this catalog lags): only the holding site has its bytes for certain.
     if (!this.replication.peers.peer(holder)) throw noPeerLinkToHolder(path, holder);
-    return { object, source: { kind: 'remote', siteId: holder, objectId: object.id } };
+    return {
+      object,
+      source: { kind: 'remote', objectId: object.id, checksum: base.sha256, sites: [holder] },
+    };
   }
 
-  /** Where an object's bytes can be read from: this site's replica, else a peer holding a good one. */
+  /**
+   * Where an object's bytes can be read from: this site's copy when it is good and of the current
+   * bytes, else the peers with such a copy (by id: the holding site first), tried in turn by `read`.
+   */
   private sourceOf(path: string, entry: ObjectRecord): ByteSource {
-    const good = entry.replicas.filter((r) => r.status === 'good');
+    const good = servableCopies(entry);
     const local = good.find((r) => r.siteId === this.site.siteId);
     if (local) return { kind: 'local', key: local.physicalPath };
-    const remote = good.find((r) => this.replication.peers.peer(r.siteId));
-    if (!remote) {
+    const sites = [...new Set(good.map((r) => r.siteId))].sort();
+    const linked = sites.filter((s) => this.replication.peers.peer(s));
+    if (linked.length === 0) {
       throw new DomainError(
         ErrorCode.ReplicaUnavailable,
         good.length === 0
-          ? `${path} has no good copy of its bytes at any site`
-          : `the bytes of ${path} are held at ${good.map((r) => r.siteId).join(', ')}, which this site has no peer link to`,
+          ? `${path} has no good copy of its bytes at any site now; try again later`
+          : `the bytes of ${path} are held at ${sites.join(', ')}, which this site has no peer link to`,
+        undefined,
+        { 'retry-after': String(Math.max(1, Math.round(this.config.replication.cycleMs / 1000))) },
       );
     }
-    return { kind: 'remote', siteId: remote.siteId, objectId: entry.id };
+    return { kind: 'remote', objectId: entry.id, checksum: entry.checksum, sites: linked };
   }
 
   /**
@@ -176,26 +205,121 @@ export class ReadService {
     };
   }
 
-  /** The bytes (or a range of them) from where `openForRead` found them. */
+  /**
+   * The bytes (or a range of them) from where `openForRead` found them. From peers: each site with a
+   * good copy in turn, sites that did not answer lately last (PeerAvailability), each given
+   * `peerReads.connectTimeoutMs` to connect and send its answer's headers (a stopped process's
+   * kernel still accepts the connection, so the connect alone proves nothing), and only an answer
+   * with the expected bytes (its ETag) is taken. A stream that stalls or breaks midway goes on from
+   * the next site, from the byte it had reached. Throws REPLICA_UNAVAILABLE (503) when no site answers.
+   */
   async read(source: ByteSource, range?: { start: number; end: number }): Promise<Readable> {
     if (source.kind === 'local') return this.storage.open(source.key, range);
-    const path = `${PEER_OBJECT_PATH}/${source.objectId}`;
-    const res = await this.replication.peers
-      .stream(source.siteId, path, range ? { range: `bytes=${range.start}-${range.end}` } : {})
-      .catch((err: unknown) => {
-        throw new DomainError(
-          ErrorCode.ReplicaUnavailable,
-          `the bytes are held at ${source.siteId}, which cannot be reached now: ${err instanceof Error ? err.message : String(err)}`,
+    const state = {
+      answer: await this.answerFrom(source, range?.start ?? 0, range?.end, new Set()),
+      closed: false,
+    };
+    const stream = Readable.from(this.continued(source, range, state), { objectMode: false });
+    // A receiver that went away stops the peer's answer at once (not after it sends again).
+    stream.once('close', () => {
+      state.closed = true;
+      state.answer.abort(new Error('the read ended'));
+    });
+    return stream;
+  }
+
+  /** The bytes of a peer's answer, going on at the next site if it stalls or breaks. */
+  private async *continued(
+    source: Extract<ByteSource, { kind: 'remote' }>,
+    range: { start: number; end: number } | undefined,
+    state: { answer: PeerAnswer; closed: boolean },
+  ): AsyncGenerator<Uint8Array> {
+    const stallMs = Math.max(MIN_STALL_MS, 5 * this.config.peerReads.connectTimeoutMs);
+    const used = new Set([state.answer.site]);
+    let offset = range?.start ?? 0;
+    try {
+      for (;;) {
+        const answer = state.answer;
+        let step: IteratorResult<Uint8Array>;
+        const timer = setTimeout(
+          () => answer.abort(new Error(`${answer.site} sent nothing for ${stallMs} ms`)),
+          stallMs,
         );
-      });
-    if (!res.ok || !res.body || (range && res.status !== 206)) {
-      await res.body?.cancel();
-      throw new DomainError(
-        ErrorCode.ReplicaUnavailable,
-        `the bytes are held at ${source.siteId}, which answered ${res.status}; try again later`,
+        try {
+          step = await answer.body.next();
+        } catch (err) {
+          if (state.closed) throw err;
+          // The site stopped sending: the rest from another one.
+          this.availability.markDown(answer.site);
+          state.answer = await this.answerFrom(source, offset, range?.end, used);
+          used.add(state.answer.site);
+          continue;
+        } finally {
+          clearTimeout(timer);
+        }
+        if (step.done) return;
+        offset += step.value.length;
+        yield step.value;
+      }
+    } finally {
+      state.answer.abort(new Error('the read ended'));
+    }
+  }
+
+  /**
+   * The first site of `source` (not in `skip`) that answers with the expected bytes from `from`
+   * (through `to`, or the end), in PeerAvailability's order.
+   */
+  private async answerFrom(
+    source: Extract<ByteSource, { kind: 'remote' }>,
+    from: number,
+    to: number | undefined,
+    skip: Set<string>,
+  ): Promise<PeerAnswer> {
+    const why: string[] = [];
+    const partial = from > 0 || to !== undefined;
+    const headers: Record<string, string> = partial ? { range: `bytes=${from}-${to ?? ''}` } : {};
+    const timeoutMs = this.config.peerReads.connectTimeoutMs;
+    for (const site of this.availability.order(source.sites.filter((s) => !skip.has(s)))) {
+      const controller = new AbortController();
+      const timer = setTimeout(
+        () => controller.abort(new Error(`no answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      let res: Response;
+      try {
+        res = await this.replication.peers.stream(
+          site,
+          `${PEER_OBJECT_PATH}/${source.objectId}`,
+          headers,
+          controller.signal,
+        );
+      } catch (err) {
+        this.availability.markDown(site);
+        why.push(err instanceof Error ? err.message : `${site}: ${String(err)}`);
+        continue;
+      } finally {
+        clearTimeout(timer);
+      }
+      this.availability.markUp(site);
+      const etag = res.headers.get('etag');
+      if (res.ok && res.body && (!partial || res.status === 206) && etag === `"${source.checksum}"`) {
+        const body = (res.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+        return { site, body, abort: (e) => controller.abort(e) };
+      }
+      controller.abort(new Error('not the bytes asked for'));
+      why.push(
+        res.ok && etag !== `"${source.checksum}"`
+          ? `${site} holds other bytes now`
+          : `${site} answered ${res.status}`,
       );
     }
-    return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
+    throw new DomainError(
+      ErrorCode.ReplicaUnavailable,
+      `no site holding the bytes could serve them now (${why.join('; ') || 'none left to try'}); try again later`,
+      undefined,
+      { 'retry-after': String(Math.max(1, Math.ceil(this.config.peerReads.downMs / 1000))) },
+    );
   }
 
   /** For a peer's request: this site's own copy of an object's bytes, by object id. */

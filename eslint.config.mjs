@@ -52,19 +52,33 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
-// One-way imports (STYLE.md): shared packages never reach into the apps.
+// The benchmarks' workspace (bench/), which nothing else imports.
+const benchImports = ['@tributary/bench', '@tributary/bench/*', '**/bench/src/**', '**/bench/dist/**'];
+
+// One-way imports (STYLE.md): shared packages never reach into the apps or the benchmarks.
 const noAppImports = {
   'no-restricted-imports': [
     'error',
     {
       patterns: [
         {
-          group: ['@tributary/api', '@tributary/api/*', '@tributary/portal', '@tributary/portal/*'],
+          group: [
+            '@tributary/api',
+            '@tributary/api/*',
+            '@tributary/agent',
+            '@tributary/agent/*',
+            '@tributary/portal',
+            '@tributary/portal/*',
+          ],
           message: 'packages/* must not import apps/*: move the shared code into packages/shared.',
         },
         {
           group: ['**/apps/*', '**/apps/**'],
           message: 'packages/* must not import apps/*: move the shared code into packages/shared.',
+        },
+        {
+          group: benchImports,
+          message: 'packages/* must not import bench/: the benchmarks use the packages, not the other way.',
         },
       ],
     },
@@ -73,6 +87,7 @@ const noAppImports = {
 
 // Apps do not import each other: what two apps share lives in packages/* (the test harness in
 // packages/testkit). Launching another app's build as a process (a path, not an import) is fine.
+// Apps never import the benchmarks either.
 function noOtherApps(self) {
   const others = ['api', 'agent', 'portal'].filter((app) => app !== self);
   return {
@@ -84,11 +99,37 @@ function noOtherApps(self) {
             group: others.flatMap((app) => [`@tributary/${app}`, `@tributary/${app}/*`, `**/${app}/src/**`]),
             message: `apps/${self} must not import another app: move the shared code into packages/* (tests: packages/testkit).`,
           },
+          {
+            group: benchImports,
+            message: `apps/${self} must not import bench/: what a benchmark and a test share goes to packages/* (packages/testkit).`,
+          },
         ],
       },
     ],
   };
 }
+
+// The benchmarks use an app only through the entry it declares for embedding (its package.json
+// "exports": `@tributary/api/embedding`, `@tributary/agent/embedding`), never its sources or build.
+const benchAppEntries = {
+  'no-restricted-imports': [
+    'error',
+    {
+      patterns: [
+        {
+          regex: '^@tributary/(portal|(api|agent)(?!/embedding$))(/.*)?$',
+          message:
+            'bench/ uses an app only through its embedding entry (@tributary/api/embedding, @tributary/agent/embedding); add what it needs there.',
+        },
+        {
+          group: ['**/apps/**'],
+          message:
+            'bench/ uses an app only through its embedding entry (@tributary/api/embedding, @tributary/agent/embedding); add what it needs there.',
+        },
+      ],
+    },
+  ],
+};
 
 export default defineConfig(
   {
@@ -132,6 +173,10 @@ export default defineConfig(
     files: [`apps/${app}/src/**/*.{ts,tsx}`],
     rules: noOtherApps(app),
   })),
+  {
+    files: ['bench/src/**/*.ts'],
+    rules: benchAppEntries,
+  },
 
   // Plain JavaScript: config files and scripts, no type information.
   {

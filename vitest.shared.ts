@@ -40,6 +40,7 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
       '@tributary/replication': path.resolve(__dirname, 'packages/replication/src/index.ts'),
       '@tributary/buffer': path.resolve(__dirname, 'packages/buffer/src/index.ts'),
       '@tributary/testkit/delay-proxy': path.resolve(__dirname, 'packages/testkit/src/delay-proxy.ts'),
+      '@tributary/testkit/request-counts': path.resolve(__dirname, 'packages/testkit/src/request-counts.ts'),
       '@tributary/testkit': path.resolve(__dirname, 'packages/testkit/src/index.ts'),
     },
   },

@@ -9,7 +9,12 @@ import { sharedConfig } from './vitest.shared';
 export default defineConfig({
   ...sharedConfig,
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'apps/portal/src/**/*.test.tsx'],
+    include: [
+      'packages/*/src/**/*.test.ts',
+      'apps/*/src/**/*.test.ts',
+      'apps/portal/src/**/*.test.tsx',
+      'bench/src/**/*.test.ts',
+    ],
     pool: 'forks',
     maxWorkers: 2,
   },

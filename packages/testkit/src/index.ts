@@ -6,4 +6,5 @@ export * from './federation';
 export * from './site';
 export * from './conflict-record';
 export * from './delay-proxy';
+export * from './request-counts';
 export type { TestPostgres } from './provided-context';

@@ -3,6 +3,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { EntryDetailDto } from '@tributary/shared';
+import { parseRequestCounts } from '@tributary/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   GiB,
@@ -23,7 +24,6 @@ import {
   type MountProcess,
   type Run,
 } from '../testing/mount-harness';
-import { parseRequestCounts } from '../bench/small-files';
 import { readMountStates } from './index';
 
 /** Real FUSE mounts of a real two-site federation: see testing/mount-harness.ts. */

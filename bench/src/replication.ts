@@ -15,10 +15,15 @@ import {
   silentLogger,
 } from '@tributary/replication';
 import pg from 'pg';
-import { loadConfig, type SiteConfig } from '../config/config';
-import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
-import { migrate } from '../database/migrator';
-import { catalogApplication } from '../replication/catalog/application';
+import {
+  catalogApplication,
+  freePort,
+  loadConfig,
+  migrate,
+  startEmbeddedPostgres,
+  type EmbeddedServer,
+  type SiteConfig,
+} from '@tributary/api/embedding';
 import { BenchClient, httpTransport } from './client';
 import { startWorker } from './site';
 

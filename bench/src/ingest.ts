@@ -26,7 +26,7 @@ import {
   type ShapeKey,
 } from './workload';
 
-// As for `npm start` (cli/start.ts): concurrent uploads' file I/O runs on libuv's pool, 4 threads by default.
+// As for `npm start` (apps/api/src/cli/start.ts): concurrent uploads' file I/O runs on libuv's pool, 4 threads by default.
 process.env.UV_THREADPOOL_SIZE ??= '16';
 
 /** Batch uploads: at most this many bytes per request, this many requests in flight. */

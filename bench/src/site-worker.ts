@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
-import { createSiteApp } from '../app.factory';
+import { createSiteApp } from '@tributary/api/embedding';
 import type { SiteWorkerData, SiteWorkerMessage } from './site';
 
 /** Worker-thread entry of the bench's own site (see site.ts): listen, report the port, close on request. */

@@ -5,6 +5,10 @@
 import { createCipheriv } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { parseRequestCounts, type RequestCounts } from '@tributary/testkit/request-counts';
+
+// The counters are read as the mount's tests read them (packages/testkit).
+export { parseRequestCounts, type RequestCounts };
 
 /** A deterministic stream of numbers in [0, 1) (mulberry32): the same tree in every run. */
 export function prng(seed: number): () => number {
@@ -68,26 +72,6 @@ export async function makeTree(parent: string, count: number): Promise<Tree> {
   const dirs = new Set<string>();
   for (const dir of perDir.keys()) for (let d = dir; d !== '.' && d !== ''; d = path.dirname(d)) dirs.add(d);
   return { root, files: count, bytes, dirs: dirs.size, largestDir, largestDirFiles: perDir.get(largestDir)! };
-}
-
-/** Requests a site served, per `<method> <route> <status>`: how many, and their seconds together. */
-export type RequestCounts = Map<string, { count: number; seconds: number }>;
-
-/** The site's request histogram (`tributary_http_request_duration_seconds`) from its /metrics text. */
-export function parseRequestCounts(text: string): RequestCounts {
-  const counts: RequestCounts = new Map();
-  const line = /^tributary_http_request_duration_seconds_(count|sum)\{([^}]*)\} (\S+)$/;
-  for (const row of text.split('\n')) {
-    const m = line.exec(row);
-    if (!m) continue;
-    const labels = new Map([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!] as const));
-    const key = `${labels.get('method')} ${labels.get('route')} ${labels.get('status')}`;
-    const entry = counts.get(key) ?? { count: 0, seconds: 0 };
-    if (m[1] === 'count') entry.count = Number(m[3]);
-    else entry.seconds = Number(m[3]);
-    counts.set(key, entry);
-  }
-  return counts;
 }
 
 /** What one phase cost the site, per kind of request: how many per file, and ms each on average. */

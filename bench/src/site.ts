@@ -7,10 +7,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type pg from 'pg';
-import { createSiteApp } from '../app.factory';
-import { loadConfig, SITE_SEMI_SPACE_MB, type SiteConfig } from '../config/config';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
-import { migrate } from '../database/migrator';
+import {
+  createSiteApp,
+  loadConfig,
+  migrate,
+  SITE_SEMI_SPACE_MB,
+  startEmbeddedPostgres,
+  type EmbeddedServer,
+  type SiteConfig,
+} from '@tributary/api/embedding';
 
 /**
  * Where the site runs: `thread` (default) serves the API from a worker thread of this process, so

@@ -4,10 +4,11 @@
  * extracted onto the mount against the detour (extract locally, then `trib put -r`), with the
  * latency of `lstat` in a directory the mount has listed.
  *
- * Without TRIBUTARY_URL it starts a site of its own as a child process (`node apps/api/dist/cli/start.js`
- * with SITES=1: embedded PostgreSQL in a temp directory, removed at the end); the mount runs in a child
- * process too (dist/mount/main.js), and every file operation on it is a child process (`cp`), never
- * this process.
+ * Without TRIBUTARY_URL it starts a site of its own as a child process (`npm start`'s script,
+ * apps/api/dist/cli/start.js, with SITES=1: embedded PostgreSQL in a temp directory, removed at the
+ * end); the mount runs in a child process too (the agent's dist/mount/main.js), and every file
+ * operation on it is a child process (`cp`), never this process. Both scripts' paths come from the
+ * apps' embedding entries.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomFillSync } from 'node:crypto';
@@ -19,7 +20,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { runCli } from '../cli';
+import { START_SCRIPT } from '@tributary/api/embedding';
+import { MOUNT_SCRIPT, runCli } from '@tributary/agent/embedding';
 import {
   latencySummary,
   makeTree,
@@ -33,9 +35,6 @@ import {
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
-const AGENT_DIST = path.resolve(__dirname, '..');
-const MOUNT_MAIN = path.join(AGENT_DIST, 'mount', 'main.js');
-const SITE_START = path.resolve(__dirname, '../../../api/dist/cli/start.js');
 
 const USAGE = `npm run bench:mount -- [options]
 
@@ -169,7 +168,7 @@ async function localSite(scratch: string): Promise<Site> {
   // As root the embedded PostgreSQL runs as `postgres`, which must reach its data directory.
   await fs.chmod(scratch, 0o755);
   await fs.chmod(dataDir, 0o755);
-  const child = spawn(process.execPath, [SITE_START], {
+  const child = spawn(process.execPath, [START_SCRIPT], {
     env: {
       ...process.env,
       SITES: '1',
@@ -282,7 +281,7 @@ async function startMount(site: Site, scratch: string, bufferMiB: number): Promi
   const child = spawn(
     process.execPath,
     [
-      MOUNT_MAIN,
+      MOUNT_SCRIPT,
       '--site',
       site.url,
       '--remote',

@@ -20,6 +20,7 @@ import { PlacementModule } from './placement/placement.module';
 import { ReplicationModule } from './replication/replication.module';
 import { SitesModule } from './sites/sites.module';
 import { SavedSearchesModule } from './saved-searches/saved-searches.module';
+import { ScrubModule } from './scrub/scrub.module';
 import { TokensModule } from './tokens/tokens.module';
 import { UploadsModule } from './uploads/uploads.module';
 import { UsersModule } from './users/users.module';
@@ -52,6 +53,7 @@ export class AppModule {
         MetadataModule,
         EventsModule,
         PlacementModule,
+        ScrubModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

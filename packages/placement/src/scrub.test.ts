@@ -255,6 +255,16 @@ describe('Scrubber', () => {
     expect(calls).toHaveLength(3);
     await scrubber.stop();
     expect(scrubber.running).toBe(false);
+    // Started to wait first: no pass before the first pause ends.
+    calls.length = 0;
+    sleeps.length = 0;
+    scrubber.start({ delayFirst: true });
+    await until(() => sleeps.length === 1);
+    expect(calls).toHaveLength(0);
+    release!();
+    await until(() => sleeps.length === 2);
+    expect(calls).toHaveLength(1);
+    await scrubber.stop();
   });
 
   it('stops promptly in the middle of a hash, recording nothing for it', async () => {

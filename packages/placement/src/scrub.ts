@@ -118,12 +118,15 @@ export class Scrubber<T extends ScrubTarget> {
     return this.loop !== null;
   }
 
-  /** Starts the background passes (nothing when already running). */
-  start(): void {
+  /**
+   * Starts the background passes (nothing when already running); `delayFirst`: the first pass
+   * after one interval rather than at once.
+   */
+  start(options: { delayFirst?: boolean } = {}): void {
     if (this.loop) return;
     const abort = new AbortController();
     this.abort = abort;
-    this.loop = this.run(abort.signal).finally(() => {
+    this.loop = this.run(abort.signal, options.delayFirst ?? false).finally(() => {
       this.loop = null;
     });
   }
@@ -141,23 +144,30 @@ export class Scrubber<T extends ScrubTarget> {
     this.wakeUp?.abort();
   }
 
-  private async run(signal: AbortSignal): Promise<void> {
+  private async run(signal: AbortSignal, delayFirst: boolean): Promise<void> {
+    let pause = delayFirst;
     while (!signal.aborted) {
+      if (pause) await this.pause(signal);
+      pause = true;
+      if (signal.aborted) break;
       try {
         await this.pass(signal);
       } catch (err) {
         if (signal.aborted) break;
         this.options.onError?.(err, null);
       }
-      if (signal.aborted) break;
-      this.wakeUp = new AbortController();
-      try {
-        await this.clock.sleep(this.options.intervalMs, AbortSignal.any([signal, this.wakeUp.signal]));
-      } catch {
-        // Woken or stopped: the loop's condition tells which.
-      } finally {
-        this.wakeUp = null;
-      }
+    }
+  }
+
+  /** The pause between passes: the interval, cut short by `wake` or `stop`. */
+  private async pause(signal: AbortSignal): Promise<void> {
+    this.wakeUp = new AbortController();
+    try {
+      await this.clock.sleep(this.options.intervalMs, AbortSignal.any([signal, this.wakeUp.signal]));
+    } catch {
+      // Woken or stopped: the loop's condition tells which.
+    } finally {
+      this.wakeUp = null;
     }
   }
 

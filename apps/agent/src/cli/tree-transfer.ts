@@ -44,6 +44,46 @@ export interface TransferSummary {
   collections?: number;
 }
 
+/** Counts what a put or get does, telling the progress tracker as it goes, and sums it up. */
+class TransferTally {
+  private transferred = 0;
+  private unchanged = 0;
+  private bytes = 0;
+  private readonly started = performance.now();
+
+  constructor(
+    private readonly tracker: TransferTracker,
+    private readonly files: number,
+    totalBytes: number,
+  ) {
+    tracker.plan(files, totalBytes);
+  }
+
+  /** A file already the same at the other end: its bytes count as done, none travel. */
+  same(size: number): void {
+    this.unchanged++;
+    this.tracker.bytes(size);
+    this.tracker.fileDone(true);
+  }
+
+  /** A file sent or received whole (the tracker has been told of its bytes). */
+  done(size: number): void {
+    this.transferred++;
+    this.bytes += size;
+    this.tracker.fileDone();
+  }
+
+  summary(): TransferSummary {
+    return {
+      files: this.files,
+      transferred: this.transferred,
+      unchanged: this.unchanged,
+      bytes: this.bytes,
+      seconds: (performance.now() - this.started) / 1000,
+    };
+  }
+}
+
 export interface LocalFile {
   /** Path relative to the top directory, with '/' separators. */
   relative: string;
@@ -147,7 +187,8 @@ export async function uploadFiles(
   settings: TransferSettings,
   tracker: TransferTracker,
 ): Promise<TransferSummary> {
-  tracker.plan(
+  const tally = new TransferTally(
+    tracker,
     items.length,
     items.reduce((n, i) => n + i.file.size, 0),
   );
@@ -160,10 +201,6 @@ export async function uploadFiles(
     list.push({ ...item, name });
     byCollection.set(collection, list);
   }
-  let transferred = 0;
-  let unchanged = 0;
-  let bytes = 0;
-  const started = performance.now();
 
   // Learn what exists, then sort each file into a batch, a single PUT or a session upload.
   // Small files are read when their batch is sent, so memory holds a few batches, not the tree.
@@ -201,9 +238,7 @@ export async function uploadFiles(
           const sha =
             there.size === item.file.size ? sha256(await fs.readFile(item.file.absolute)) : undefined;
           if (sha !== undefined && hexOf(there.checksum) === sha) {
-            unchanged++;
-            tracker.bytes(item.file.size);
-            tracker.fileDone(true);
+            tally.same(item.file.size);
             continue;
           }
           if (!settings.force) {
@@ -221,9 +256,7 @@ export async function uploadFiles(
           if (there.size === item.file.size) {
             const sha = await sha256OfFile(item.file.absolute, undefined, settings.signal);
             if (hexOf(there.checksum) === sha) {
-              unchanged++;
-              tracker.bytes(item.file.size);
-              tracker.fileDone(true);
+              tally.same(item.file.size);
               continue;
             }
             if (!settings.force) clashes.push(item.remote);
@@ -276,10 +309,8 @@ export async function uploadFiles(
           ErrorCode.ChecksumMismatch,
         );
       }
-      transferred++;
-      bytes += f.data.length;
       tracker.bytes(f.data.length);
-      tracker.fileDone();
+      tally.done(f.data.length);
     }
   });
   await parallel(replacements, settings.parallel, async (item) => {
@@ -294,24 +325,14 @@ export async function uploadFiles(
       DEFAULT_RETRY,
       { signal: settings.signal },
     );
-    transferred++;
-    bytes += f.data.length;
     tracker.bytes(f.data.length);
-    tracker.fileDone();
+    tally.done(f.data.length);
   });
   await parallel(large, few, async (item) => {
     await uploadLarge(service, item.file, item.remote, item.overwrite, item.sha, settings, tracker);
-    transferred++;
-    bytes += item.file.size;
-    tracker.fileDone();
+    tally.done(item.file.size);
   });
-  return {
-    files: items.length,
-    transferred,
-    unchanged,
-    bytes,
-    seconds: (performance.now() - started) / 1000,
-  };
+  return tally.summary();
 }
 
 /** Where the session of an interrupted upload of `local` to `remote` at `siteUrl` is kept. */
@@ -396,14 +417,11 @@ export async function downloadObjects(
   settings: TransferSettings,
   tracker: TransferTracker,
 ): Promise<TransferSummary> {
-  tracker.plan(
+  const tally = new TransferTally(
+    tracker,
     items.length,
     items.reduce((n, i) => n + i.entry.size, 0),
   );
-  let transferred = 0;
-  let unchanged = 0;
-  let bytes = 0;
-  const started = performance.now();
   const clashes: string[] = [];
   const todo: typeof items = [];
   await parallel(items, settings.parallel, async (item) => {
@@ -419,9 +437,7 @@ export async function downloadObjects(
       );
     }
     if (stat.size === item.entry.size && (await sha256OfFile(item.local)) === hexOf(item.entry.checksum)) {
-      unchanged++;
-      tracker.bytes(item.entry.size);
-      tracker.fileDone(true);
+      tally.same(item.entry.size);
       return;
     }
     if (!settings.force) clashes.push(item.local);
@@ -439,11 +455,6 @@ export async function downloadObjects(
       await fs.rm(part, { force: true });
       throw err;
     }
-  };
-  const finished = (size: number) => {
-    transferred++;
-    bytes += size;
-    tracker.fileDone();
   };
 
   // Small objects travel many to a request (POST /api/v1/data/batch-read); a site without that
@@ -478,7 +489,7 @@ export async function downloadObjects(
     checkBytes(entry, body);
     await place(local, (part) => fs.writeFile(part, body));
     tracker.bytes(body.length);
-    finished(entry.size);
+    tally.done(entry.size);
   };
   await parallel(batches, Math.max(1, Math.min(4, settings.parallel)), async (group) => {
     if (!batchReadMissing && group.length > 1) {
@@ -501,7 +512,7 @@ export async function downloadObjects(
           checkBytes(entry, body);
           await place(local, (part) => fs.writeFile(part, body));
           tracker.bytes(body.length);
-          finished(entry.size);
+          tally.done(entry.size);
         });
         return;
       }
@@ -522,15 +533,9 @@ export async function downloadObjects(
       }).then(() => undefined),
     );
     if (counted < entry.size) tracker.bytes(entry.size - counted);
-    finished(entry.size);
+    tally.done(entry.size);
   });
-  return {
-    files: items.length,
-    transferred,
-    unchanged,
-    bytes,
-    seconds: (performance.now() - started) / 1000,
-  };
+  return tally.summary();
 }
 
 /** The bytes of a small object must hash to what the catalog says. */

@@ -33,6 +33,16 @@ export interface PolicyRecord {
   updated_at: Date;
 }
 
+/** A decision as a closed conflict records it: who or which policy made it, where, and what it chose. */
+export interface DecisionRow {
+  action: string;
+  value: unknown;
+  userId: bigint | null;
+  username: string | null;
+  policy: string | null;
+  site: string;
+}
+
 /** Most records one listing looks at (conflicts are rare; a backlog this large needs an operator). */
 export const MAX_SCANNED = 10_000;
 
@@ -107,18 +117,7 @@ export class ConflictsRepository {
     return res.rows[0]?.status ?? null;
   }
 
-  async markDecided(
-    client: pg.PoolClient,
-    id: string,
-    decision: {
-      action: string;
-      value: unknown;
-      userId: bigint | null;
-      username: string | null;
-      policy: string | null;
-      site: string;
-    },
-  ): Promise<void> {
+  async markDecided(client: pg.PoolClient, id: string, decision: DecisionRow): Promise<void> {
     await client.query(
       `UPDATE conflicts SET status = 'decided', decision = $2, decided_value = $3, decided_by = $4,
               decided_by_name = $5, decided_policy = $6, decided_at = now(), decided_at_site = $7

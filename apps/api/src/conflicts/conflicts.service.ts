@@ -32,7 +32,12 @@ import { isTrashed } from '../replication/catalog/tables';
 import { scalarText } from '../replication/catalog/values';
 import { ReplicationService } from '../replication/replication.service';
 import { SiteContext } from '../sites/site-context';
-import { ConflictsRepository, type ConflictFilter, type ConflictRecord } from './conflicts.repository';
+import {
+  ConflictsRepository,
+  type ConflictFilter,
+  type ConflictRecord,
+  type DecisionRow,
+} from './conflicts.repository';
 
 /** Time, replaceable in tests (deadlines). */
 @Injectable()
@@ -296,49 +301,36 @@ export class ConflictsService implements OnModuleInit, BeforeApplicationShutdown
         },
       );
     }
+    const decision: DecisionRow = {
+      ...decisionFields(by),
+      action: body.action,
+      value: decisionValue(body),
+      site: this.site.siteId,
+    };
     // A rename, and a choice of a version that moved the record to the trash, go through the namespace.
     if (body.action === 'rename') {
       if (!record.path || !principal)
         throw new DomainError(ErrorCode.ValidationFailed, 'only files and folders can be renamed here');
       const to = joinPath(splitPath(record.path).parent, body.name);
-      await this.closeIfOpen(
-        record.id,
-        now,
-        async (client) => {
-          await this.repo.markDecided(client, record.id, {
-            ...decisionFields(by),
-            action: 'rename',
-            value: { name: body.name },
-            site: this.site.siteId,
-          });
-        },
-        async () => {
+      await this.closeIfOpen(record.id, now, decision, {
+        before: async () => {
           if (to !== record.path) await this.namespace.move(principal, record.path as string, to);
         },
-      );
+      });
       return;
     }
     const chosen = body.action === 'choose' ? (record.versions[body.version] as ConflictVersion) : null;
     if (chosen && isTrashed(record.tbl, chosen.data) && record.path && principal) {
-      await this.closeIfOpen(
-        record.id,
-        now,
-        async (client) => {
-          await this.repo.markDecided(client, record.id, {
-            ...decisionFields(by),
-            action: 'choose',
-            value: { version: body.action === 'choose' ? body.version : null },
-            site: this.site.siteId,
-          });
-        },
-        async () => {
+      await this.closeIfOpen(record.id, now, decision, {
+        before: async () => {
           await this.namespace.delete(principal, record.path as string);
         },
-      );
+      });
       return;
     }
-    await this.closeIfOpen(record.id, now, async (client) => {
-      if (body.action === 'choose' || body.action === 'merge') {
+    await this.closeIfOpen(record.id, now, decision, {
+      write: async (client) => {
+        if (body.action !== 'choose' && body.action !== 'merge') return;
         const current = await this.repo.currentRow(client, record.tbl, record.row_key);
         let next: Record<string, unknown> | null;
         if (body.action === 'choose') {
@@ -355,36 +347,30 @@ export class ConflictsService implements OnModuleInit, BeforeApplicationShutdown
         } catch (err) {
           throw catalogError(err, record);
         }
-      }
-      await this.repo.markDecided(client, record.id, {
-        ...decisionFields(by),
-        action: body.action,
-        value:
-          body.action === 'choose' ? { version: body.version } : body.action === 'merge' ? body.value : null,
-        site: this.site.siteId,
-      });
+      },
     });
   }
 
   /**
-   * Runs `write` and closes the conflict in one transaction, refusing one already decided or past
-   * its deadline. `before` (a namespace operation with its own transaction) runs first, so a failure
-   * there leaves the conflict open.
+   * Runs `write` and records `decision`, closing the conflict, in one transaction, refusing one already
+   * decided or past its deadline. `before` (a namespace operation with its own transaction) runs
+   * first, so a failure there leaves the conflict open.
    */
   private async closeIfOpen(
     id: string,
     now: number,
-    write: (client: pg.PoolClient) => Promise<void>,
-    before?: () => Promise<void>,
+    decision: DecisionRow,
+    steps: { before?: () => Promise<void>; write?: (client: pg.PoolClient) => Promise<void> },
   ): Promise<void> {
     const check = await this.repo.findOne(id);
     if (!check) throw notFound(`conflict ${id}`);
     assertOpen(check, now);
-    if (before) await before();
+    if (steps.before) await steps.before();
     await this.repo.transaction(async (client) => {
       const status = await this.repo.lock(client, id);
       if (status !== 'open') throw closed(check, 'it was decided meanwhile');
-      await write(client);
+      if (steps.write) await steps.write(client);
+      await this.repo.markDecided(client, id, decision);
     });
     // A decision may rewrite an account, token or membership; the next request must see it.
     this.credentials.forget();
@@ -547,6 +533,20 @@ function decisionFor(
 
 function decisionFields(by: { userId: bigint | null; username: string | null; policy: string | null }) {
   return { userId: by.userId, username: by.username, policy: by.policy };
+}
+
+/** What a decision records besides its action: the version chosen, the merged value or the new name. */
+function decisionValue(body: ConflictDecision): unknown {
+  switch (body.action) {
+    case 'choose':
+      return { version: body.version };
+    case 'merge':
+      return body.value;
+    case 'rename':
+      return { name: body.name };
+    case 'keep':
+      return null;
+  }
 }
 
 function validatedMerge(record: ConflictRecord, value: Record<string, unknown>): Record<string, unknown> {

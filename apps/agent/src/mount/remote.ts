@@ -155,6 +155,33 @@ export const errno = {
   ESTALE: -os.errno.ESTALE,
 } as const;
 
+/** The errno of each API error a program can meet through the mount; any other is EIO. */
+const ERRNO_OF_CODE = new Map<ErrorCode, number>([
+  [ErrorCode.NotFound, errno.ENOENT],
+  [ErrorCode.NameTaken, errno.EEXIST],
+  [ErrorCode.NotACollection, errno.ENOTDIR],
+  [ErrorCode.NotAnObject, errno.EISDIR],
+  // A read-only token asked to change something: the file system is read-only to this mount.
+  [ErrorCode.TokenScopeInsufficient, errno.EROFS],
+  [ErrorCode.PermissionDenied, errno.EACCES],
+  [ErrorCode.TokenOutsideCollection, errno.EACCES],
+  [ErrorCode.Unauthenticated, errno.EACCES],
+  [ErrorCode.TokenExpired, errno.EACCES],
+  [ErrorCode.TokenInvalid, errno.EACCES],
+  [ErrorCode.TokenRevoked, errno.EACCES],
+  [ErrorCode.MoveIntoItself, errno.EINVAL],
+  [ErrorCode.InvalidPath, errno.EINVAL],
+  [ErrorCode.ValidationFailed, errno.EINVAL],
+  [ErrorCode.RootImmutable, errno.EPERM],
+  [ErrorCode.PayloadTooLarge, errno.EFBIG],
+  // Data operations on a symbolic link (the kernel follows links itself, so only a race gets here).
+  [ErrorCode.IsASymlink, errno.ELOOP],
+  [ErrorCode.RateLimited, errno.EAGAIN],
+  // The file changed at another site (or through another client) since it was opened: the
+  // commit is refused and the other version kept. ESTALE is what NFS clients answer then.
+  [ErrorCode.UploadBaseChanged, errno.ESTALE],
+]);
+
 /**
  * True when the failure means the site did not answer at all (not an error it answered with): no
  * connection, a connection cut, a request out of time (RequestTimeoutError) or one not sent because
@@ -178,46 +205,6 @@ export function toErrno(err: unknown): number {
   if (err instanceof SiteUnreachableError)
     return err.cause instanceof RequestTimeoutError ? errno.ETIMEDOUT : errno.EIO;
   if (isUnreachable(err)) return errno.EIO;
-  if (err instanceof ApiError) {
-    switch (err.code) {
-      case ErrorCode.NotFound:
-        return errno.ENOENT;
-      case ErrorCode.NameTaken:
-        return errno.EEXIST;
-      case ErrorCode.NotACollection:
-        return errno.ENOTDIR;
-      case ErrorCode.NotAnObject:
-        return errno.EISDIR;
-      // A read-only token asked to change something: the file system is read-only to this mount.
-      case ErrorCode.TokenScopeInsufficient:
-        return errno.EROFS;
-      case ErrorCode.PermissionDenied:
-      case ErrorCode.TokenOutsideCollection:
-      case ErrorCode.Unauthenticated:
-      case ErrorCode.TokenExpired:
-      case ErrorCode.TokenInvalid:
-      case ErrorCode.TokenRevoked:
-        return errno.EACCES;
-      case ErrorCode.MoveIntoItself:
-      case ErrorCode.InvalidPath:
-      case ErrorCode.ValidationFailed:
-        return errno.EINVAL;
-      case ErrorCode.RootImmutable:
-        return errno.EPERM;
-      case ErrorCode.PayloadTooLarge:
-        return errno.EFBIG;
-      // Data operations on a symbolic link (the kernel follows links itself, so only a race gets here).
-      case ErrorCode.IsASymlink:
-        return errno.ELOOP;
-      case ErrorCode.RateLimited:
-        return errno.EAGAIN;
-      // The file changed at another site (or through another client) since it was opened: the
-      // commit is refused and the other version kept. ESTALE is what NFS clients answer then.
-      case ErrorCode.UploadBaseChanged:
-        return errno.ESTALE;
-      default:
-        return errno.EIO;
-    }
-  }
+  if (err instanceof ApiError) return ERRNO_OF_CODE.get(err.code) ?? errno.EIO;
   return errno.EIO;
 }

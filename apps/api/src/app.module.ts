@@ -15,6 +15,7 @@ import { DataModule } from './data/data.module';
 import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
+import { MoverModule } from './mover/mover.module';
 import { NamespaceModule } from './namespace/namespace.module';
 import { PlacementModule } from './placement/placement.module';
 import { ReplicationModule } from './replication/replication.module';
@@ -53,6 +54,7 @@ export class AppModule {
         MetadataModule,
         EventsModule,
         PlacementModule,
+        MoverModule,
         ScrubModule,
       ],
       providers: [

@@ -4,3 +4,4 @@ export * from './rate';
 export * from './wanted';
 export * from './mover';
 export * from './scrub';
+export * from './frames';

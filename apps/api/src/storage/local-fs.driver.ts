@@ -31,16 +31,19 @@ export class LocalFsDriver implements StorageDriver {
   /** Shard directories known to exist, so a commit is one rename. */
   private readonly shards = new Set<string>();
   readonly drafts: LocalDrafts;
+  readonly copies: LocalDrafts;
 
   constructor(root: string) {
     this.root = path.resolve(root);
     this.staging = path.join(this.root, '.staging');
     this.drafts = new LocalDrafts(path.join(this.root, '.uploads'), (key) => this.prepare(key));
+    this.copies = new LocalDrafts(path.join(this.root, '.copies'), (key) => this.prepare(key));
   }
 
   async init(): Promise<void> {
     await fs.mkdir(this.staging, { recursive: true });
     await fs.mkdir(this.drafts.dir, { recursive: true });
+    await fs.mkdir(this.copies.dir, { recursive: true });
     // Leftovers of a crash mid-upload belong to no object.
     for (const name of await fs.readdir(this.staging))
       await fs.rm(path.join(this.staging, name), { force: true });

@@ -94,4 +94,9 @@ export interface StorageDriver {
   send(key: string, range: { start: number; end: number } | undefined, out: Writable): Promise<number>;
   remove(key: string): Promise<void>;
   readonly drafts: DraftStore;
+  /**
+   * Copies arriving from other sites (the mover's), apart from upload drafts: a partial copy stays
+   * across restarts to be resumed, and the uploads' sweep of orphan drafts never sees it.
+   */
+  readonly copies: DraftStore;
 }

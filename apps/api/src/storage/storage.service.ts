@@ -26,6 +26,11 @@ export class StorageService implements OnModuleInit {
     return this.driver.drafts;
   }
 
+  /** Copies arriving from other sites (the mover's partial files), kept across restarts. */
+  get copies(): DraftStore {
+    return this.driver.copies;
+  }
+
   stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile> {
     return this.driver.stage(source, limits);
   }

@@ -1,0 +1,316 @@
+import { createHash, randomUUID, type Hash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { downloadRanges, TransportError, type RangeReader } from '@tributary/buffer';
+import {
+  readFrames,
+  SourceUnavailableError,
+  type CopyJob,
+  type MoverTransfers,
+  type SurplusCopy,
+  type TransferContext,
+} from '@tributary/placement';
+import type { PeerClient } from '@tributary/replication';
+import type { PeerAvailability } from '../sites/peer-availability';
+import type { StagedFile } from '../storage/storage-driver';
+import type { StorageService } from '../storage/storage.service';
+import type { MoverRepository } from './mover.repository';
+
+/** A peer's route to the bytes of an object it holds (PeerDataController). */
+export const PEER_OBJECT_PATH = '/api/v1/replication/peer/objects';
+/** The mover's peer routes (PeerPlacementController). */
+export const PEER_PLACEMENT_PATH = '/api/v1/replication/peer/placement';
+/** Most objects one batch request names. */
+export const MAX_BATCH_IDS = 500;
+
+const MiB = 1024 * 1024;
+/** A body that sends nothing for this long is given up (the peer hangs). */
+const IDLE_MS = 30_000;
+
+export interface CopyTransfersOptions {
+  siteId: () => string;
+  repo: MoverRepository;
+  storage: StorageService;
+  peers: PeerClient;
+  availability: PeerAvailability;
+  /** Longest wait for a peer's answer headers. */
+  connectTimeoutMs: number;
+  /** Objects up to this size travel in batches (and are held whole in memory on the way). */
+  smallBytes: number;
+  /** Bytes per ranged request of a large copy. */
+  chunkBytes?: number;
+  /** Parallel ranged requests per large copy. */
+  streams?: number;
+}
+
+/** The draft id of a copy in progress: its row and the checksum it is for. */
+const draftId = (job: CopyJob): string =>
+  `r${job.replicaId}-${job.checksum.replace(/^sha256:/, '').slice(0, 16)}`;
+
+/**
+ * How the mover's copies reach this site's storage: signed peer requests (ranged GETs of one
+ * object, or one batch answer of many small ones), hashed as they stream, written through the
+ * storage driver (fsynced, renamed into place) and recorded `good` only under the object's lock
+ * when equal to its checksum then. A large copy writes into a copy draft kept across restarts and
+ * resumes from it after re-hashing what is there.
+ */
+export class CopyTransfers implements MoverTransfers {
+  constructor(private readonly o: CopyTransfersOptions) {}
+
+  async copy(job: CopyJob, source: string, context: TransferContext): Promise<void> {
+    const store = this.o.storage.copies;
+    const id = draftId(job);
+    // Drafts of this row for older bytes are of no use now.
+    for (const other of await store.list())
+      if (other.startsWith(`r${job.replicaId}-`) && other !== id) await store.remove(other);
+    await this.o.repo.markCopying(job.replicaId, this.o.siteId());
+    let offset = 0;
+    let hash: Hash = createHash('sha256');
+    if (await store.exists(id)) {
+      // Resume: what is there is re-hashed (it may be anything after a crash: the whole file is
+      // verified against the checksum before it becomes good).
+      for await (const piece of store.read(id) as AsyncIterable<Buffer>) {
+        hash.update(piece);
+        offset += piece.length;
+      }
+      if (offset > job.size) {
+        await store.truncate(id, 0);
+        offset = 0;
+        hash = createHash('sha256');
+      }
+    } else {
+      await store.create(id);
+    }
+    context.resumedAt(job.replicaId, offset);
+    const writer = await store.open(id);
+    let sha256: string;
+    try {
+      sha256 = await downloadRanges(
+        this.reader(job, source),
+        { write: (bytes, position) => writer.write(bytes, 0, bytes.length, position) },
+        job.size,
+        {
+          offset,
+          hash,
+          chunkBytes: this.o.chunkBytes ?? 4 * MiB,
+          streams: this.o.streams ?? 4,
+          signal: context.signal,
+          retry: { retries: 3, baseDelayMs: 500, maxDelayMs: 5000 },
+          onRange: (bytes) => context.received(job.replicaId, bytes),
+        },
+      );
+    } catch (err) {
+      if (err instanceof TransportError) throw new SourceUnavailableError(source, err.message);
+      throw err;
+    } finally {
+      await writer.close();
+    }
+    if (`sha256:${sha256}` !== job.checksum) {
+      await store.remove(id);
+      throw new Error(`the bytes from ${source} hash to sha256:${sha256}, not ${job.checksum}`);
+    }
+    const staged = await store.adopt(id, { size: job.size, sha256 });
+    try {
+      await this.finish(job, staged);
+    } catch (err) {
+      await store.remove(id);
+      throw err;
+    }
+  }
+
+  async copyBatch(
+    jobs: CopyJob[],
+    source: string,
+    context: TransferContext,
+  ): Promise<Map<string, Error | undefined>> {
+    const out = new Map<string, Error | undefined>();
+    const byObject = new Map(jobs.map((j) => [j.objectId, j]));
+    const path = `${PEER_PLACEMENT_PATH}/batch?ids=${jobs.map((j) => j.objectId).join(',')}`;
+    // A batch is small: one that takes longer than this is stuck (a peer that stopped sending).
+    const res = await this.open(
+      source,
+      path,
+      {},
+      AbortSignal.any([context.signal, AbortSignal.timeout(300_000)]),
+    );
+    if (res.status !== 200 || !res.body) {
+      await res.body?.cancel();
+      throw new Error(`${source} answered the batch request with ${res.status}`);
+    }
+    try {
+      const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+      for await (const { header, bytes } of readFrames(body, this.o.smallBytes)) {
+        const job = byObject.get(header.id);
+        if (!job || out.has(job.replicaId)) continue;
+        if ('error' in header) {
+          out.set(job.replicaId, new Error(`${source}: ${header.error}`));
+          continue;
+        }
+        await context.received(job.replicaId, bytes.length);
+        out.set(job.replicaId, await this.place(job, bytes).catch((err: unknown) => toError(err)));
+      }
+    } catch (err) {
+      if (context.signal.aborted) throw err;
+      const cut = new Error(`the batch answer from ${source} broke off: ${toError(err).message}`);
+      for (const job of jobs) if (!out.has(job.replicaId)) out.set(job.replicaId, cut);
+    }
+    return out;
+  }
+
+  async keep(site: string, objectId: string, checksum: string): Promise<boolean> {
+    const answer = await this.o.peers.request<{ keep?: unknown }>(
+      site,
+      'POST',
+      `${PEER_PLACEMENT_PATH}/keep`,
+      { objectId, checksum },
+      10_000,
+    );
+    return answer.keep === true;
+  }
+
+  async remove(copy: SurplusCopy): Promise<boolean> {
+    const key = await this.o.repo.removeCopy(copy.replicaId, this.o.siteId(), {
+      good: copy.good,
+      checksum: copy.checksum,
+    });
+    if (key === null) return false;
+    if (key) await this.o.storage.remove(key).catch(() => undefined);
+    const store = this.o.storage.copies;
+    for (const id of await store.list()) if (id.startsWith(`r${copy.replicaId}-`)) await store.remove(id);
+    return true;
+  }
+
+  /** One small object's bytes into storage, hashed (staging hashes and fsyncs), then recorded. */
+  private async place(job: CopyJob, bytes: Buffer): Promise<undefined> {
+    const staged = await this.o.storage.stage(Readable.from([bytes]), {
+      maxBytes: job.size,
+      expectedBytes: job.size,
+    });
+    if (`sha256:${staged.sha256}` !== job.checksum) {
+      await staged.discard();
+      throw new Error(`the bytes received hash to sha256:${staged.sha256}, not ${job.checksum}`);
+    }
+    await this.finish(job, staged);
+    return undefined;
+  }
+
+  /**
+   * Puts the verified bytes under a new key and marks the row good, both under the object's lock
+   * and only if the object's checksum is still the one the bytes hash to; otherwise nothing stays.
+   */
+  private async finish(job: CopyJob, staged: StagedFile): Promise<void> {
+    const key = randomUUID();
+    let placed = false;
+    try {
+      const outcome = await this.o.repo.completeCopy(
+        job.replicaId,
+        job.objectId,
+        this.o.siteId(),
+        { key, size: staged.size, checksum: `sha256:${staged.sha256}` },
+        async () => {
+          await staged.commit(key);
+          placed = true;
+        },
+      );
+      if (!outcome.done) throw new Error(outcome.reason);
+      if (outcome.previousKey && outcome.previousKey !== key)
+        await this.o.storage.remove(outcome.previousKey).catch(() => undefined);
+    } catch (err) {
+      if (placed) await this.o.storage.remove(key).catch(() => undefined);
+      else await staged.discard().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Ranged reads of one object from `source`, pinned to the object's checksum (the ETag). */
+  private reader(job: CopyJob, source: string): RangeReader {
+    return {
+      read: async (start, into, onProgress, signal) => {
+        const res = await this.open(
+          source,
+          `${PEER_OBJECT_PATH}/${job.objectId}`,
+          { range: `bytes=${start}-${start + into.length - 1}` },
+          signal,
+        ).catch((err: unknown) => {
+          if (signal.aborted) throw err;
+          throw new TransportError(toError(err).message);
+        });
+        if (res.status !== 206 || res.headers.get('etag') !== `"${job.checksum}"` || !res.body) {
+          await res.body?.cancel();
+          throw new Error(`${source} does not hold these bytes now (it answered ${res.status})`);
+        }
+        let filled = 0;
+        const idle = new AbortController();
+        let timer = setTimeout(() => idle.abort(), IDLE_MS);
+        const stop = (): void => idle.abort();
+        signal.addEventListener('abort', stop, { once: true });
+        const idled = new Promise<never>((_, reject) =>
+          idle.signal.addEventListener(
+            'abort',
+            () => reject(new TransportError(`${source} stopped sending`)),
+            {
+              once: true,
+            },
+          ),
+        );
+        idled.catch(() => undefined);
+        const reader = (res.body as WebReadableStream<Uint8Array>).getReader();
+        try {
+          for (;;) {
+            const next = await Promise.race([reader.read(), idled]);
+            if (next.done) break;
+            clearTimeout(timer);
+            timer = setTimeout(() => idle.abort(), IDLE_MS);
+            const chunk: Uint8Array = next.value;
+            const n = Math.min(chunk.length, into.length - filled);
+            into.set(chunk.subarray(0, n), filled);
+            filled += n;
+            onProgress(filled);
+            if (filled >= into.length) break;
+          }
+        } catch (err) {
+          if (signal.aborted) throw err;
+          if (err instanceof TransportError) throw err;
+          throw new TransportError(`the answer from ${source} broke off: ${toError(err).message}`);
+        } finally {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', stop);
+          await reader.cancel().catch(() => undefined);
+        }
+        return filled;
+      },
+    };
+  }
+
+  /**
+   * A signed GET to a peer whose answer's headers must come within the connect timeout; a peer that
+   * does not answer is remembered as down (tried last) and is the copy's trouble, not the object's.
+   */
+  private async open(
+    source: string,
+    path: string,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<Response> {
+    const timeout = new AbortController();
+    const timer = setTimeout(
+      () => timeout.abort(new Error(`${source} did not answer within ${this.o.connectTimeoutMs} ms`)),
+      this.o.connectTimeoutMs,
+    );
+    try {
+      const res = await this.o.peers.stream(source, path, headers, AbortSignal.any([signal, timeout.signal]));
+      this.o.availability.markUp(source);
+      return res;
+    } catch (err) {
+      if (signal.aborted) throw err;
+      this.o.availability.markDown(source);
+      throw new SourceUnavailableError(source, toError(err).message);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function toError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}

@@ -1,0 +1,501 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { checkCondition, parseQueryText, type CopyState } from '@tributary/shared';
+import type { PlacementRuleChoice, PlacementSite } from '@tributary/placement';
+import type pg from 'pg';
+import { SqlPool } from '../database/sql-pool';
+import { ConditionCompiler, SqlParams } from '../metadata/query-compiler';
+
+/** A live placement rule as the mover reads it. */
+export interface LiveRule extends PlacementRuleChoice {
+  id: string;
+  collectionId: string;
+  condition: string | null;
+}
+
+/** A due row here, with what copying it needs. */
+export interface DueRow {
+  replicaId: string;
+  objectId: string;
+  path: string;
+  size: number;
+  checksum: string;
+  attempts: number;
+  sources: string[];
+}
+
+/** A copy here of an object with copies elsewhere too (a trim candidate). */
+export interface CopyHere {
+  replicaId: string;
+  objectId: string;
+  path: string;
+  status: CopyState;
+  /** The copy's checksum equals the object's. */
+  current: boolean;
+  objectChecksum: string;
+  /** Sites holding a good copy with the object's checksum. */
+  goodAt: string[];
+}
+
+/** One row of an object's copies (every site). */
+export interface CopyRow {
+  siteId: string;
+  status: CopyState;
+  size: number;
+  checksum: string;
+  verifiedAt: Date | null;
+  error: string | null;
+  updatedAt: Date;
+}
+
+/** What ended a copy's last step under the object's lock. */
+export type CompleteOutcome = { done: true; previousKey: string } | { done: false; reason: string };
+
+/** The object path of `o` (joined with its collection `c`). */
+const OBJECT_PATH = `CASE WHEN c.path = '/' THEN '/' || o.name ELSE c.path || '/' || o.name END`;
+
+/**
+ * The descent from a rule's collection ($1) through live sub-collections: `tree(id)`. Rules follow
+ * their collection through renames because they hold its id, not its path.
+ */
+const TREE = `WITH RECURSIVE tree AS (
+    SELECT c.id FROM collections c WHERE c.id = $1 AND c.trash_id = 0
+    UNION ALL
+    SELECT k.id FROM collections k JOIN tree t ON k.parent_id = t.id WHERE k.trash_id = 0
+  )`;
+
+/**
+ * The mover's SQL (docs/placement.md, "The mover"): which objects the live rules want here, this
+ * site's queue of copies to make, the last checks of a copy and of a trim under the object's lock,
+ * and the receiving side's check of a keep request. Retry bookkeeping touches only the local
+ * columns (attempts, next_attempt_at) and never updated_at, so a retry is not a replicated change.
+ */
+@Injectable()
+export class MoverRepository {
+  private readonly logger = new Logger('Mover');
+
+  constructor(private readonly sql: SqlPool) {}
+
+  async sites(): Promise<PlacementSite[]> {
+    const { rows } = await this.sql.query<{ id: string; s: string; e: string }>(
+      'SELECT id, id_range_start::text AS s, id_range_end::text AS e FROM sites ORDER BY id',
+    );
+    return rows.map((r) => ({ id: r.id, idRangeStart: BigInt(r.s), idRangeEnd: BigInt(r.e) }));
+  }
+
+  /** Rules that count now (not expired), on live collections. */
+  async liveRules(): Promise<LiveRule[]> {
+    const { rows } = await this.sql.query<{
+      id: string;
+      collection_id: string;
+      copies: number;
+      sites: string[] | null;
+      condition: string | null;
+    }>(
+      `SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition
+         FROM placement_rules r JOIN collections c ON c.id = r.collection_id
+        WHERE c.trash_id = 0 AND (r.expires_at IS NULL OR r.expires_at > now())
+        ORDER BY r.id`,
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      collectionId: r.collection_id,
+      copies: r.copies,
+      sites: r.sites,
+      condition: r.condition,
+    }));
+  }
+
+  /**
+   * Plans one rule: a `pending` row here for every live object the rule covers that ranks this
+   * site among its first `copies` candidates (home site first, then md5(object:site) ascending)
+   * and has no row here yet. One statement; resolves with the rows added.
+   */
+  async planRule(rule: LiveRule, siteId: string, resourceId: bigint): Promise<number> {
+    const params = new SqlParams();
+    params.add(rule.collectionId); // $1: TREE
+    const me = params.add(siteId);
+    const resource = params.add(resourceId.toString());
+    const sites = params.add(rule.sites, '::text[]');
+    const copies = params.add(rule.copies);
+    const where = this.conditionOf(rule, params, 'o.id');
+    if (where === null) return 0;
+    const res = await this.sql.pool.query(
+      `${TREE},
+       cand AS (SELECT s.id, s.id_range_start, s.id_range_end FROM sites s WHERE ${sites} IS NULL OR s.id = ANY(${sites})),
+       mine AS (SELECT * FROM cand WHERE id = ${me})
+       INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, status)
+       SELECT o.id, ${me}, ${resource}::bigint, '', o.size, o.checksum, 'pending'
+         FROM data_objects o JOIN tree t ON o.collection_id = t.id CROSS JOIN mine m
+        WHERE o.trash_id = 0 AND o.link_target IS NULL AND ${where}
+          AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.object_id = o.id AND r.site_id = ${me})
+          AND (SELECT count(*) FROM cand k
+                WHERE k.id <> m.id
+                  AND (o.id BETWEEN k.id_range_start AND k.id_range_end
+                       OR (NOT (o.id BETWEEN m.id_range_start AND m.id_range_end)
+                           AND md5(o.id::text || ':' || k.id) COLLATE "C" < md5(o.id::text || ':' || m.id) COLLATE "C"))
+              ) < ${copies}
+       ON CONFLICT (object_id, site_id, resource_id) DO NOTHING`,
+      params.values,
+    );
+    return res.rowCount ?? 0;
+  }
+
+  /** Good rows here whose checksum is no longer the object's become `stale`. */
+  async markStale(siteId: string): Promise<number> {
+    const res = await this.sql.query(
+      `UPDATE replicas r SET status = 'stale', updated_at = now()
+         FROM data_objects o
+        WHERE o.id = r.object_id AND r.site_id = $1 AND r.status = 'good' AND r.checksum <> o.checksum`,
+      [siteId],
+    );
+    return res.rowCount ?? 0;
+  }
+
+  /** Due rows here, oldest first: not good, retry time reached, the object live and with bytes. */
+  async due(siteId: string, limit: number, skip: readonly string[]): Promise<DueRow[]> {
+    const { rows } = await this.sql.query<{
+      id: string;
+      object_id: string;
+      path: string;
+      size: string;
+      checksum: string;
+      attempts: number;
+      sources: string[];
+    }>(
+      `SELECT r.id::text, r.object_id::text, ${OBJECT_PATH} AS path, o.size::text, o.checksum, r.attempts,
+              ARRAY(SELECT g.site_id FROM replicas g
+                     WHERE g.object_id = o.id AND g.site_id <> $1 AND g.status = 'good' AND g.checksum = o.checksum
+                     ORDER BY g.site_id) AS sources
+         FROM replicas r
+         JOIN data_objects o ON o.id = r.object_id
+         JOIN collections c ON c.id = o.collection_id
+        WHERE r.site_id = $1 AND r.status IN ('pending', 'copying', 'stale', 'suspect', 'failed')
+          AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
+          AND o.trash_id = 0 AND o.link_target IS NULL
+          AND NOT (r.id = ANY($3::bigint[]))
+        ORDER BY r.updated_at, r.id
+        LIMIT $2`,
+      [siteId, limit, skip],
+    );
+    return rows.map((r) => ({
+      replicaId: r.id,
+      objectId: r.object_id,
+      path: r.path,
+      size: Number(r.size),
+      checksum: r.checksum,
+      attempts: r.attempts,
+      sources: r.sources,
+    }));
+  }
+
+  /**
+   * A failed attempt: `failed` with the error (replicated only when they change), and the retry
+   * schedule in the local columns, updated_at untouched.
+   */
+  async recordFailure(
+    replicaId: string,
+    siteId: string,
+    error: string,
+    attempts: number,
+    next: Date,
+  ): Promise<void> {
+    await this.sql.query(
+      `UPDATE replicas SET status = 'failed', error = $3, attempts = $4, next_attempt_at = $5
+        WHERE id = $1 AND site_id = $2`,
+      [replicaId, siteId, error.slice(0, 2000), attempts, next],
+    );
+  }
+
+  /** A large copy has started (or resumed): `copying`. */
+  async markCopying(replicaId: string, siteId: string): Promise<void> {
+    await this.sql.query(
+      `UPDATE replicas SET status = 'copying', updated_at = now()
+        WHERE id = $1 AND site_id = $2 AND status <> 'copying'`,
+      [replicaId, siteId],
+    );
+  }
+
+  /**
+   * The copy's last step, under the object's row lock (the lock an update of the bytes takes): the
+   * bytes become the row's only if they hash to the object's checksum now. `place` puts the file
+   * under its key inside the transaction; if the transaction does not commit, the caller removes it.
+   */
+  async completeCopy(
+    replicaId: string,
+    objectId: string,
+    siteId: string,
+    copy: { key: string; size: number; checksum: string },
+    place: () => Promise<void>,
+  ): Promise<CompleteOutcome> {
+    return this.transaction(async (client) => {
+      const object = await client.query<{ checksum: string; size: string }>(
+        'SELECT checksum, size::text FROM data_objects WHERE id = $1 FOR UPDATE',
+        [objectId],
+      );
+      const o = object.rows[0];
+      if (!o) return { done: false, reason: 'the object is gone' };
+      if (o.checksum !== copy.checksum || Number(o.size) !== copy.size)
+        return { done: false, reason: 'the object changed during the copy' };
+      const row = await client.query<{ physical_path: string }>(
+        'SELECT physical_path FROM replicas WHERE id = $1 AND site_id = $2 FOR UPDATE',
+        [replicaId, siteId],
+      );
+      const r = row.rows[0];
+      if (!r) return { done: false, reason: 'the copy row is gone' };
+      await place();
+      await client.query(
+        `UPDATE replicas SET status = 'good', physical_path = $2, size = $3, checksum = $4, verified_at = now(),
+                error = NULL, attempts = 0, next_attempt_at = NULL, updated_at = now()
+          WHERE id = $1`,
+        [replicaId, copy.key, copy.size, copy.checksum],
+      );
+      return { done: true, previousKey: r.physical_path };
+    });
+  }
+
+  /** Objects with a copy here and with copies elsewhere that `rule` covers (trim candidates). */
+  async coveredHere(rule: LiveRule, siteId: string): Promise<string[]> {
+    const params = new SqlParams();
+    params.add(rule.collectionId);
+    const me = params.add(siteId);
+    const where = this.conditionOf(rule, params, 'o.id');
+    if (where === null) return [];
+    const { rows } = await this.sql.pool.query<{ id: string }>(
+      `${TREE}
+       SELECT o.id::text FROM data_objects o
+         JOIN tree t ON o.collection_id = t.id
+         JOIN replicas r ON r.object_id = o.id AND r.site_id = ${me}
+        WHERE o.trash_id = 0 AND o.link_target IS NULL AND ${where}
+          AND EXISTS (SELECT 1 FROM replicas x WHERE x.object_id = o.id AND x.site_id <> ${me})`,
+      params.values,
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** This site's copies of these objects, with where good current copies are. */
+  async copiesHere(siteId: string, objectIds: string[]): Promise<CopyHere[]> {
+    if (!objectIds.length) return [];
+    const { rows } = await this.sql.query<{
+      id: string;
+      object_id: string;
+      path: string;
+      status: CopyState;
+      current: boolean;
+      checksum: string;
+      good_at: string[];
+    }>(
+      `SELECT r.id::text, r.object_id::text, ${OBJECT_PATH} AS path, r.status::text AS status,
+              r.checksum = o.checksum AS current, o.checksum,
+              ARRAY(SELECT g.site_id FROM replicas g
+                     WHERE g.object_id = o.id AND g.status = 'good' AND g.checksum = o.checksum) AS good_at
+         FROM replicas r
+         JOIN data_objects o ON o.id = r.object_id
+         JOIN collections c ON c.id = o.collection_id
+        WHERE r.site_id = $1 AND r.object_id = ANY($2::bigint[])
+        ORDER BY r.object_id`,
+      [siteId, objectIds],
+    );
+    return rows.map((r) => ({
+      replicaId: r.id,
+      objectId: r.object_id,
+      path: r.path,
+      status: r.status,
+      current: r.current,
+      objectChecksum: r.checksum,
+      goodAt: r.good_at,
+    }));
+  }
+
+  /**
+   * Removes this site's copy row under the object's lock, only if the object is live and, for a
+   * copy that was good, the object's checksum is still the one the wanted sites promised to keep.
+   * Resolves with the removed row's key (for the file), or null when it did not remove it.
+   */
+  async removeCopy(
+    replicaId: string,
+    siteId: string,
+    expect: { good: boolean; checksum: string },
+  ): Promise<string | null> {
+    return this.transaction(async (client) => {
+      const object = await client.query<{ checksum: string; trash_id: string }>(
+        `SELECT o.checksum, o.trash_id::text FROM data_objects o
+          WHERE o.id = (SELECT object_id FROM replicas WHERE id = $1) FOR UPDATE`,
+        [replicaId],
+      );
+      const o = object.rows[0];
+      if (!o || o.trash_id !== '0') return null;
+      const row = await client.query<{ physical_path: string; status: CopyState; checksum: string }>(
+        'SELECT physical_path, status::text AS status, checksum FROM replicas WHERE id = $1 AND site_id = $2 FOR UPDATE',
+        [replicaId, siteId],
+      );
+      const r = row.rows[0];
+      if (!r) return null;
+      const good = r.status === 'good' && r.checksum === o.checksum;
+      if (good !== expect.good) return null;
+      if (expect.good && o.checksum !== expect.checksum) return null;
+      await client.query('DELETE FROM replicas WHERE id = $1', [replicaId]);
+      return r.physical_path;
+    });
+  }
+
+  /** The object, live, with the rules that cover it (ancestors' rules whose condition it meets). */
+  async objectWithRules(
+    objectId: string,
+  ): Promise<{ checksum: string; size: number; rules: LiveRule[] } | null> {
+    const object = await this.sql.query<{ checksum: string; size: string }>(
+      'SELECT checksum, size::text FROM data_objects WHERE id = $1 AND trash_id = 0 AND link_target IS NULL',
+      [objectId],
+    );
+    const o = object.rows[0];
+    if (!o) return null;
+    return { checksum: o.checksum, size: Number(o.size), rules: await this.rulesCovering(objectId) };
+  }
+
+  async rulesCovering(objectId: string): Promise<LiveRule[]> {
+    const { rows } = await this.sql.query<{
+      id: string;
+      collection_id: string;
+      copies: number;
+      sites: string[] | null;
+      condition: string | null;
+    }>(
+      `WITH RECURSIVE up AS (
+         SELECT c.id, c.parent_id FROM collections c JOIN data_objects o ON o.collection_id = c.id WHERE o.id = $1
+         UNION ALL
+         SELECT p.id, p.parent_id FROM collections p JOIN up ON p.id = up.parent_id
+       )
+       SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition
+         FROM placement_rules r JOIN up ON up.id = r.collection_id
+        WHERE r.expires_at IS NULL OR r.expires_at > now()
+        ORDER BY r.id`,
+      [objectId],
+    );
+    const rules: LiveRule[] = [];
+    for (const r of rows) {
+      const rule: LiveRule = {
+        id: r.id,
+        collectionId: r.collection_id,
+        copies: r.copies,
+        sites: r.sites,
+        condition: r.condition,
+      };
+      if (rule.condition === null) {
+        rules.push(rule);
+        continue;
+      }
+      const params = new SqlParams();
+      const id = params.add(objectId, '::bigint');
+      const where = this.conditionOf(rule, params, id);
+      if (where === null) continue;
+      const res = await this.sql.pool.query<{ ok: boolean }>(`SELECT ${where} AS ok`, params.values);
+      if (res.rows[0]?.ok) rules.push(rule);
+    }
+    return rules;
+  }
+
+  /** Every copy row of an object (any site). */
+  async copiesOf(objectId: string): Promise<CopyRow[]> {
+    const { rows } = await this.sql.query<{
+      site_id: string;
+      status: CopyState;
+      size: string;
+      checksum: string;
+      verified_at: Date | null;
+      error: string | null;
+      updated_at: Date;
+    }>(
+      `SELECT site_id, status::text AS status, size::text, checksum, verified_at, error, updated_at
+         FROM replicas WHERE object_id = $1 ORDER BY site_id`,
+      [objectId],
+    );
+    return rows.map((r) => ({
+      siteId: r.site_id,
+      status: r.status,
+      size: Number(r.size),
+      checksum: r.checksum,
+      verifiedAt: r.verified_at,
+      error: r.error,
+      updatedAt: r.updated_at,
+    }));
+  }
+
+  /** This site's good copy of an object if it has the object's current bytes: its key and size. */
+  async goodCurrentCopy(
+    objectId: string,
+    siteId: string,
+  ): Promise<{ key: string; size: number; checksum: string } | null> {
+    const { rows } = await this.sql.query<{ physical_path: string; size: string; checksum: string }>(
+      `SELECT r.physical_path, r.size::text, r.checksum FROM replicas r JOIN data_objects o ON o.id = r.object_id
+        WHERE r.object_id = $1 AND r.site_id = $2 AND r.status = 'good' AND r.checksum = o.checksum AND o.trash_id = 0`,
+      [objectId, siteId],
+    );
+    const r = rows[0];
+    return r ? { key: r.physical_path, size: Number(r.size), checksum: r.checksum } : null;
+  }
+
+  /** Copies at this site per state. */
+  async stateCounts(siteId: string): Promise<Partial<Record<CopyState, number>>> {
+    const { rows } = await this.sql.query<{ status: CopyState; n: number }>(
+      'SELECT status::text AS status, count(*)::int AS n FROM replicas WHERE site_id = $1 GROUP BY status',
+      [siteId],
+    );
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  }
+
+  /** Failed copies here, most recent first. */
+  async failures(
+    siteId: string,
+    limit: number,
+  ): Promise<Array<{ path: string; error: string; attempts: number; nextAttemptAt: Date | null }>> {
+    const { rows } = await this.sql.query<{
+      path: string;
+      error: string | null;
+      attempts: number;
+      next_attempt_at: Date | null;
+    }>(
+      `SELECT ${OBJECT_PATH} AS path, r.error, r.attempts, r.next_attempt_at
+         FROM replicas r JOIN data_objects o ON o.id = r.object_id JOIN collections c ON c.id = o.collection_id
+        WHERE r.site_id = $1 AND r.status = 'failed'
+        ORDER BY r.next_attempt_at DESC NULLS LAST LIMIT $2`,
+      [siteId, limit],
+    );
+    return rows.map((r) => ({
+      path: r.path,
+      error: r.error ?? '',
+      attempts: r.attempts,
+      nextAttemptAt: r.next_attempt_at,
+    }));
+  }
+
+  /**
+   * The rule's condition as SQL on the object id `id`, with its values in `params`; TRUE for none,
+   * null (matches nothing) for a condition that no longer parses.
+   */
+  private conditionOf(rule: LiveRule, params: SqlParams, id: string): string | null {
+    if (!rule.condition) return 'TRUE';
+    try {
+      const condition = checkCondition(parseQueryText(rule.condition), 'condition');
+      return new ConditionCompiler(params, 'object_id').predicate(condition, id);
+    } catch (err) {
+      this.logger.warn(
+        `rule ${rule.id}: its condition does not parse (${(err as Error).message}); it covers nothing`,
+      );
+      return null;
+    }
+  }
+
+  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.sql.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const out = await work(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}

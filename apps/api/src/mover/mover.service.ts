@@ -1,0 +1,254 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import {
+  COPY_STATES,
+  ErrorCode,
+  type CopyState,
+  type MoverStatusDto,
+  type ObjectCopiesDto,
+} from '@tributary/shared';
+import { Mover, wantedSites, type CopyJob, type MoverCatalog, type SurplusCopy } from '@tributary/placement';
+import { Counter, Gauge } from 'prom-client';
+import { AccessService } from '../access/access.service';
+import { DomainError, notFound } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
+import { MetricsRegistry } from '../health/metrics';
+import { entryTarget, NamespaceService } from '../namespace/namespace.service';
+import { ReplicationService } from '../replication/replication.service';
+import { PeerAvailability } from '../sites/peer-availability';
+import { SiteContext } from '../sites/site-context';
+import { StorageService } from '../storage/storage.service';
+import { CopyTransfers } from './copy-transfers';
+import { MoverRepository } from './mover.repository';
+
+const MiB = 1024 * 1024;
+/** Objects up to this size are copied in batches. */
+export const SMALL_OBJECT_BYTES = 1 * MiB;
+
+/**
+ * This site's mover (docs/placement.md, "The mover"): the engine of packages/placement on this
+ * site's catalog (MoverRepository), storage and peers (CopyTransfers), its passes started once the
+ * site is bootstrapped; the receiving side of keep requests; the copies of an object and the
+ * mover's status for the API; its figures in /metrics.
+ */
+@Injectable()
+export class MoverService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Mover');
+  readonly mover: Mover;
+  private waiting: NodeJS.Timeout | undefined;
+  private readonly failures: Counter;
+
+  constructor(
+    @Inject(SITE_CONFIG) private readonly config: SiteConfig,
+    private readonly repo: MoverRepository,
+    private readonly site: SiteContext,
+    private readonly storage: StorageService,
+    private readonly replication: ReplicationService,
+    private readonly availability: PeerAvailability,
+    private readonly namespace: NamespaceService,
+    private readonly access: AccessService,
+    metrics: MetricsRegistry,
+  ) {
+    const p = config.placement;
+    const bytes = new Counter({
+      name: 'tributary_placement_bytes_total',
+      help: 'Bytes the mover copied in from other sites',
+      registers: [metrics.registry],
+    });
+    this.failures = new Counter({
+      name: 'tributary_placement_failures_total',
+      help: 'Copy attempts that failed',
+      registers: [metrics.registry],
+    });
+    new Gauge({
+      name: 'tributary_placement_copies',
+      help: "Copies at this site per state (the mover's queue)",
+      labelNames: ['state'] as const,
+      registers: [metrics.registry],
+      collect: async function (this: Gauge<'state'>) {
+        const counts: Partial<Record<CopyState, number>> = await repo
+          .stateCounts(config.siteId)
+          .catch(() => ({}));
+        for (const state of COPY_STATES) this.set({ state }, counts[state] ?? 0);
+      },
+    });
+    const catalog: MoverCatalog = {
+      plan: () => this.plan(),
+      due: (limit, skip) => this.due(limit, skip),
+      recordFailure: (job, error, attempts, next) =>
+        this.repo.recordFailure(job.replicaId, this.site.siteId, error, attempts, next),
+      surplus: (limit) => this.surplus(limit),
+    };
+    this.mover = new Mover({
+      siteId: config.siteId,
+      catalog,
+      transfers: new CopyTransfers({
+        siteId: () => this.site.siteId,
+        repo,
+        storage,
+        peers: replication.peers,
+        availability,
+        connectTimeoutMs: config.peerReads.connectTimeoutMs,
+        smallBytes: SMALL_OBJECT_BYTES,
+      }),
+      logger: { log: (m) => this.logger.log(m), warn: (m) => this.logger.warn(m) },
+      concurrency: p.concurrency,
+      bytesPerSecond: p.bandwidthMiBs * MiB,
+      intervalMs: p.intervalMs,
+      smallBytes: SMALL_OBJECT_BYTES,
+      sourceDownMs: config.peerReads.downMs,
+      onBytes: (n) => bytes.inc(n),
+      onFailure: () => this.failures.inc(),
+    });
+  }
+
+  /** Starts the passes once the bootstrap has found this site's row and storage resource. */
+  onApplicationBootstrap(): void {
+    if (!this.config.placement.enabled) return;
+    const check = (): void => {
+      if (this.site.siteId && this.site.resourceId) {
+        this.waiting = undefined;
+        this.mover.start();
+        return;
+      }
+      this.waiting = setTimeout(check, 200);
+    };
+    check();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    clearTimeout(this.waiting);
+    await this.mover.stop();
+  }
+
+  private async plan(): Promise<{ added: number; staled: number }> {
+    let added = 0;
+    for (const rule of await this.repo.liveRules())
+      added += await this.repo.planRule(rule, this.site.siteId, this.site.resourceId);
+    const staled = await this.repo.markStale(this.site.siteId);
+    return { added, staled };
+  }
+
+  private async due(limit: number, skip: readonly string[]): Promise<CopyJob[]> {
+    const rows = await this.repo.due(this.site.siteId, limit, skip);
+    // Sources that did not answer lately go last (the memory reads share).
+    return rows.map((r) => ({ ...r, sources: this.availability.order(r.sources) }));
+  }
+
+  /** Copies here that no rule wants, of objects rules cover, with the wanted sites of each. */
+  private async surplus(limit: number): Promise<SurplusCopy[]> {
+    const me = this.site.siteId;
+    const rules = await this.repo.liveRules();
+    if (!rules.length) return [];
+    const covering = new Map<string, typeof rules>();
+    for (const rule of rules)
+      for (const id of await this.repo.coveredHere(rule, me))
+        covering.set(id, [...(covering.get(id) ?? []), rule]);
+    if (!covering.size) return [];
+    const sites = await this.repo.sites();
+    const wanted = new Map<string, string[]>();
+    for (const [id, rs] of covering) {
+      const w = wantedSites(BigInt(id), rs, sites);
+      if (!w.includes(me)) wanted.set(id, w);
+      if (wanted.size >= limit) break;
+    }
+    const copies = await this.repo.copiesHere(me, [...wanted.keys()]);
+    return copies.map((c) => ({
+      replicaId: c.replicaId,
+      objectId: c.objectId,
+      path: c.path,
+      checksum: c.objectChecksum,
+      good: c.status === 'good' && c.current,
+      wanted: wanted.get(c.objectId) ?? [],
+      goodAt: c.goodAt,
+    }));
+  }
+
+  /**
+   * A peer asks this site to keep its copy of an object (at `checksum`) while the peer removes
+   * its own. Yes only when this site is not trimming that object, and in its own view its copy is
+   * wanted, good and has the object's checksum, which is that one; a yes holds for the lease.
+   */
+  async keep(objectId: string, checksum: string): Promise<boolean> {
+    if (!this.mover.reserve(objectId)) return false;
+    const me = this.site.siteId;
+    const copy = await this.repo.goodCurrentCopy(objectId, me);
+    if (!copy || copy.checksum !== checksum) return false;
+    const object = await this.repo.objectWithRules(objectId);
+    if (!object || object.checksum !== checksum) return false;
+    return wantedSites(BigInt(objectId), object.rules, await this.repo.sites()).includes(me);
+  }
+
+  /** An object's copies at every site, with the rules that cover it (read access needed). */
+  async copies(principal: Principal, path: string): Promise<ObjectCopiesDto> {
+    this.access.assertWithinToken(principal, path);
+    const entry = await this.namespace.resolve(path);
+    await this.access.requireAt(principal, path, entry && entryTarget(entry), 'read', () => notFound(path));
+    if (!entry || entry.kind !== 'object')
+      throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; its objects have copies`);
+    const id = entry.id.toString();
+    const rules = entry.linkTarget === null ? await this.repo.rulesCovering(id) : [];
+    const wanted = wantedSites(entry.id, rules, await this.repo.sites());
+    const rows = await this.repo.copiesOf(id);
+    return {
+      path,
+      size: Number(entry.size),
+      checksum: entry.checksum,
+      wantedSites: wanted,
+      rules: rules.map((r) => r.id),
+      copies: rows.map((r) => ({
+        site: r.siteId,
+        state: r.status,
+        current: r.status === 'good' && r.checksum === entry.checksum,
+        size: r.size,
+        checksum: r.checksum,
+        verifiedAt: r.verifiedAt?.toISOString() ?? null,
+        error: r.error,
+        wanted: wanted.includes(r.siteId),
+        updatedAt: r.updatedAt.toISOString(),
+      })),
+    };
+  }
+
+  /** This site's mover: copies per state, transfers in flight, failures, rate (administrators). */
+  async status(principal: Principal): Promise<MoverStatusDto> {
+    this.access.assertAdmin(principal);
+    const me = this.site.siteId;
+    const counts = await this.repo.stateCounts(me);
+    const states = Object.fromEntries(COPY_STATES.map((s) => [s, counts[s] ?? 0])) as Record<
+      CopyState,
+      number
+    >;
+    const now = this.mover.status();
+    return {
+      site: me,
+      states,
+      inFlight: now.inFlight.map((t) => ({
+        path: t.path,
+        from: t.from,
+        bytesDone: t.bytesDone,
+        size: t.size,
+        startedAt: t.startedAt.toISOString(),
+      })),
+      failed: (await this.repo.failures(me, 100)).map((f) => ({
+        path: f.path,
+        error: f.error,
+        attempts: f.attempts,
+        nextAttemptAt: f.nextAttemptAt?.toISOString() ?? null,
+      })),
+      bytesPerSecond: now.bytesPerSecond,
+      bytesTotal: now.bytesTotal,
+      settings: {
+        concurrency: this.config.placement.concurrency,
+        bandwidthMiBs: this.config.placement.bandwidthMiBs,
+        scrubRateMiBs: this.config.placement.scrubRateMiBs,
+      },
+    };
+  }
+}

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { ApiError } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiConnection, TransportError } from './http';
 import { ChunkedDecoder } from './http-into';
+import { answerTrouble, closeServer, listenOnLoopback } from './testing/loopback-server';
 
 /**
  * `ApiConnection.receiveInto` over plain HTTP reads bodies straight into the caller's buffer with
@@ -50,32 +50,17 @@ beforeAll(async () => {
       res.writeHead(200); // no length: node:http sends it chunked
       for (let at = 0; at < body.length; at += 7_777) res.write(body.subarray(at, at + 7_777));
       res.end();
-    } else if (path === '/missing') {
-      res.writeHead(404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { code: 'NOT_FOUND', message: 'no such object' } }));
-    } else if (path === '/broken') {
-      res.writeHead(500, { 'content-length': '8' });
-      res.end('not json');
-    } else if (path === '/short') {
-      res.writeHead(200, { 'content-length': String(body.length) });
-      res.write(body.subarray(0, 1000), () => res.destroy());
-    } else if (path === '/slow') {
-      res.writeHead(200, { 'content-length': String(body.length) });
-      res.write(body.subarray(0, 1000));
-      // Never ends by itself.
     } else if (path === '/empty') {
       res.writeHead(200, { 'content-length': '0' });
       res.end();
+    } else {
+      answerTrouble(path, res, body);
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  baseUrl = await listenOnLoopback(server);
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => closeServer(server));
 
 /** A TCP server that answers every connection with `answer` (as raw bytes), then ends it. */
 async function rawServer(
@@ -89,8 +74,7 @@ async function rawServer(
     });
     socket.on('error', () => undefined);
   });
-  await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(raw.address() as AddressInfo).port}`, close: () => raw.close() };
+  return { url: await listenOnLoopback(raw), close: () => raw.close() };
 }
 
 describe('ApiConnection.receiveInto over plain HTTP', () => {

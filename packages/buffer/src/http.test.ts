@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApiError } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiConnection, TransportError } from './http';
+import { answerTrouble, closeServer, listenOnLoopback } from './testing/loopback-server';
 
 /** A real HTTP server on loopback whose answers each test chooses by path. */
 const body = randomBytes(300_000);
@@ -20,29 +20,14 @@ beforeAll(async () => {
       // In several writes, so the client gets several pieces.
       for (let at = 0; at < body.length; at += 50_000) res.write(body.subarray(at, at + 50_000));
       res.end();
-    } else if (path === '/missing') {
-      res.writeHead(404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { code: 'NOT_FOUND', message: 'no such object' } }));
-    } else if (path === '/broken') {
-      res.writeHead(500);
-      res.end('not json');
-    } else if (path === '/short') {
-      res.writeHead(200, { 'content-length': String(body.length) });
-      res.write(body.subarray(0, 1000), () => res.destroy());
-    } else if (path === '/slow') {
-      res.writeHead(200, { 'content-length': String(body.length) });
-      res.write(body.subarray(0, 1000));
-      // Never ends by itself.
+    } else {
+      answerTrouble(path, res, body);
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  baseUrl = await listenOnLoopback(server);
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => closeServer(server));
 
 describe('ApiConnection.receive over node:http', () => {
   it('hands over every piece with the status and headers, sends the token and headers, counts the request', async () => {

@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiConnection } from './http';
 import type { TransferProgress, TransferRetry } from './progress';
 import { ChecksumMismatchError, downloadFile, downloadRanges, type RangeReader } from './object-transfer';
+import { closeServer, listenOnLoopback } from './testing/loopback-server';
 
 /**
  * `downloadFile` against a real HTTP server on loopback that serves one object as the API does
@@ -53,17 +53,12 @@ beforeAll(async () => {
     }
     res.end(part);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  api = new ApiConnection({
-    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    token: 't',
-  });
+  api = new ApiConnection({ baseUrl: await listenOnLoopback(server), token: 't' });
   dir = await mkdtemp(path.join(os.tmpdir(), 'tributary-download-'));
 });
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await closeServer(server);
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApiError } from '@tributary/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiConnection, isTransient } from './http';
+import { closeServer, listenOnLoopback } from './testing/loopback-server';
 import { RequestTimeoutError, SiteUnreachableError } from './timeouts';
 import { UploadSessionClient, type UploadSessionObserver } from './upload-session';
 
@@ -102,14 +102,10 @@ beforeAll(async () => {
         res.end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  baseUrl = await listenOnLoopback(server);
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => closeServer(server));
 
 beforeEach(() => {
   healthHangs = false;

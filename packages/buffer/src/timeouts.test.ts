@@ -314,7 +314,8 @@ describe('commit: the site works before it answers', () => {
 });
 
 describe('upload session observer', () => {
-  function recorder() {
+  /** An upload session client over a fake API answering `answers`, and what its observer heard. */
+  function observedClient(answers: Record<string, () => Response>) {
     const calls: string[] = [];
     const observer: UploadSessionObserver = {
       opened: async (s) => {
@@ -324,7 +325,13 @@ describe('upload session observer', () => {
       ended: (id) => calls.push(`ended ${id}`),
       abandoned: (id) => calls.push(`abandoned ${id}`),
     };
-    return { calls, observer };
+    const api = new ApiConnection({
+      baseUrl,
+      token: 't',
+      uploadSessions: observer,
+      fetch: fakeFetch(answers),
+    });
+    return { calls, client: new UploadSessionClient(api) };
   }
 
   /** A fake API: each route answers what the test puts in `answers`. */
@@ -343,18 +350,11 @@ describe('upload session observer', () => {
   const session = { id: 's1', path: '/a', received: 0 };
 
   it('hears of a session opened (before it is used) and ended by complete or abort', async () => {
-    const { calls, observer } = recorder();
-    const api = new ApiConnection({
-      baseUrl,
-      token: 't',
-      uploadSessions: observer,
-      fetch: fakeFetch({
-        'POST /api/v1/uploads': () => json(201, session),
-        'POST /api/v1/uploads/s1/complete': () => json(201, { path: '/a' }),
-        'DELETE /api/v1/uploads/s1': () => new Response(null, { status: 204 }),
-      }),
+    const { calls, client } = observedClient({
+      'POST /api/v1/uploads': () => json(201, session),
+      'POST /api/v1/uploads/s1/complete': () => json(201, { path: '/a' }),
+      'DELETE /api/v1/uploads/s1': () => new Response(null, { status: 204 }),
     });
-    const client = new UploadSessionClient(api);
     await client.create({ path: '/a' });
     expect(calls).toEqual(['opened s1']);
     await client.complete('s1');
@@ -363,20 +363,12 @@ describe('upload session observer', () => {
   });
 
   it('a session the site ended or no longer has is ended; one it could not abandon is abandoned', async () => {
-    const { calls, observer } = recorder();
-    const api = new ApiConnection({
-      baseUrl,
-      token: 't',
-      uploadSessions: observer,
-      fetch: fakeFetch({
-        'POST /api/v1/uploads/gone/complete': () =>
-          json(409, { error: { code: 'UPLOAD_BASE_CHANGED', message: 'moved on' } }),
-        'DELETE /api/v1/uploads/gone': () => json(404, { error: { code: 'NOT_FOUND', message: 'no' } }),
-        'POST /api/v1/uploads/busy/complete': () =>
-          json(500, { error: { code: 'INTERNAL', message: 'oops' } }),
-      }),
+    const { calls, client } = observedClient({
+      'POST /api/v1/uploads/gone/complete': () =>
+        json(409, { error: { code: 'UPLOAD_BASE_CHANGED', message: 'moved on' } }),
+      'DELETE /api/v1/uploads/gone': () => json(404, { error: { code: 'NOT_FOUND', message: 'no' } }),
+      'POST /api/v1/uploads/busy/complete': () => json(500, { error: { code: 'INTERNAL', message: 'oops' } }),
     });
-    const client = new UploadSessionClient(api);
     await failure(client.complete('gone'));
     await client.abort('gone');
     await failure(client.complete('busy'));

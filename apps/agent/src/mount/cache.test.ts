@@ -1,30 +1,11 @@
 import type { ChangeEventDto, EntryDto } from '@tributary/shared';
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
+import { testEntry } from '../testing/entries';
 import { ECHO_WAIT_MS, MetadataCache, OFFLINE_TTL_MS } from './cache';
 
 function entry(path: string, kind: EntryDto['kind'] = 'object', size = 1): EntryDto {
-  const name = path.slice(path.lastIndexOf('/') + 1);
-  return {
-    kind,
-    id: '1',
-    name,
-    path,
-    owner: 'ada',
-    group: null,
-    size,
-    checksum: null,
-    contentType: null,
-    version: 1,
-    site: 'lsu',
-    replicaCount: 1,
-    createdAt: '2026-11-21T00:00:00.000Z',
-    modifiedAt: '2026-11-21T00:00:00.000Z',
-    mtime: '2026-11-21T00:00:00.000000000Z',
-    mode: kind === 'collection' ? 0o755 : 0o644,
-    linkTarget: null,
-    access: 'own',
-  };
+  return testEntry(path, { kind, size });
 }
 
 describe('MetadataCache', () => {

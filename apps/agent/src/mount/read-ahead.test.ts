@@ -2,31 +2,13 @@ import type { ApiConnection } from '@tributary/buffer';
 import type { EntryDto } from '@tributary/shared';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { testEntry } from '../testing/entries';
 import { BATCH_FILES, parseBatch, READ_AHEAD_TTL_MS, ReadAhead } from './read-ahead';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 function file(path: string, bytes: Buffer): EntryDto {
-  return {
-    kind: 'object',
-    id: '1',
-    name: path.slice(path.lastIndexOf('/') + 1),
-    path,
-    owner: 'ada',
-    group: null,
-    size: bytes.length,
-    checksum: `sha256:${sha(bytes)}`,
-    contentType: null,
-    version: 1,
-    site: 'lsu',
-    replicaCount: 1,
-    createdAt: '2026-11-21T00:00:00.000Z',
-    modifiedAt: '2026-11-21T00:00:00.000Z',
-    mtime: '2026-11-21T00:00:00.000000000Z',
-    mode: 0o644,
-    linkTarget: null,
-    access: 'own',
-  };
+  return testEntry(path, { size: bytes.length, checksum: `sha256:${sha(bytes)}` });
 }
 
 /** A site that answers batch-read from `files`, counting the requests and the paths asked for. */

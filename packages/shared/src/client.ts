@@ -46,6 +46,13 @@ import type {
   ConflictSummaryDto,
   ConflictKind,
 } from './dto/conflicts';
+import type {
+  MoverStatusDto,
+  ObjectCopiesDto,
+  PlacementRuleDto,
+  PlacementRuleRequest,
+  VerifyReportDto,
+} from './dto/placement';
 import type { ReplicationCycleDto, ReplicationLagDto, ReplicationStatusDto } from './dto/replication';
 import { ErrorCode, type ErrorBody } from './errors';
 import { CHUNK_SHA256_HEADER, type CreateUploadRequest, type UploadSessionDto } from './dto/uploads';
@@ -301,6 +308,30 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<void>(
         http.DELETE('/api/v1/conflicts/policies', { params: { query: { path, kind } }, ...unsafe() }),
       ),
+
+    /** Placement (docs/placement.md): rules that keep copies at several sites, and the copies. */
+    addPlacementRule: (body: PlacementRuleRequest) =>
+      unwrap<PlacementRuleDto>(http.POST('/api/v1/placement/rules', { body: body as never, ...unsafe() })),
+    /** The rules on the collection at `path` and those inherited from its ancestors (`inheritedFrom`). */
+    placementRules: (query: { path: string; limit?: number; cursor?: string }, signal?: AbortSignal) =>
+      unwrap<Page<PlacementRuleDto>>(
+        http.GET('/api/v1/placement/rules', { params: { query }, ...safe, signal }),
+      ),
+    removePlacementRule: (id: string) =>
+      unwrap<void>(http.DELETE('/api/v1/placement/rules/{id}', { params: { path: { id } }, ...unsafe() })),
+    /** An object's copies: site, state, whether each is wanted, and the rules that cover it. */
+    objectCopies: (path: string, signal?: AbortSignal) =>
+      unwrap<ObjectCopiesDto>(
+        http.GET('/api/v1/placement/copies', { params: { query: { path } }, ...safe, signal }),
+      ),
+    /** Re-hashes this site's copy of the object now and reports every copy's state. */
+    verifyObject: (path: string) =>
+      unwrap<VerifyReportDto>(
+        http.POST('/api/v1/placement/verify', { params: { query: { path } }, ...unsafe() }),
+      ),
+    /** This site's mover: its queue, transfers in flight, failures (administrators). */
+    moverStatus: (signal?: AbortSignal) =>
+      unwrap<MoverStatusDto>(http.GET('/api/v1/placement/mover', { ...safe, signal })),
 
     /** Replication per peer, recent cycles (administrators). */
     replicationStatus: (signal?: AbortSignal) =>

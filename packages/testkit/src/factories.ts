@@ -42,3 +42,20 @@ export function testBytes(length: number, seed = 1): Buffer {
   }
   return out;
 }
+
+/**
+ * Names that do not compress, as real ones (PostgreSQL compresses long index entries, so repeated
+ * letters would fit where real names do not): each call gives `n` letters and digits, the same
+ * sequence for the same seed.
+ */
+export function incompressibleNames(seed: number): (n: number) => string {
+  let state = seed;
+  return (n) => {
+    let out = '';
+    for (let i = 0; i < n; i++) {
+      state = (state * 1103515245 + 12345) % 2147483648;
+      out += 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'[state % 62];
+    }
+    return out;
+  };
+}

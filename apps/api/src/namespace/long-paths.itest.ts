@@ -8,7 +8,7 @@ import {
 } from '@tributary/shared';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueName } from '@tributary/testkit';
+import { incompressibleNames, uniqueName } from '@tributary/testkit';
 import {
   expectStatus,
   startTestSite,
@@ -38,19 +38,7 @@ describe('paths at the length limits', () => {
 
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 
-  /**
-   * Letters that do not compress (PostgreSQL compresses long index entries, so repeated letters
-   * would fit where real names do not).
-   */
-  let seed = 12345;
-  function noise(n: number): string {
-    let out = '';
-    for (let i = 0; i < n; i++) {
-      seed = (seed * 1103515245 + 12345) % 2147483648;
-      out += 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'[seed % 62];
-    }
-    return out;
-  }
+  const noise = incompressibleNames(12345);
 
   /** `prefix` extended with names of at most 255 bytes to exactly `total` bytes (a last name of `last` bytes). */
   function pathOf(prefix: string, total: number, last: number): string {
@@ -82,6 +70,16 @@ describe('paths at the length limits', () => {
     return path.slice(0, path.lastIndexOf('/'));
   }
 
+  /** Moves `path` to the trash; its trash entry, which names the path. */
+  async function trash(path: string): Promise<TrashEntryDto> {
+    const entry = expectStatus(
+      await alice.client.delete<TrashEntryDto>('/api/v1/namespace', { query: { path } }),
+      200,
+    ).body;
+    expect(entry.originalPath).toBe(path);
+    return entry;
+  }
+
   it('creates, lists, renames, trashes and restores a collection at the longest path', async () => {
     const path = pathOf(base, MAX_PATH_BYTES, 40);
     const created = expectStatus(await mkdirP(alice.client, path), 201).body;
@@ -104,15 +102,11 @@ describe('paths at the length limits', () => {
     expectStatus(await alice.client.post('/api/v1/namespace/move', { from: path, to: renamed }), 200);
     expectStatus(await alice.client.get('/api/v1/namespace/stat', { query: { path: renamed } }), 200);
 
-    const trash = expectStatus(
-      await alice.client.delete<TrashEntryDto>('/api/v1/namespace', { query: { path: renamed } }),
-      200,
-    ).body;
-    expect(trash.originalPath).toBe(renamed);
+    const trashed = await trash(renamed);
     // The same path again while the first is in the trash.
     expectStatus(await mkdirP(alice.client, renamed), 201);
     expectStatus(await alice.client.delete('/api/v1/namespace', { query: { path: renamed } }), 200);
-    expectStatus(await alice.client.post(`/api/v1/trash/${trash.id}/restore`), 200);
+    expectStatus(await alice.client.post(`/api/v1/trash/${trashed.id}/restore`), 200);
     expectStatus(await alice.client.get('/api/v1/namespace/stat', { query: { path: renamed } }), 200);
   });
 
@@ -150,12 +144,8 @@ describe('paths at the length limits', () => {
       expect(listed.items.map((e) => e.path)).toEqual([path]);
       const renamed = parentOf(path) + '/' + noise(bytes(path.slice(path.lastIndexOf('/') + 1)));
       expectStatus(await alice.client.post('/api/v1/namespace/move', { from: path, to: renamed }), 200);
-      const trash = expectStatus(
-        await alice.client.delete<TrashEntryDto>('/api/v1/namespace', { query: { path: renamed } }),
-        200,
-      ).body;
-      expect(trash.originalPath).toBe(renamed);
-      expectStatus(await alice.client.post(`/api/v1/trash/${trash.id}/restore`), 200);
+      const trashed = await trash(renamed);
+      expectStatus(await alice.client.post(`/api/v1/trash/${trashed.id}/restore`), 200);
       expect((await alice.client.get('/api/v1/data', { query: { path: renamed } })).text).toBe(label);
       // Metadata on it, found by path.
       expectStatus(

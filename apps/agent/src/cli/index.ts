@@ -4,6 +4,7 @@ import { registerCatalog } from './commands-catalog';
 import { registerFs } from './commands-fs';
 import { registerLocal } from './commands-local';
 import { registerMount } from './commands-mount';
+import { registerPlacement } from './commands-placement';
 import { registerTransfer } from './commands-transfer';
 import type { CliIO } from './context';
 import { describeError, ExitCode } from './errors';
@@ -47,6 +48,7 @@ Exit codes: 0 ok, 1 error, 2 bad arguments, 3 not found, 4 not logged in or not 
   registerFs(program, io);
   registerTransfer(program, io);
   registerCatalog(program, io);
+  registerPlacement(program, io);
   registerMount(program, io);
   registerLocal(program, io);
   return program;

@@ -36,6 +36,11 @@ describe('metadata', () => {
     return client.post<BulkMetadataResult>('/api/v1/metadata/bulk', body);
   }
 
+  /** Adds triples to the entry at `path` (POST /api/v1/metadata). */
+  async function addTriples(client: TestClient, path: string, triples: Record<string, unknown>[]) {
+    return client.post<TripleDto[]>('/api/v1/metadata', { triples }, { query: { path } });
+  }
+
   async function query(client: TestClient, body: MetadataQueryRequest) {
     return client.post<MetadataQueryResult>('/api/v1/metadata/query', body);
   }
@@ -84,26 +89,16 @@ describe('metadata', () => {
     it('adds, lists, changes and removes triples; values are typed; identical triples are not doubled', async () => {
       const path = `${base}/a/f0`;
       const added = expectStatus(
-        await alice.client.post<TripleDto[]>(
-          '/api/v1/metadata',
-          {
-            triples: [
-              { attribute: 'note', value: 'first' },
-              { attribute: 'note', value: 'second' },
-              { attribute: 'note', value: 'first' },
-            ],
-          },
-          { query: { path } },
-        ),
+        await addTriples(alice.client, path, [
+          { attribute: 'note', value: 'first' },
+          { attribute: 'note', value: 'second' },
+          { attribute: 'note', value: 'first' },
+        ]),
         201,
       ).body;
       expect(added.map((t) => t.value)).toEqual(['first', 'second']);
       const again = expectStatus(
-        await alice.client.post<TripleDto[]>(
-          '/api/v1/metadata',
-          { triples: [{ attribute: 'note', value: 'first' }] },
-          { query: { path } },
-        ),
+        await addTriples(alice.client, path, [{ attribute: 'note', value: 'first' }]),
         201,
       ).body;
       expect(again).toEqual([]);
@@ -142,14 +137,7 @@ describe('metadata', () => {
 
     it('tags collections too', async () => {
       const path = `${base}/a`;
-      expectStatus(
-        await alice.client.post(
-          '/api/v1/metadata',
-          { triples: [{ attribute: 'campaign', value: 'spring' }] },
-          { query: { path } },
-        ),
-        201,
-      );
+      expectStatus(await addTriples(alice.client, path, [{ attribute: 'campaign', value: 'spring' }]), 201);
       const list = expectStatus(
         await alice.client.get<EntryTriplesDto>('/api/v1/metadata', { query: { path } }),
         200,
@@ -164,21 +152,13 @@ describe('metadata', () => {
     it('refuses bad attribute names, values and unknown paths with clear codes', async () => {
       const path = `${base}/a/f1`;
       const bad = expectError(
-        await alice.client.post(
-          '/api/v1/metadata',
-          { triples: [{ attribute: '1bad name', value: 'x' }] },
-          { query: { path } },
-        ),
+        await addTriples(alice.client, path, [{ attribute: '1bad name', value: 'x' }]),
         422,
         ErrorCode.ValidationFailed,
       );
       expect(Object.keys(bad.details ?? {})).toContain('triples.0.attribute');
       expectError(
-        await alice.client.post(
-          '/api/v1/metadata',
-          { triples: [{ attribute: 'when', value: 'yesterday', type: 'time' }] },
-          { query: { path } },
-        ),
+        await addTriples(alice.client, path, [{ attribute: 'when', value: 'yesterday', type: 'time' }]),
         422,
         ErrorCode.ValidationFailed,
       );
@@ -197,11 +177,7 @@ describe('metadata', () => {
         ErrorCode.PermissionDenied,
       );
       expectError(
-        await bob.client.post(
-          '/api/v1/metadata',
-          { triples: [{ attribute: 'x', value: 'y' }] },
-          { query: { path } },
-        ),
+        await addTriples(bob.client, path, [{ attribute: 'x', value: 'y' }]),
         403,
         ErrorCode.PermissionDenied,
       );

@@ -83,36 +83,40 @@ function catalogRecorder(
 }
 
 describe('Scrubber', () => {
-  it('keeps to its rate: bytes hashed by any moment stay within the burst plus the rate', async () => {
-    const clock = new FakeClock(1_000_000);
-    const copies = Array.from({ length: 16 }, (_, i) => copy(i + 1, null));
-    const rate = 4 * MiB;
-    const pacer = new Pacer({ bytesPerSecond: rate, burstBytes: PIECE, clock });
-    const samples: Array<{ t: number; bytes: number }> = [];
-    let bytes = 0;
-    const scrubber = new Scrubber<Copy>({
-      source: memorySource(copies),
-      hasher: pieceHasher(copies),
-      recorder: catalogRecorder(copies, clock, []),
-      pacer,
-      clock,
-      intervalMs: 1000,
-      batchSize: 5,
-      onBytes: (n) => {
-        bytes += n;
-        samples.push({ t: clock.now() - 1_000_000, bytes });
-      },
-    });
-    const stats = await scrubber.pass();
-    expect(stats.bytes).toBe(16 * MiB);
-    expect(stats.ok).toBe(16);
-    const seconds = (stats.finishedAt - stats.startedAt) / 1000;
-    // 16 MiB at 4 MiB/s, less the burst that passes at once: 4 s within 2%.
-    expect(seconds).toBeGreaterThan(((16 * MiB - PIECE) / rate) * 0.98);
-    expect(seconds).toBeLessThan(((16 * MiB) / rate) * 1.02);
-    // Never ahead of the budget (the piece being spent is what waits).
-    for (const s of samples) expect(s.bytes).toBeLessThanOrEqual(PIECE + (rate * s.t) / 1000 + PIECE);
-  });
+  it.each([1, 4])(
+    'keeps to its rate with %i at once: bytes hashed by any moment stay within the burst plus the rate',
+    async (concurrency) => {
+      const clock = new FakeClock(1_000_000);
+      const copies = Array.from({ length: 16 }, (_, i) => copy(i + 1, null));
+      const rate = 4 * MiB;
+      const pacer = new Pacer({ bytesPerSecond: rate, burstBytes: PIECE, clock });
+      const samples: Array<{ t: number; bytes: number }> = [];
+      let bytes = 0;
+      const scrubber = new Scrubber<Copy>({
+        source: memorySource(copies),
+        hasher: pieceHasher(copies),
+        recorder: catalogRecorder(copies, clock, []),
+        pacer,
+        clock,
+        intervalMs: 1000,
+        batchSize: 5,
+        concurrency,
+        onBytes: (n) => {
+          bytes += n;
+          samples.push({ t: clock.now() - 1_000_000, bytes });
+        },
+      });
+      const stats = await scrubber.pass();
+      expect(stats.bytes).toBe(16 * MiB);
+      expect(stats.ok).toBe(16);
+      const seconds = (stats.finishedAt - stats.startedAt) / 1000;
+      // 16 MiB at 4 MiB/s, less the burst that passes at once: 4 s within 2%.
+      expect(seconds).toBeGreaterThan(((16 * MiB - PIECE) / rate) * 0.98);
+      expect(seconds).toBeLessThan(((16 * MiB) / rate) * 1.02);
+      // Never ahead of the budget (the piece being spent is what waits).
+      for (const s of samples) expect(s.bytes).toBeLessThanOrEqual(PIECE + (rate * s.t) / 1000 + PIECE);
+    },
+  );
 
   it('checks never-verified copies first, then oldest verified, each once per pass, across batches', async () => {
     const clock = new FakeClock(10_000);
@@ -145,6 +149,37 @@ describe('Scrubber', () => {
     order.length = 0;
     await scrubber.pass();
     expect(order).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('hashes up to `concurrency` copies at once, each once', async () => {
+    const clock = new FakeClock();
+    const copies = Array.from({ length: 23 }, (_, i) => copy(i + 1, null, 1000));
+    let inFlight = 0;
+    let most = 0;
+    const hashed: number[] = [];
+    const scrubber = new Scrubber<Copy>({
+      source: memorySource(copies),
+      hasher: {
+        async hash(c) {
+          inFlight++;
+          most = Math.max(most, inFlight);
+          await new Promise((r) => setTimeout(r, 1));
+          inFlight--;
+          hashed.push(c.id);
+          return { sha256: c.checksum, bytes: 1000 };
+        },
+      },
+      recorder: catalogRecorder(copies, clock, []),
+      pacer: new Pacer({ bytesPerSecond: 0, clock }),
+      clock,
+      intervalMs: 1000,
+      batchSize: 10,
+      concurrency: 3,
+    });
+    const stats = await scrubber.pass();
+    expect(most).toBe(3);
+    expect(stats.ok).toBe(23);
+    expect(hashed.sort((a, b) => a - b)).toEqual(copies.map((c) => c.id));
   });
 
   it('reports ok, missing and mismatch, and drops a finding on a copy that changed meanwhile', async () => {

@@ -13,6 +13,7 @@ import {
   type TestSite,
   type TestUser,
 } from '../test/test-site';
+import { SCRUB_CONCURRENCY } from './scrub.constants';
 import { ScrubRepository } from './scrub.repository';
 import { ScrubService } from './scrub.service';
 
@@ -241,17 +242,18 @@ describe('scrub', () => {
   });
 
   it('an update racing the scrub is not damage: no false suspect', async () => {
-    // First in scrub order (never verified, lower id): a large object the pass spends ~2 s on at 1 MiB/s.
-    const big = `${dir}/race-big.bin`;
+    // First in scrub order (never verified, lower ids): large objects that keep the scrub's workers
+    // waiting out the 1 MiB/s budget, so the pass reaches the small one about 2 s after it starts.
+    const bigs = Array.from({ length: SCRUB_CONCURRENCY + 2 }, (_, i) => `${dir}/race-big-${i}.bin`);
     const small = `${dir}/race-small.bin`;
     await site.query(`UPDATE replicas SET verified_at = now() WHERE site_id = 'lsu'`);
-    await put(alice.client, big, testBytes(3 * MiB, 40));
+    for (const [i, big] of bigs.entries()) await put(alice.client, big, testBytes(MiB, 40 + i));
     await put(alice.client, small, testBytes(10_000, 41));
     const before = await copyOf(small);
     const missingBefore = await metric('tributary_scrub_mismatches_total{kind="missing"}');
     const pass = scrub.pass();
-    // While the pass hashes the big one, the small one gets new bytes: its old file goes.
-    await new Promise((r) => setTimeout(r, 500));
+    // While the pass hashes the big ones, the small one gets new bytes: its old file goes.
+    await new Promise((r) => setTimeout(r, 300));
     const updated = testBytes(12_000, 42);
     await put(alice.client, small, updated, true);
     const stats = await pass;
@@ -263,7 +265,7 @@ describe('scrub', () => {
     expect(stats.changed).toBeGreaterThanOrEqual(1);
     expect(stats.missing + stats.mismatch).toBe(0);
     expect(await metric('tributary_scrub_mismatches_total{kind="missing"}')).toBe(missingBefore);
-    expect((await copyOf(big)).status).toBe('good');
+    for (const big of bigs) expect((await copyOf(big)).status).toBe('good');
   });
 
   it('many updates while unpaced checks run: never a suspect copy', async () => {

@@ -17,6 +17,7 @@ import { Counter } from 'prom-client';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { MetricsRegistry } from '../health/metrics';
 import { StorageService } from '../storage/storage.service';
+import { SCRUB_CONCURRENCY } from './scrub.constants';
 import { ScrubRepository, type ScrubCopy } from './scrub.repository';
 import { fileExists, storageHasher } from './storage-hasher';
 
@@ -83,6 +84,7 @@ export class ScrubService implements OnApplicationBootstrap, BeforeApplicationSh
       pacer: new Pacer({ bytesPerSecond: config.placement.scrubRateMiBs * MiB }),
       intervalMs: config.placement.scrubIntervalMs,
       batchSize: BATCH,
+      concurrency: SCRUB_CONCURRENCY,
     });
     this.onDemand = new Scrubber<ScrubCopy>({
       ...common,

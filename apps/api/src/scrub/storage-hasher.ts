@@ -1,57 +1,61 @@
 import type { HashResult, ScrubHasher } from '@tributary/placement';
 import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { Writable } from 'node:stream';
 
-/** What the hasher needs of the storage: reading a key's bytes (StorageService has it). */
-export interface ByteReader {
-  open(key: string): Readable;
+/** What the hasher needs of the storage: a key's bytes written to a stream (StorageService has it). */
+export interface ByteSender {
+  send(key: string, range: undefined, out: Writable): Promise<number>;
 }
 
-const isMissing = (err: unknown): boolean =>
-  (err as NodeJS.ErrnoException | null)?.code === 'ENOENT' ||
-  (err as NodeJS.ErrnoException | null)?.code === 'ENOTDIR';
+const isMissing = (err: unknown): boolean => {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+};
 
 /**
- * Hashes a copy's bytes as the storage reads them (the scrub never builds a file path itself): a
- * file that is not there is `null`, any other read failure rejects.
+ * Hashes a copy's bytes as the storage sends them (the scrub never builds a file path itself):
+ * `send` reads through two reused 1 MiB buffers, where a read stream allocates a buffer per piece
+ * and opens, reads and closes a small file in more round trips (storage/file-io.ts). Each piece is
+ * hashed and paced before the storage reads the next one into its buffer. A file that is not there
+ * is `null`; any other read failure rejects.
  */
-export function storageHasher<T extends { key: string }>(storage: ByteReader): ScrubHasher<T> {
+export function storageHasher<T extends { key: string }>(storage: ByteSender): ScrubHasher<T> {
   return {
     async hash(copy, onPiece, signal): Promise<HashResult> {
       const hash = createHash('sha256');
       let bytes = 0;
-      let stream: Readable | undefined;
-      try {
-        stream = storage.open(copy.key);
-        for await (const piece of stream as AsyncIterable<Buffer>) {
+      const sink = new Writable({
+        write(piece: Buffer, _encoding, done): void {
+          if (signal.aborted) return done(signal.reason as Error);
+          // Hashed before the callback: the storage reuses the buffer once it is called.
           hash.update(piece);
           bytes += piece.length;
-          await onPiece(piece.length);
-          signal.throwIfAborted();
-        }
+          onPiece(piece.length).then(() => done(), done);
+        },
+      });
+      try {
+        await storage.send(copy.key, undefined, sink);
       } catch (err) {
         if (isMissing(err)) return null;
         throw err;
       } finally {
-        stream?.destroy();
+        sink.destroy();
       }
       return { sha256: hash.digest('hex'), bytes };
     },
   };
 }
 
-/** Whether the storage holds a file under `key` now (reads at most its first piece). */
-export async function fileExists(storage: ByteReader, key: string): Promise<boolean> {
-  let stream: Readable | undefined;
+/** Whether the storage holds a file under `key` now (reads it: used only for a file found missing). */
+export async function fileExists(storage: ByteSender, key: string): Promise<boolean> {
+  const sink = new Writable({ write: (_piece, _encoding, done) => done() });
   try {
-    stream = storage.open(key);
-    // Any driver's stream: its first piece (or its end, for an empty file) proves the file is there.
-    for await (const _piece of stream as AsyncIterable<Buffer>) break;
+    await storage.send(key, undefined, sink);
     return true;
   } catch (err) {
     if (isMissing(err)) return false;
     throw err;
   } finally {
-    stream?.destroy();
+    sink.destroy();
   }
 }

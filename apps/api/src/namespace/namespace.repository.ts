@@ -126,6 +126,19 @@ const toReplicaRecord = (r: ReplicaRow): ReplicaRecord => ({
   status: r.status,
 });
 
+/** The columns every entry query selects, collection or object: its name, owner, group and times. */
+interface EntrySqlColumns {
+  id: bigint;
+  name: string;
+  owner_id: bigint;
+  owner: string;
+  group_name: string | null;
+  created_at: Date;
+  updated_at: Date;
+  mtime_ns: bigint;
+  mode: number;
+}
+
 /** A row of `OBJECT_SELECT`: an object with its collection's path, owner, group and replicas. */
 interface ObjectSqlRow {
   id: bigint;
@@ -234,19 +247,7 @@ export class NamespaceRepository {
 
   async findCollection(path: string, tx: Tx = this.prisma): Promise<CollectionRecord | null> {
     const rows = await tx.$queryRaw<
-      {
-        id: bigint;
-        parent_id: bigint | null;
-        name: string;
-        path: string;
-        owner_id: bigint;
-        owner: string;
-        group_name: string | null;
-        created_at: Date;
-        updated_at: Date;
-        mtime_ns: bigint;
-        mode: number;
-      }[]
+      (EntrySqlColumns & { parent_id: bigint | null; path: string })[]
     >(Prisma.sql`
       SELECT c.id, c.parent_id, c.name, c.path, c.owner_id, u.username AS owner, g.name AS group_name,
              c.created_at, c.updated_at, c.mtime_s * 1000000000 + c.mtime_nsec AS mtime_ns, c.mode
@@ -500,16 +501,7 @@ export class NamespaceRepository {
       : Prisma.sql`0::bigint AS size, NULL AS checksum, NULL AS content_type, NULL::int AS version,
           NULL::text AS link_target, 0 AS replica_count, NULL AS site`;
     const rows = await this.prisma.$queryRaw<
-      {
-        id: bigint;
-        name: string;
-        owner_id: bigint;
-        owner: string;
-        group_name: string | null;
-        created_at: Date;
-        updated_at: Date;
-        mtime_ns: bigint;
-        mode: number;
+      (EntrySqlColumns & {
         size: bigint;
         checksum: string | null;
         content_type: string | null;
@@ -517,7 +509,7 @@ export class NamespaceRepository {
         link_target: string | null;
         replica_count: number;
         site: string | null;
-      }[]
+      })[]
     >(Prisma.sql`
       SELECT e.id, e.name, e.owner_id, u.username AS owner, g.name AS group_name, e.created_at, e.updated_at,
              e.mtime_s * 1000000000 + e.mtime_nsec AS mtime_ns, e.mode, ${objectColumns}

@@ -57,6 +57,18 @@ export class DataRepository {
       : null;
   }
 
+  /**
+   * Marks this site's good copy of an object stale unless it holds `checksum`: after an update this
+   * site forwarded to the holding site, so its copy of the old bytes is not served while the update
+   * is on its way here (the copy's own site writes its row's state).
+   */
+  async staleLocalCopy(objectId: bigint, siteId: string, checksum: string, by: bigint): Promise<void> {
+    await this.prisma.replica.updateMany({
+      where: { objectId, siteId, status: 'good', NOT: { checksum } },
+      data: { status: 'stale', updatedBy: by },
+    });
+  }
+
   /** A live object's path, by id (null when it is gone or in the trash). */
   async objectPath(id: bigint): Promise<string | null> {
     const rows = await this.prisma.$queryRaw<Array<{ path: string }>>`

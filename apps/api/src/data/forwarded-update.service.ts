@@ -85,6 +85,8 @@ export class ForwardedUpdateService {
         timeoutMs,
       );
       this.metrics.bytesOut.inc(staged.size);
+      // This site's copy of the old bytes, if any, is no longer served (docs/placement.md, "Updates").
+      await this.repo.staleLocalCopy(existing.id, this.site.siteId, staged.sha256, principal.userId);
       return entry;
     } catch (err) {
       if (err instanceof PeerRequestError) throw relayRefusal(err, holder, existing.path);

@@ -277,6 +277,7 @@ export class ReadService {
     skip: Set<string>,
   ): Promise<PeerAnswer> {
     const why: string[] = [];
+    let newer = 0;
     const partial = from > 0 || to !== undefined;
     const headers: Record<string, string> = partial ? { range: `bytes=${from}-${to ?? ''}` } : {};
     const timeoutMs = this.config.peerReads.connectTimeoutMs;
@@ -308,17 +309,20 @@ export class ReadService {
         return { site, body, abort: (e) => controller.abort(e) };
       }
       controller.abort(new Error('not the bytes asked for'));
-      why.push(
-        res.ok && etag !== `"${source.checksum}"`
-          ? `${site} holds other bytes now`
-          : `${site} answered ${res.status}`,
-      );
+      if (res.ok && etag !== `"${source.checksum}"`) {
+        newer++;
+        why.push(`${site} holds other bytes now (this site's catalog has not had their update yet)`);
+      } else why.push(`${site} answered ${res.status}`);
     }
+    // Sites that hold newer bytes: the next replication exchange brings them here; sites that did
+    // not answer: the memory of them expires.
+    const retryMs =
+      newer > 0 && newer === why.length ? this.config.replication.cycleMs : this.config.peerReads.downMs;
     throw new DomainError(
       ErrorCode.ReplicaUnavailable,
       `no site holding the bytes could serve them now (${why.join('; ') || 'none left to try'}); try again later`,
       undefined,
-      { 'retry-after': String(Math.max(1, Math.ceil(this.config.peerReads.downMs / 1000))) },
+      { 'retry-after': String(Math.max(1, Math.ceil(retryMs / 1000))) },
     );
   }
 

@@ -51,6 +51,7 @@ import type {
   ObjectCopiesDto,
   PlacementRuleDto,
   PlacementRuleRequest,
+  PlacementSiteDto,
   VerifyReportDto,
 } from './dto/placement';
 import type { ReplicationCycleDto, ReplicationLagDto, ReplicationStatusDto } from './dto/replication';
@@ -317,6 +318,9 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<Page<PlacementRuleDto>>(
         http.GET('/api/v1/placement/rules', { params: { query }, ...safe, signal }),
       ),
+    /** The sites a rule can place copies at. */
+    placementSites: (signal?: AbortSignal) =>
+      unwrap<PlacementSiteDto[]>(http.GET('/api/v1/placement/sites', { ...safe, signal })),
     removePlacementRule: (id: string) =>
       unwrap<void>(http.DELETE('/api/v1/placement/rules/{id}', { params: { path: { id } }, ...unsafe() })),
     /** An object's copies: site, state, whether each is wanted, and the rules that cover it. */

@@ -1,4 +1,10 @@
-import { ErrorCode, type ErrorBody, type Page, type PlacementRuleDto } from '@tributary/shared';
+import {
+  ErrorCode,
+  type ErrorBody,
+  type Page,
+  type PlacementRuleDto,
+  type PlacementSiteDto,
+} from '@tributary/shared';
 import { uniqueName } from '@tributary/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -270,6 +276,15 @@ describe('placement rules', () => {
     );
     expect(Object.keys(error.details ?? {}).sort()).toEqual(['condition', 'copies', 'expiresAt', 'sites']);
     expect(await ruleCount()).toBe(before);
+  });
+
+  it('lists the sites a rule can name, for any signed-in caller', async () => {
+    const sites = expectStatus(await bob.client.get<PlacementSiteDto[]>('/api/v1/placement/sites'), 200).body;
+    expect(sites).toEqual([
+      { id: 'lsu', name: expect.any(String) as string, local: true },
+      { id: 'tulane', name: 'TULANE', local: false },
+    ]);
+    expectError(await site.anonymous().get('/api/v1/placement/sites'), 401, ErrorCode.Unauthenticated);
   });
 
   it('refuses a bad listing path or id', async () => {

@@ -69,10 +69,12 @@ export class PlacementRepository {
     return object.rows[0] ? { kind: 'object', id: object.rows[0].id } : null;
   }
 
-  /** Ids of the sites in the catalog: the sites a rule can place copies at. */
-  async siteIds(): Promise<string[]> {
-    const res = await this.sql.query<{ id: string }>('SELECT id FROM sites ORDER BY id');
-    return res.rows.map((r) => r.id);
+  /** The sites in the catalog: the sites a rule can place copies at. */
+  async sites(): Promise<{ id: string; name: string; is_local: boolean }[]> {
+    const res = await this.sql.query<{ id: string; name: string; is_local: boolean }>(
+      'SELECT id, name, is_local FROM sites ORDER BY id',
+    );
+    return res.rows;
   }
 
   /**

@@ -9,6 +9,7 @@ import {
   QuerySyntaxError,
   type Page,
   type PermissionLevel,
+  type PlacementSiteDto,
   type PlacementRuleDto,
   type PlacementRuleRequest,
 } from '@tributary/shared';
@@ -41,7 +42,7 @@ export class PlacementService {
     const details: Record<string, string[]> = {};
     const add = (field: string, message: string): void => void (details[field] ??= []).push(message);
 
-    const known = await this.repo.siteIds();
+    const known = (await this.repo.sites()).map((s) => s.id);
     const unknown = (body.sites ?? []).filter((s) => !known.includes(s));
     if (unknown.length > 0)
       add('sites', `unknown site${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
@@ -69,6 +70,11 @@ export class PlacementService {
     const record = await this.repo.findOne(id);
     if (!record) throw noRule(id);
     return toDto(record, null);
+  }
+
+  /** The sites a rule may name (any signed-in caller: site ids are no secret, copies show them). */
+  async sites(): Promise<PlacementSiteDto[]> {
+    return (await this.repo.sites()).map((s) => ({ id: s.id, name: s.name, local: s.is_local }));
   }
 
   /** The rules on the collection at `path` and those it inherits from its ancestors. */

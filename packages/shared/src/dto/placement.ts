@@ -89,6 +89,18 @@ export type PlacementRuleDto = z.infer<typeof PlacementRuleDtoSchema>;
 export const PlacementRulePageSchema = pageSchema('PlacementRulePage', PlacementRuleDtoSchema);
 export type PlacementRulePage = z.infer<typeof PlacementRulePageSchema>;
 
+/** `GET /placement/sites`: the sites a rule can place copies at (every site in the catalog). */
+export const PlacementSiteDtoSchema = responseSchema(
+  'PlacementSiteDto',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    /** This site (the one answering). */
+    local: z.boolean(),
+  }),
+);
+export type PlacementSiteDto = z.infer<typeof PlacementSiteDtoSchema>;
+
 export const ObjectPathQuerySchema = z.object({ path: ObjectPathSchema });
 
 export const CopyDtoSchema = responseSchema(

@@ -38,8 +38,10 @@ describe('scrub', () => {
   let scrub: ScrubService;
 
   beforeAll(async () => {
-    // 1 MiB/s and a day between passes: the loop never runs on its own here; tests call pass().
+    // The scrub alone: no mover (it would take the suspect copies at once) and no background loop
+    // (PLACEMENT_ENABLED=false); the tests call pass(), paced at 1 MiB/s, and the verify route.
     site = await startTestSite({
+      PLACEMENT_ENABLED: 'false',
       LOGIN_RATE_LIMIT: '1000',
       SCRUB_RATE_MIBS: '1',
       SCRUB_INTERVAL_MS: '86400000',

@@ -27,18 +27,6 @@ interface CopyRow {
   verified_at: Date | null;
 }
 
-/** A copy of an object at any site, as a report shows it. */
-export interface CopyRecord {
-  siteId: string;
-  state: CopyState;
-  size: string;
-  checksum: string;
-  objectChecksum: string;
-  verifiedAt: Date | null;
-  error: string | null;
-  updatedAt: Date;
-}
-
 const toCopy = (r: CopyRow): ScrubCopy => ({
   id: r.id,
   objectId: r.object_id,
@@ -91,19 +79,6 @@ export class ScrubRepository {
       [objectId.toString(), siteId],
     );
     return rows.rows[0] ? toCopy(rows.rows[0]) : null;
-  }
-
-  /** Every copy of an object, by site. */
-  async copiesOf(objectId: bigint): Promise<CopyRecord[]> {
-    const rows = await this.sql.query<CopyRecord>(
-      `SELECT r.site_id AS "siteId", r.status AS state, r.size::text AS size, r.checksum,
-              o.checksum AS "objectChecksum", r.verified_at AS "verifiedAt", r.error, r.updated_at AS "updatedAt"
-         FROM replicas r JOIN data_objects o ON o.id = r.object_id
-        WHERE r.object_id = $1
-        ORDER BY r.site_id, r.id`,
-      [objectId.toString()],
-    );
-    return rows.rows;
   }
 
   /**

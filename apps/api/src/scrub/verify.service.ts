@@ -1,12 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, type CopyDto, type VerifyReportDto } from '@tributary/shared';
+import { ErrorCode, type VerifyReportDto } from '@tributary/shared';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { isASymlink } from '../data/data.errors';
 import { entryTarget, NamespaceService } from '../namespace/namespace.service';
-import { ScrubRepository, type CopyRecord } from './scrub.repository';
+import { MoverService } from '../mover/mover.service';
+import { ScrubRepository } from './scrub.repository';
 import { ScrubService } from './scrub.service';
 
 /**
@@ -21,6 +22,7 @@ export class VerifyService {
     private readonly repo: ScrubRepository,
     private readonly namespace: NamespaceService,
     private readonly access: AccessService,
+    private readonly mover: MoverService,
   ) {}
 
   async verify(principal: Principal, path: string): Promise<VerifyReportDto> {
@@ -44,25 +46,12 @@ export class VerifyService {
       copy && (copy.state === 'good' || copy.state === 'suspect')
         ? (await this.scrub.checkNow(copy)).kind
         : 'none';
-    const copies = await this.repo.copiesOf(entry.id);
-    return { path: entry.path, local, copies: copies.map((c) => toCopyDto(c, false)) };
+    // Every copy's state as GET /placement/copies reports it (wanted by a rule or not), after the finding.
+    const { copies } = await this.mover.copies(principal, entry.path);
+    return { path: entry.path, local, copies };
   }
 }
 
 export function noObject(path: string): DomainError {
   return new DomainError(ErrorCode.NotFound, `${path}: no such object, or you may not read it`);
-}
-
-function toCopyDto(c: CopyRecord, wanted: boolean): CopyDto {
-  return {
-    site: c.siteId,
-    state: c.state,
-    current: c.state === 'good' && c.checksum === c.objectChecksum,
-    size: Number(c.size),
-    checksum: c.checksum,
-    verifiedAt: c.verifiedAt?.toISOString() ?? null,
-    error: c.error,
-    wanted,
-    updatedAt: c.updatedAt.toISOString(),
-  };
 }

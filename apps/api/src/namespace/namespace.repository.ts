@@ -139,6 +139,19 @@ interface EntrySqlColumns {
   mode: number;
 }
 
+/** The owner, group, times and mode of an entry row, as its record holds them. */
+function entryFields(r: EntrySqlColumns) {
+  return {
+    ownerId: r.owner_id,
+    owner: r.owner,
+    group: r.group_name,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    mtimeNs: BigInt(r.mtime_ns),
+    mode: Number(r.mode),
+  };
+}
+
 /** A row of `OBJECT_SELECT`: an object with its collection's path, owner, group and replicas. */
 interface ObjectSqlRow {
   id: bigint;
@@ -261,13 +274,7 @@ export class NamespaceRepository {
           parentId: r.parent_id,
           name: r.name,
           path: r.path,
-          ownerId: r.owner_id,
-          owner: r.owner,
-          group: r.group_name,
-          createdAt: r.created_at,
-          updatedAt: r.updated_at,
-          mtimeNs: BigInt(r.mtime_ns),
-          mode: Number(r.mode),
+          ...entryFields(r),
         }
       : null;
   }
@@ -528,17 +535,11 @@ export class NamespaceRepository {
             collectionId: parent.id,
             name: r.name,
             path: childPath(r.name),
-            ownerId: r.owner_id,
-            owner: r.owner,
-            group: r.group_name,
+            ...entryFields(r),
             size: r.size,
             checksum: r.checksum ?? '',
             contentType: r.content_type ?? 'application/octet-stream',
             version: r.version ?? 1,
-            createdAt: r.created_at,
-            updatedAt: r.updated_at,
-            mtimeNs: BigInt(r.mtime_ns),
-            mode: Number(r.mode),
             linkTarget: r.link_target,
             replicaCount: r.replica_count,
             site: r.site,
@@ -550,13 +551,7 @@ export class NamespaceRepository {
             parentId: parent.id,
             name: r.name,
             path: childPath(r.name),
-            ownerId: r.owner_id,
-            owner: r.owner,
-            group: r.group_name,
-            createdAt: r.created_at,
-            updatedAt: r.updated_at,
-            mtimeNs: BigInt(r.mtime_ns),
-            mode: Number(r.mode),
+            ...entryFields(r),
           },
     );
   }

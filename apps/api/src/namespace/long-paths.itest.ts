@@ -70,6 +70,17 @@ describe('paths at the length limits', () => {
     return path.slice(0, path.lastIndexOf('/'));
   }
 
+  /** `path` is the one entry its collection lists. */
+  async function expectOnlyChild(path: string): Promise<void> {
+    const listed = expectStatus(
+      await alice.client.get<Page<EntryDto>>('/api/v1/namespace/children', {
+        query: { path: parentOf(path) },
+      }),
+      200,
+    ).body;
+    expect(listed.items.map((e) => e.path)).toEqual([path]);
+  }
+
   /** Moves `path` to the trash; its trash entry, which names the path. */
   async function trash(path: string): Promise<TrashEntryDto> {
     const entry = expectStatus(
@@ -89,13 +100,7 @@ describe('paths at the length limits', () => {
       200,
     ).body;
     expect(stat.kind).toBe('collection');
-    const listed = expectStatus(
-      await alice.client.get<Page<EntryDto>>('/api/v1/namespace/children', {
-        query: { path: parentOf(path) },
-      }),
-      200,
-    ).body;
-    expect(listed.items.map((e) => e.path)).toEqual([path]);
+    await expectOnlyChild(path);
 
     // Renamed in place to another name of the same length.
     const renamed = parentOf(path) + '/' + noise(40);
@@ -135,13 +140,7 @@ describe('paths at the length limits', () => {
       expect(created.path, label).toBe(path);
       const read = await alice.client.get('/api/v1/data', { query: { path } });
       expect(read.text, label).toBe(label);
-      const listed = expectStatus(
-        await alice.client.get<Page<EntryDto>>('/api/v1/namespace/children', {
-          query: { path: parentOf(path) },
-        }),
-        200,
-      ).body;
-      expect(listed.items.map((e) => e.path)).toEqual([path]);
+      await expectOnlyChild(path);
       const renamed = parentOf(path) + '/' + noise(bytes(path.slice(path.lastIndexOf('/') + 1)));
       expectStatus(await alice.client.post('/api/v1/namespace/move', { from: path, to: renamed }), 200);
       const trashed = await trash(renamed);

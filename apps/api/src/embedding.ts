@@ -19,5 +19,11 @@ export { catalogApplication } from './replication/catalog/application';
 export { MetadataQueryRepository, type QuerySpec } from './metadata/metadata-query.repository';
 export type { SqlPool } from './database/sql-pool';
 
+/** Throughput of an unthrottled scrub pass against `sha256sum` over the same files (bench:placement). */
+export { measureScrubVsSha256, type ScrubThroughput } from './scrub/scrub-throughput';
+
+/** One site as a process (what a deployment runs per machine); it reports SiteReady over IPC. */
+export const SITE_SCRIPT = path.join(__dirname, 'cli', 'site.js');
+
 /** The script `npm start` runs (`SITES`, `PORT`, ...), for starting a site as a child process. */
 export const START_SCRIPT = path.join(__dirname, 'cli', 'start.js');

@@ -41,6 +41,11 @@ export function Layout() {
               Admin
             </NavLink>
           )}
+          {isAdmin && (
+            <NavLink to="/transfers" className={navClass}>
+              Transfers
+            </NavLink>
+          )}
         </nav>
         <UserMenu />
       </header>

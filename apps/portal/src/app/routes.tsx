@@ -17,6 +17,9 @@ const TrashPage = lazy(() => import('../trash/TrashPage').then((m) => ({ default
 const TokensPage = lazy(() => import('../tokens/TokensPage').then((m) => ({ default: m.TokensPage })));
 const SitesPage = lazy(() => import('../sites/SitesPage').then((m) => ({ default: m.SitesPage })));
 const AdminPage = lazy(() => import('../admin/AdminPage').then((m) => ({ default: m.AdminPage })));
+const TransfersPage = lazy(() =>
+  import('../placement/TransfersPage').then((m) => ({ default: m.TransfersPage })),
+);
 const AccountPage = lazy(() => import('../account/AccountPage').then((m) => ({ default: m.AccountPage })));
 
 /** Every screen has a real URL: a folder, a search or a conflict is a link one can share. */
@@ -35,6 +38,7 @@ export const router = createBrowserRouter([
       { path: 'tokens', element: <TokensPage /> },
       { path: 'sites', element: <SitesPage /> },
       { path: 'admin', element: <AdminPage /> },
+      { path: 'transfers', element: <TransfersPage /> },
       { path: 'account', element: <AccountPage /> },
       { path: 'home', element: <Navigate to="/" replace /> },
       { path: '*', element: <NotFound /> },

@@ -14,6 +14,8 @@ import {
   parentPath,
   pathFromSplat,
 } from '../format';
+import { CopiesPanel } from '../placement/CopiesPanel';
+import { ObjectCopies } from '../placement/ObjectCopies';
 import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
 import { FolderTree } from './FolderTree';
 import { filesFromDrop, filesFromInput, UploadPanel, useUploads, type Uploads } from './useUploads';
@@ -186,6 +188,7 @@ export function BrowsePage() {
         )}
         {selected.size > 0 && <BulkTag paths={[...selected]} />}
         <UploadPanel uploads={uploads} />
+        <CopiesPanel path={path} />
       </section>
       {active && (
         <aside className="details-pane" aria-label={`Details of ${active.name}`}>
@@ -756,6 +759,7 @@ function Details({ entry, onClose }: { entry: EntryDto; onClose: () => void }) {
           </a>
         </p>
       )}
+      {entry.kind === 'object' && <ObjectCopies path={entry.path} />}
       <MetadataPanel path={entry.path} canWrite={canWrite} />
     </div>
   );

@@ -1,0 +1,77 @@
+// @vitest-environment happy-dom
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import type { CopyDto } from '@tributary/shared';
+import { cleanup, render, screen, within } from '@testing-library/react';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { api } from '../api';
+import { ObjectCopies } from './ObjectCopies';
+
+function copy(overrides: Partial<CopyDto>): CopyDto {
+  return {
+    site: 'lsu',
+    state: 'good',
+    current: true,
+    size: 5,
+    checksum: 'sha256:x',
+    verifiedAt: null,
+    error: null,
+    wanted: true,
+    updatedAt: '2026-11-27T10:00:00Z',
+    ...overrides,
+  };
+}
+
+function renderCopies() {
+  const queryClient = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  render(
+    <QueryClientProvider client={queryClient}>
+      <ObjectCopies path="/p/a.bin" />
+    </QueryClientProvider>,
+  );
+}
+
+describe('ObjectCopies (an object’s copies)', () => {
+  afterEach(() => {
+    cleanup();
+    vi.restoreAllMocks();
+  });
+
+  it('shows each copy with its site and state in words, and where the rules want copies', async () => {
+    vi.spyOn(api, 'objectCopies').mockResolvedValue({
+      path: '/p/a.bin',
+      size: 5,
+      checksum: 'sha256:x',
+      wantedSites: ['lsu', 'tulane'],
+      rules: ['7'],
+      copies: [
+        copy({}),
+        copy({ site: 'tulane', state: 'failed', current: false, error: 'lsu did not answer' }),
+        copy({ site: 'uno', state: 'good', current: false, wanted: false }),
+      ],
+    });
+    renderCopies();
+    const rows = await screen.findAllByTestId('copy');
+    expect(rows.map((r) => within(r).getByRole('rowheader').textContent)).toEqual(['lsu', 'tulane', 'uno']);
+    expect(rows[0]!.textContent).toContain('good');
+    expect(rows[1]!.textContent).toContain('failed');
+    expect(rows[1]!.textContent).toContain('lsu did not answer');
+    expect(rows[2]!.textContent).toContain('good, but of older bytes');
+    expect(screen.getByTestId('wanted-sites').textContent).toBe(
+      'Placement rules want copies at lsu, tulane.',
+    );
+    expect(api.objectCopies).toHaveBeenCalledWith('/p/a.bin', expect.anything());
+  });
+
+  it('says when no rule covers the object', async () => {
+    vi.spyOn(api, 'objectCopies').mockResolvedValue({
+      path: '/p/a.bin',
+      size: 5,
+      checksum: 'sha256:x',
+      wantedSites: [],
+      rules: [],
+      copies: [copy({ wanted: false })],
+    });
+    renderCopies();
+    expect((await screen.findByTestId('wanted-sites')).textContent).toContain('No placement rule covers');
+  });
+});

@@ -228,21 +228,45 @@ describe('Mover', () => {
 
     it('does not trim what it promised to keep, until the lease ends; refuses promises while trimming', async () => {
       const { clock, catalog, transfers, mover } = setup({ leaseMs: 60_000 });
-      expect(mover.reserve('o1')).toBe(true);
+      expect(mover.reserve('o1')).toBeDefined();
       catalog.surplusCopies = [surplus()];
       await mover.pass();
       expect(transfers.removed).toEqual([]);
       clock.advance(60_001);
       // While asking the wanted sites, this site promises nothing about the object.
-      let answered: boolean | undefined;
+      let answered: unknown = 'not asked';
       transfers.keep = () => {
         answered = mover.reserve('o1');
         return Promise.resolve(true);
       };
       await mover.pass();
-      expect(answered).toBe(false);
+      expect(answered).toBeUndefined();
       expect(transfers.removed).toEqual(['r1']);
-      expect(mover.reserve('o1')).toBe(true);
+      expect(mover.reserve('o1')).toBeDefined();
+    });
+
+    it('a promise withdrawn (the answer was no) does not hold back a trim; others given meanwhile do', async () => {
+      const { catalog, transfers, mover } = setup();
+      const first = mover.reserve('o1')!;
+      const second = mover.reserve('o1')!;
+      first.release();
+      expect(mover.leased('o1')).toBe(true);
+      second.release();
+      expect(mover.leased('o1')).toBe(false);
+      catalog.surplusCopies = [surplus()];
+      await mover.pass();
+      expect(transfers.removed).toEqual(['r1']);
+    });
+
+    it('does not remove the copy when the promises took more than half the lease', async () => {
+      const { clock, catalog, transfers, mover } = setup({ leaseMs: 10_000 });
+      transfers.keep = () => {
+        clock.advance(3000);
+        return Promise.resolve(true);
+      };
+      catalog.surplusCopies = [surplus()];
+      await mover.pass();
+      expect(transfers.removed).toEqual([]);
     });
   });
 

@@ -8,7 +8,7 @@ export interface CopyJob {
   objectId: string;
   /** The object's path now (for the status and errors). */
   path: string;
-  /** The object's size and checksum now (`sha256:<hex>`): the copy must end equal to them. */
+  /** The object's size and checksum (hex SHA-256) now: the copy must end equal to them. */
   size: number;
   checksum: string;
   /** Failed attempts so far. */
@@ -107,7 +107,7 @@ export interface MoverOptions {
   maxBackoffMs?: number;
   /** How long a source that failed is tried last. Default 30 s. */
   sourceDownMs?: number;
-  /** How long a promise to keep a copy holds. Default 60 s. */
+  /** How long a promise to keep a copy holds. Default 30 s (a trim uses promises at most half as old). */
   leaseMs?: number;
   /** Surplus copies looked at per pass. Default 100. */
   trimBatch?: number;
@@ -154,8 +154,8 @@ export class Mover {
   private readonly running = new Set<Promise<void>>();
   /** Objects this site is trimming now: it promises nothing about them meanwhile. */
   private readonly trimming = new Set<string>();
-  /** Promises given: object id → until when this site does not trim that object. */
-  private readonly leases = new Map<string, number>();
+  /** Promises given: object id → until when (one entry per promise) this site does not trim that object. */
+  private readonly leases = new Map<string, number[]>();
   /** Sources that failed → until when they are tried last. */
   private readonly down = new Map<string, number>();
   private readonly stopper = new AbortController();
@@ -193,7 +193,7 @@ export class Mover {
       backoffMs: options.backoffMs ?? 1000,
       maxBackoffMs: options.maxBackoffMs ?? 300_000,
       sourceDownMs: options.sourceDownMs ?? 30_000,
-      leaseMs: options.leaseMs ?? 60_000,
+      leaseMs: options.leaseMs ?? 30_000,
       trimBatch: options.trimBatch ?? 100,
     };
   }
@@ -384,6 +384,9 @@ export class Mover {
       this.trimming.add(copy.objectId);
       try {
         if (copy.good) {
+          // The promises hold for a lease from when each was given: the copy goes only while the
+          // first of them surely still holds (half the lease, whatever the clocks' drift).
+          const askedAt = this.clock.now();
           let promised = true;
           for (const site of copy.wanted) {
             const yes = await this.transfers
@@ -400,6 +403,10 @@ export class Mover {
             }
           }
           if (!promised) continue;
+          if (this.clock.now() - askedAt > this.settings.leaseMs / 2) {
+            this.options.logger?.warn(`the keep promises for ${copy.path} took too long; trying again later`);
+            continue;
+          }
         }
         if (await this.transfers.remove(copy)) {
           trimmed += 1;
@@ -420,19 +427,27 @@ export class Mover {
    * copy, so no trim starts in between) and the caller answers yes only if its copy is wanted, good
    * and current.
    */
-  reserve(objectId: string): boolean {
-    if (this.trimming.has(objectId)) return false;
-    this.leases.set(objectId, this.clock.now() + this.settings.leaseMs);
-    return true;
+  reserve(objectId: string): { release(): void } | undefined {
+    if (this.trimming.has(objectId)) return undefined;
+    const until = this.clock.now() + this.settings.leaseMs;
+    this.leases.set(objectId, [...(this.leases.get(objectId) ?? []), until]);
+    return {
+      // The caller answers no after all: this promise is withdrawn (others given meanwhile stay).
+      release: () => {
+        const left = (this.leases.get(objectId) ?? []).filter((u, i, all) => i !== all.indexOf(until));
+        if (left.length) this.leases.set(objectId, left);
+        else this.leases.delete(objectId);
+      },
+    };
   }
 
   /** Whether this site has promised to keep its copy of the object (a lease still running). */
   leased(objectId: string): boolean {
-    const until = this.leases.get(objectId);
-    if (until === undefined) return false;
-    if (until > this.clock.now()) return true;
-    this.leases.delete(objectId);
-    return false;
+    const now = this.clock.now();
+    const live = (this.leases.get(objectId) ?? []).filter((u) => u > now);
+    if (live.length) this.leases.set(objectId, live);
+    else this.leases.delete(objectId);
+    return live.length > 0;
   }
 
   /** Whether this site is copying the object's row now. */

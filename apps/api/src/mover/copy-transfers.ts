@@ -44,8 +44,10 @@ export interface CopyTransfersOptions {
 }
 
 /** The draft id of a copy in progress: its row and the checksum it is for. */
-const draftId = (job: CopyJob): string =>
-  `r${job.replicaId}-${job.checksum.replace(/^sha256:/, '').slice(0, 16)}`;
+const draftId = (job: CopyJob): string => `r${job.replicaId}-${hexOf(job.checksum).slice(0, 16)}`;
+
+/** A checksum's hex SHA-256 (the catalog keeps it bare; an `sha256:` prefix is allowed too). */
+const hexOf = (checksum: string): string => checksum.replace(/^sha256:/, '');
 
 /**
  * How the mover's copies reach this site's storage: signed peer requests (ranged GETs of one
@@ -105,9 +107,9 @@ export class CopyTransfers implements MoverTransfers {
     } finally {
       await writer.close();
     }
-    if (`sha256:${sha256}` !== job.checksum) {
+    if (sha256 !== hexOf(job.checksum)) {
       await store.remove(id);
-      throw new Error(`the bytes from ${source} hash to sha256:${sha256}, not ${job.checksum}`);
+      throw new Error(`the bytes from ${source} hash to ${sha256}, not ${job.checksum}`);
     }
     const staged = await store.adopt(id, { size: job.size, sha256 });
     try {
@@ -186,9 +188,9 @@ export class CopyTransfers implements MoverTransfers {
       maxBytes: job.size,
       expectedBytes: job.size,
     });
-    if (`sha256:${staged.sha256}` !== job.checksum) {
+    if (staged.sha256 !== hexOf(job.checksum)) {
       await staged.discard();
-      throw new Error(`the bytes received hash to sha256:${staged.sha256}, not ${job.checksum}`);
+      throw new Error(`the bytes received hash to ${staged.sha256}, not ${job.checksum}`);
     }
     await this.finish(job, staged);
     return undefined;
@@ -206,7 +208,8 @@ export class CopyTransfers implements MoverTransfers {
         job.replicaId,
         job.objectId,
         this.o.siteId(),
-        { key, size: staged.size, checksum: `sha256:${staged.sha256}` },
+        // The bytes hash to the job's checksum (checked by the caller), kept as the catalog writes it.
+        { key, size: staged.size, checksum: job.checksum },
         async () => {
           await staged.commit(key);
           placed = true;

@@ -176,13 +176,21 @@ export class MoverService implements OnApplicationBootstrap, BeforeApplicationSh
    * wanted, good and has the object's checksum, which is that one; a yes holds for the lease.
    */
   async keep(objectId: string, checksum: string): Promise<boolean> {
-    if (!this.mover.reserve(objectId)) return false;
+    // The lease starts before the checks, so no trim of this site starts in between.
+    const lease = this.mover.reserve(objectId);
+    if (!lease) return false;
     const me = this.site.siteId;
-    const copy = await this.repo.goodCurrentCopy(objectId, me);
-    if (!copy || copy.checksum !== checksum) return false;
-    const object = await this.repo.objectWithRules(objectId);
-    if (!object || object.checksum !== checksum) return false;
-    return wantedSites(BigInt(objectId), object.rules, await this.repo.sites()).includes(me);
+    let yes = false;
+    try {
+      const copy = await this.repo.goodCurrentCopy(objectId, me);
+      const object = copy?.checksum === checksum ? await this.repo.objectWithRules(objectId) : null;
+      yes =
+        object?.checksum === checksum &&
+        wantedSites(BigInt(objectId), object.rules, await this.repo.sites()).includes(me);
+      return yes;
+    } finally {
+      if (!yes) lease.release();
+    }
   }
 
   /** An object's copies at every site, with the rules that cover it (read access needed). */

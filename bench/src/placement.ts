@@ -392,10 +392,11 @@ async function benchScrub(
   );
   const root = rows.rows[0]?.root;
   if (!root) throw new Error('no copies at lsu to scrub');
-  const result = await measureScrubVsSha256(
-    root,
-    rows.rows.map((r) => r.key),
+  // The local storage driver keeps a key at objects/<last two characters of its stem>/<key>.
+  const files = rows.rows.map((r) =>
+    path.join('objects', r.key.split('.')[0]!.slice(-2).padStart(2, '0'), r.key),
   );
+  const result = await measureScrubVsSha256(root, files);
   say(
     `scrub: ${result.files} files, ${(result.bytes / 1048576).toFixed(0)} MiB; scrub ${result.scrubMiBs.toFixed(0)} MiB/s, sha256sum ${result.sha256sumMiBs.toFixed(0)} MiB/s`,
   );

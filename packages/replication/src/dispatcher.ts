@@ -1,5 +1,5 @@
-import { LogPrunedError, OutgoingQueue } from './outgoing-queue';
-import { rowCount, type Db, type Transport } from './types';
+import { LogPrunedError, LogTexts, OutgoingQueue } from './outgoing-queue';
+import type { Ack, Batch, Db, Transport } from './types';
 
 export interface DispatchResult {
   peer: string;
@@ -25,21 +25,28 @@ export class Dispatcher {
     private readonly transport: Transport,
   ) {}
 
-  async dispatch(peerId: string): Promise<DispatchResult> {
+  /**
+   * Sends `peerId` its queue, a batch at a time, each as soon as the previous one is acknowledged.
+   * `texts` holds the log entries read for this round's other peers (a fresh one reads them alone).
+   */
+  async dispatch(peerId: string, texts = new LogTexts(this.db)): Promise<DispatchResult> {
     const queue = new OutgoingQueue(this.db, peerId);
     const result: DispatchResult = { peer: peerId, ok: true, txs: 0, changes: 0 };
     await this.db.query('UPDATE repl_peers SET last_attempt_at = now() WHERE peer_id = $1', [peerId]);
     try {
       for (let round = 0; round < 1000; round++) {
-        const txs = await queue.peek(BATCH_CHANGES);
-        const ack = await this.transport.send(peerId, { origin: this.localSite, txs });
+        const txs = await queue.peekText(BATCH_CHANGES, texts);
+        const ack = await this.send(
+          peerId,
+          txs.map((tx) => tx.json),
+        );
         await queue.acknowledge(ack.have);
         if (ack.applied !== undefined) await noteApplied(this.db, peerId, ack.applied, ack.through ?? 0);
         const sentThrough = txs.at(-1)?.seq ?? 0;
         for (const tx of txs) {
           if (tx.seq > ack.have) break;
           result.txs += 1;
-          result.changes += tx.changes.reduce((n, c) => n + rowCount(c), 0);
+          result.changes += tx.changes;
         }
         const requeued = await queue.requeueAfter(ack.have);
         if (txs.length === 0 && requeued === 0) break;
@@ -62,6 +69,13 @@ export class Dispatcher {
       );
     }
     return result;
+  }
+
+  /** One batch, written out from the entries' texts (a transport without `sendJson` gets it parsed). */
+  private send(peerId: string, txs: string[]): Promise<Ack> {
+    const json = `{"origin":${JSON.stringify(this.localSite)},"txs":[${txs.join(',')}]}`;
+    if (this.transport.sendJson) return this.transport.sendJson(peerId, json);
+    return this.transport.send(peerId, JSON.parse(json) as Batch);
   }
 }
 

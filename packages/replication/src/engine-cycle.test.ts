@@ -151,6 +151,14 @@ function setup(cycleMs = 1000) {
   return { db, clock, transport, logger, reports, engine };
 }
 
+/** A batch of one transaction from `origin`. */
+function batchOf(origin: string): Batch {
+  return {
+    origin,
+    txs: [{ seq: 1, changes: [{ t: 'users', o: 'I', k: '9', d: { id: 9 }, s: 5, b: null, bs: null }] }],
+  };
+}
+
 let stopAll: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const stop of stopAll) await stop();
@@ -290,6 +298,98 @@ describe('ReplicationEngine cycle loop (fake clock, fake catalog)', () => {
     await manual;
     expect(s.transport.maxInFlight).toBe(2);
     expect(s.reports.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('the cycle runs from the start of one round to the next: a short round waits out the rest', async () => {
+    const s = setup(1000);
+    let release!: () => void;
+    s.transport.gate = new Promise<void>((r) => (release = r));
+    started(s);
+    await vi.waitFor(() => expect(s.transport.inFlight).toBe(2));
+    s.clock.advance(300);
+    release();
+    s.transport.gate = undefined;
+    await vi.waitFor(() => expect(s.reports).toHaveLength(1));
+    await vi.waitFor(() => expect(s.clock.requested.at(-1)).toBe(700));
+  });
+
+  it('a round longer than the cycle is followed by the next after a breath, not a whole cycle', async () => {
+    const s = setup(1000);
+    let release!: () => void;
+    s.transport.gate = new Promise<void>((r) => (release = r));
+    started(s);
+    await vi.waitFor(() => expect(s.transport.inFlight).toBe(2));
+    // Still within the dispatch's patience (2 s): the round waits on its peers.
+    s.clock.advance(1500);
+    release();
+    s.transport.gate = undefined;
+    await vi.waitFor(() => expect(s.clock.requested.at(-1)).toBe(100));
+    s.clock.advance(100);
+    await vi.waitFor(() => expect(s.reports).toHaveLength(2));
+    // The second round took no time: the whole cycle follows it.
+    await vi.waitFor(() => expect(s.clock.requested.at(-1)).toBe(1000));
+  });
+
+  it('a batch received while the round waits on its peers is injected at once', async () => {
+    const s = setup(30_000);
+    let release!: () => void;
+    s.transport.gate = new Promise<void>((r) => (release = r));
+    started(s);
+    await vi.waitFor(() => expect(s.transport.inFlight).toBe(2));
+    const injections = () => s.db.count(/SELECT DISTINCT origin FROM repl_incoming/);
+    expect(injections()).toBe(1);
+    // An empty batch (a peer's regular exchange) starts nothing.
+    await s.engine.receive('tulane', { origin: 'tulane', txs: [] });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(injections()).toBe(1);
+    await s.engine.receive('tulane', batchOf('tulane'));
+    await vi.waitFor(() => expect(injections()).toBe(2));
+    // The round is still waiting on its peers.
+    expect(s.transport.inFlight).toBe(2);
+    expect(s.reports).toHaveLength(0);
+    release();
+    s.transport.gate = undefined;
+    await vi.waitFor(() => expect(s.reports.length).toBeGreaterThanOrEqual(1));
+  });
+
+  it('without the loop (runCycle only), a received batch waits for the next cycle', async () => {
+    const s = setup();
+    await s.engine.receive('tulane', batchOf('tulane'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(s.db.count(/SELECT DISTINCT origin FROM repl_incoming/)).toBe(0);
+    await s.engine.runCycle();
+    expect(s.db.count(/SELECT DISTINCT origin FROM repl_incoming/)).toBe(1);
+  });
+
+  it('injections asked for while one runs share the next run, one at a time', async () => {
+    const s = setup(30_000);
+    let release!: () => void;
+    s.transport.gate = new Promise<void>((r) => (release = r));
+    started(s);
+    await vi.waitFor(() => expect(s.transport.inFlight).toBe(2));
+    let inside = 0;
+    let most = 0;
+    const query = s.db.query.bind(s.db);
+    s.db.query = async (text: string) => {
+      if (!/SELECT DISTINCT origin FROM repl_incoming/.test(text)) return query(text);
+      inside += 1;
+      most = Math.max(most, inside);
+      await new Promise((r) => setTimeout(r, 30));
+      inside -= 1;
+      return query(text);
+    };
+    try {
+      await s.engine.receive('tulane', batchOf('tulane'));
+      await vi.waitFor(() => expect(inside).toBe(1));
+      await Promise.all([1, 2, 3].map(() => s.engine.receive('tulane', batchOf('tulane'))));
+      await new Promise((r) => setTimeout(r, 150));
+      // The round's own run, the first batch's, then one run for the three that arrived during it.
+      expect(s.db.count(/SELECT DISTINCT origin FROM repl_incoming/)).toBe(3);
+      expect(most).toBe(1);
+    } finally {
+      release();
+      s.transport.gate = undefined;
+    }
   });
 
   it('a failing cycle is reported and logged, and the loop goes on', async () => {

@@ -1,5 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { plainApplication } from './application';
+import type { CycleReport } from './engine';
 import { createFederation, type TestFederation } from './testing/federation';
 
 let fed: TestFederation;
@@ -144,6 +145,45 @@ describe('replication engine (three catalogs, in-memory transport)', () => {
     await fed.settle();
     const res = await db('uno').query('SELECT 1 FROM memberships');
     expect(res.rowCount).toBe(1);
+    expect(new Set(await fed.digests()).size).toBe(1);
+  });
+
+  it('a batch that arrives while the round waits on a slow peer is applied then, not at the next round', async () => {
+    await fed.settle();
+    const tulane = fed.sites.tulane!.engine;
+    const uno = fed.sites.uno!.engine;
+    // uno holds tulane's batches (a slow peer): tulane's round waits on it, for up to its 30 s cycle.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let holding = false;
+    fed.transport.register('uno', async (batch) => {
+      if (batch.origin === 'tulane') {
+        holding = true;
+        await held;
+      }
+      return uno.receive(batch.origin, batch);
+    });
+    const reports: CycleReport[] = [];
+    tulane.onCycle = (r) => reports.push(r);
+    tulane.start();
+    try {
+      await vi.waitFor(() => expect(holding).toBe(true));
+      await addUser('lsu', 'quick');
+      const sent = await fed.sites.lsu!.engine.runCycle();
+      expect(sent.dispatched.find((d) => d.peer === 'tulane')).toMatchObject({ ok: true, txs: 1 });
+      await vi.waitFor(async () => expect((await displayNames('tulane')).quick).toBe('quick'), {
+        timeout: 10_000,
+      });
+      // tulane's first round has not ended: what it applied was applied between rounds.
+      expect(reports).toHaveLength(0);
+    } finally {
+      release();
+    }
+    // The next round's report counts it.
+    await vi.waitFor(() => expect(reports.length).toBeGreaterThanOrEqual(2), { timeout: 10_000 });
+    expect(reports.reduce((n, c) => n + c.injected.txs, 0)).toBe(1);
+    await tulane.stop();
+    await fed.settle();
     expect(new Set(await fed.digests()).size).toBe(1);
   });
 });

@@ -5,8 +5,8 @@ import { catalogDigest, type CatalogDigest } from './digest';
 import { Dispatcher, promoteAcks, type DispatchResult } from './dispatcher';
 import { Extractor } from './extractor';
 import { IncomingQueue } from './incoming-queue';
-import { Injector } from './injector';
-import { OutgoingQueue } from './outgoing-queue';
+import { Injector, type InjectResult } from './injector';
+import { LogTexts, OutgoingQueue } from './outgoing-queue';
 import {
   silentLogger,
   systemClock,
@@ -118,6 +118,12 @@ export class ReplicationEngine {
   /** When start() was called: peers starting beside this site are not warned about before the grace. */
   private startedAt: number | undefined;
   private readonly dispatching = new Map<string, Promise<DispatchResult>>();
+  /** The injector's runs in order (see inject), and the one asked for that has not started yet. */
+  private injectTail: Promise<unknown> = Promise.resolve();
+  private injectQueued: Promise<InjectResult> | undefined;
+  /** Applied since the last cycle report, and what the last injection left waiting. */
+  private unreported = { txs: 0, changes: 0, conflicts: 0 };
+  private waiting: Record<string, string> = {};
   /** Called after every cycle (metrics). */
   onCycle: ((report: CycleReport) => void) | undefined;
 
@@ -148,8 +154,44 @@ export class ReplicationEngine {
    */
   async receive(peer: string, batch: Batch): Promise<Ack> {
     const ack = await this.collector.receive(peer, batch);
-    if (batch.txs.length > 0) this.nudge();
+    if (batch.txs.length > 0) {
+      // While the loop runs, what arrived is applied now rather than at this site's next round,
+      // which may be waiting on a slow peer's answer (runCycle alone keeps injection in the cycle).
+      if (this.running && !this.abort?.signal.aborted) this.injectSoon();
+      this.nudge();
+    }
     return ack;
+  }
+
+  /**
+   * Runs the injector over every origin with transactions waiting, one run at a time: a run asked
+   * for while one is going follows it, and requests made before that one starts share it. Whatever
+   * a run applies is counted in the next cycle's report.
+   */
+  private inject(): Promise<InjectResult> {
+    if (this.injectQueued) return this.injectQueued;
+    const run = this.injectTail.then(async () => {
+      this.injectQueued = undefined;
+      const result = await this.injector.injectAll(await this.incoming.origins());
+      const u = this.unreported;
+      u.txs += result.txs;
+      u.changes += result.changes;
+      u.conflicts += result.conflicts;
+      this.waiting = result.waiting;
+      return result;
+    });
+    this.injectQueued = run;
+    this.injectTail = run.catch(() => undefined);
+    return run;
+  }
+
+  /** An injection between cycles (a batch arrived); its failure is logged, the cycle retries. */
+  private injectSoon(): void {
+    this.inject().catch((err: unknown) =>
+      this.logger.error(
+        `injecting received changes failed: ${err instanceof Error ? err.message : String(err)}`,
+      ),
+    );
   }
 
   /** Runs one cycle now (serialised with the running loop's cycles). */
@@ -167,6 +209,7 @@ export class ReplicationEngine {
     const abort = (this.abort = new AbortController());
     this.running = (async () => {
       while (!abort.signal.aborted) {
+        const began = this.clock.now();
         await this.runCycle().catch((err: unknown) =>
           this.logger.error(`replication cycle failed: ${err instanceof Error ? err.message : String(err)}`),
         );
@@ -177,8 +220,11 @@ export class ReplicationEngine {
           await this.clock.sleep(Math.min(this.cycleMs, 100), abort.signal);
           continue;
         }
+        // The cycle is the time from one round's start to the next: a long round (a backlog, a slow
+        // peer) is followed by the next after a breath, not by a whole cycle more.
+        const pause = Math.max(this.cycleMs - (this.clock.now() - began), Math.min(this.cycleMs, 100));
         this.wake = new AbortController();
-        await this.clock.sleep(this.cycleMs, AbortSignal.any([abort.signal, this.wake.signal]));
+        await this.clock.sleep(pause, AbortSignal.any([abort.signal, this.wake.signal]));
         this.wake = undefined;
       }
     })();
@@ -195,6 +241,7 @@ export class ReplicationEngine {
     this.abort?.abort();
     await this.running;
     await this.cycleInFlight?.catch(() => undefined);
+    await this.injectTail;
     await Promise.all([...this.dispatching.values()]);
     this.running = undefined;
   }
@@ -210,10 +257,11 @@ export class ReplicationEngine {
       waiting: {},
     };
     try {
-      const origins = await this.incoming.origins();
-      const injected = await this.injector.injectAll(origins);
-      report.injected = { txs: injected.txs, changes: injected.changes, conflicts: injected.conflicts };
-      report.waiting = injected.waiting;
+      await this.inject();
+      // What this round applied, and what runs between rounds applied since the last report.
+      report.injected = this.unreported;
+      this.unreported = { txs: 0, changes: 0, conflicts: 0 };
+      report.waiting = this.waiting;
       const extracted = await this.extractor.extract(this.peers);
       report.extracted = { txs: extracted.txs, changes: extracted.changes };
       report.dispatched = await this.dispatchAll();
@@ -239,11 +287,13 @@ export class ReplicationEngine {
    * skipped until that finishes.
    */
   private async dispatchAll(): Promise<DispatchResult[]> {
+    // The peers' queues hold mostly the same entries: each is read and written out once.
+    const texts = new LogTexts(this.db);
     const sends = this.peers.map((peer) => {
       let send = this.dispatching.get(peer);
       if (!send) {
         send = this.dispatcher
-          .dispatch(peer)
+          .dispatch(peer, texts)
           .then((d) => {
             this.notePeerHealth(d);
             return d;

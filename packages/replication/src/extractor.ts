@@ -21,7 +21,7 @@ export const EXTRACT_LOCK = 7_215_000_001;
  *
  * The data of a batch change (op B or V: thousands of rows in columns) is not copied into the entry:
  * it moves to `repl_log_data` as stored (compressed, not taken apart), and the entry's change names it
- * (`x`, the change id); `withBatchData` puts it back for the dispatcher (migration
+ * (`x`, the change id); `withBatchDataText` puts it back for the dispatcher (migration
  * 20261126120000_log_batch_data).
  *
  * A transaction's changes are gathered with `to_jsonb(array_agg(...))`, not `jsonb_agg`: PostgreSQL's

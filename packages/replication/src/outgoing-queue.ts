@@ -1,23 +1,117 @@
-import type { BatchInsert, BatchUpdate, Db, LoggedChange, OriginTx } from './types';
+import type { BatchInsert, BatchUpdate, Db, LoggedChange } from './types';
 
 /** A change as the log stores it: a batch's data is in `repl_log_data`, named by `x` (its change id). */
 type StoredChange = LoggedChange | (Omit<BatchInsert | BatchUpdate, 'd'> & { d: null; x: number | string });
 
-/** The data of a batch change: its columns (inserts) or its rows with their versions (updates). */
-type BatchData = BatchInsert['d'] | BatchUpdate['d'];
-
 /**
- * A log entry's changes as peers receive them: each batch's data (kept beside the entry, in
- * `repl_log_data`, by change id) back in its change. Throws when the data of a batch is missing.
+ * A log entry's changes as peers receive them, as JSON text: each batch's data (kept beside the
+ * entry, in `repl_log_data`; `batches` has its JSON text by change id) back in its change, spliced
+ * in as stored rather than parsed and encoded again (a batch holds up to 10,000 rows). Throws when
+ * the data of a batch is missing.
  */
-export function withBatchData(changes: StoredChange[], batches: Map<string, BatchData>): LoggedChange[] {
-  return changes.map((stored) => {
-    if (!('x' in stored)) return stored;
-    const { x, ...change } = stored;
+export function withBatchDataText(changes: StoredChange[], batches: Map<string, string>): string {
+  const parts = changes.map((stored) => {
+    if (!('x' in stored)) return JSON.stringify(stored);
+    const { x, d: _none, ...change } = stored;
     const data = batches.get(String(x));
     if (data === undefined) throw new Error(`the data of logged change ${String(x)} is missing`);
-    return { ...change, d: data } as LoggedChange;
+    return `${JSON.stringify(change).slice(0, -1)},"d":${data}}`;
   });
+  return `[${parts.join(',')}]`;
+}
+
+/** A queued log entry as sent: its seq, how many row changes it holds, and its JSON text. */
+export interface QueuedText {
+  seq: number;
+  changes: number;
+  /** `{"seq":...,"changes":[...]}`, the entry as it appears in a batch's `txs`. */
+  json: string;
+}
+
+/** How much entry text a `LogTexts` keeps for the next peer; more is read again. */
+const LOG_TEXT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Log entries as JSON text, read once for all the peers of one round: each peer's dispatch sends
+ * mostly the same entries, and reading and encoding them is the dispatcher's main work. The text
+ * comes from PostgreSQL as is (no parse and re-encode in Node). Holds up to about 64 MB, the oldest
+ * entries leaving first.
+ */
+export class LogTexts {
+  private readonly texts = new Map<number, Promise<string>>();
+  private readonly sizes = new Map<number, number>();
+  private bytes = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly maxBytes = LOG_TEXT_BYTES,
+  ) {}
+
+  /** The entries' texts, in the order of `seqs`; throws when an entry is no longer logged. */
+  read(seqs: number[]): Promise<string[]> {
+    const missing = seqs.filter((seq) => !this.texts.has(seq));
+    if (missing.length > 0) {
+      const loaded = this.load(missing);
+      // One load serves every seq it covers, and a concurrent read of the same seqs.
+      for (const seq of missing) {
+        const text = loaded.then((m) => {
+          const t = m.get(seq);
+          if (t === undefined) throw new Error(`log entry ${seq} is missing`);
+          return t;
+        });
+        text.catch(() => this.texts.delete(seq));
+        this.texts.set(seq, text);
+      }
+      void loaded.then(
+        (m) => this.account(m),
+        () => undefined,
+      );
+    }
+    return Promise.all(seqs.map((seq) => this.texts.get(seq)!));
+  }
+
+  private account(loaded: Map<number, string>): void {
+    for (const [seq, text] of loaded) {
+      if (!this.texts.has(seq) || this.sizes.has(seq)) continue;
+      this.sizes.set(seq, text.length);
+      this.bytes += text.length;
+    }
+    for (const [seq, size] of this.sizes) {
+      if (this.bytes <= this.maxBytes) break;
+      this.sizes.delete(seq);
+      this.texts.delete(seq);
+      this.bytes -= size;
+    }
+  }
+
+  private async load(seqs: number[]): Promise<Map<number, string>> {
+    const rows = await this.db.query<{ seq: string; changes: string; batched: boolean }>(
+      `SELECT l.seq, l.changes::text AS changes,
+              EXISTS (SELECT 1 FROM repl_log_data d WHERE d.seq = l.seq) AS batched
+         FROM repl_log l WHERE l.seq = ANY($1::bigint[]) ORDER BY l.seq`,
+      [seqs],
+    );
+    const batched = rows.rows.filter((r) => r.batched).map((r) => r.seq);
+    const data =
+      batched.length === 0
+        ? new Map<string, string>()
+        : new Map(
+            (
+              await this.db.query<{ change_id: string; data: string }>(
+                'SELECT change_id, data::text AS data FROM repl_log_data WHERE seq = ANY($1::bigint[])',
+                [batched],
+              )
+            ).rows.map((r) => [r.change_id, r.data]),
+          );
+    const out = new Map<number, string>();
+    for (const r of rows.rows) {
+      const changes = r.batched
+        ? withBatchDataText(JSON.parse(r.changes) as StoredChange[], data)
+        : r.changes;
+      out.set(Number(r.seq), `{"seq":${r.seq},"changes":${changes}}`);
+    }
+    return out;
+  }
 }
 
 export interface QueueBacklog {
@@ -39,33 +133,25 @@ export class OutgoingQueue {
     readonly peerId: string,
   ) {}
 
-  /** The oldest waiting transactions, up to about `maxChanges` changes (at least one transaction). */
-  async peek(maxChanges: number): Promise<OriginTx[]> {
+  /**
+   * The oldest waiting entries, up to about `maxChanges` changes (at least one entry), as JSON text
+   * from `texts` (shared by the round's peers).
+   */
+  async peekText(maxChanges: number, texts: LogTexts): Promise<QueuedText[]> {
     const heads = await this.db.query<{ seq: string; change_count: number }>(
       `SELECT o.seq, l.change_count FROM repl_outgoing o JOIN repl_log l ON l.seq = o.seq
         WHERE o.peer_id = $1 ORDER BY o.seq LIMIT 5000`,
       [this.peerId],
     );
-    const seqs: string[] = [];
+    const picked: Array<{ seq: number; changes: number }> = [];
     let total = 0;
     for (const row of heads.rows) {
-      if (seqs.length > 0 && total + row.change_count > maxChanges) break;
-      seqs.push(row.seq);
+      if (picked.length > 0 && total + row.change_count > maxChanges) break;
+      picked.push({ seq: Number(row.seq), changes: row.change_count });
       total += row.change_count;
     }
-    if (seqs.length === 0) return [];
-    const [rows, data] = await Promise.all([
-      this.db.query<{ seq: string; changes: StoredChange[] }>(
-        'SELECT seq, changes FROM repl_log WHERE seq = ANY($1::bigint[]) ORDER BY seq',
-        [seqs],
-      ),
-      this.db.query<{ change_id: string; data: BatchData }>(
-        'SELECT change_id, data FROM repl_log_data WHERE seq = ANY($1::bigint[])',
-        [seqs],
-      ),
-    ]);
-    const batches = new Map(data.rows.map((r) => [r.change_id, r.data]));
-    return rows.rows.map((r) => ({ seq: Number(r.seq), changes: withBatchData(r.changes, batches) }));
+    const json = await texts.read(picked.map((p) => p.seq));
+    return picked.map((p, i) => ({ ...p, json: json[i]! }));
   }
 
   /** Drops every entry up to `seq` (the peer has them). */

@@ -57,16 +57,32 @@ export class PeerClient {
     body?: unknown,
     timeoutMs: number = this.timeoutMs,
   ): Promise<T> {
+    return this.requestJson<T>(
+      peerId,
+      method,
+      path,
+      body === undefined ? undefined : JSON.stringify(body),
+      timeoutMs,
+    );
+  }
+
+  /** `request` with a body already written as JSON. */
+  async requestJson<T>(
+    peerId: string,
+    method: 'GET' | 'POST',
+    path: string,
+    json: string | undefined,
+    timeoutMs: number = this.timeoutMs,
+  ): Promise<T> {
     const peer = this.peers.get(peerId);
     if (!peer) throw new PeerRequestError(`unknown peer ${peerId}`);
-    const payload = body === undefined ? '' : JSON.stringify(body);
-    const headers = signRequest(this.localSite, peer.key, method, path, payload);
+    const headers = signRequest(this.localSite, peer.key, method, path, json ?? '');
     let res: Response;
     try {
       res = await fetch(new URL(path, peer.url), {
         method,
-        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : payload,
+        headers: { ...headers, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: json,
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
@@ -169,8 +185,12 @@ export const BATCH_TIMEOUT_MS = 30_000;
 export class HttpTransport implements Transport {
   constructor(private readonly client: PeerClient) {}
 
-  async send(peerId: string, batch: Batch): Promise<Ack> {
-    const ack = await this.client.request<Ack>(peerId, 'POST', BATCH_PATH, batch, BATCH_TIMEOUT_MS);
+  send(peerId: string, batch: Batch): Promise<Ack> {
+    return this.sendJson(peerId, JSON.stringify(batch));
+  }
+
+  async sendJson(peerId: string, json: string): Promise<Ack> {
+    const ack = await this.client.requestJson<Ack>(peerId, 'POST', BATCH_PATH, json, BATCH_TIMEOUT_MS);
     if (
       !Number.isSafeInteger(ack.have) ||
       ack.have < 0 ||
@@ -197,11 +217,15 @@ export class MemoryTransport implements Transport {
     this.handlers.set(siteId, handler);
   }
 
-  async send(peerId: string, batch: Batch): Promise<Ack> {
+  send(peerId: string, batch: Batch): Promise<Ack> {
+    // Round-trip through JSON, as on the wire.
+    return this.sendJson(peerId, JSON.stringify(batch));
+  }
+
+  async sendJson(peerId: string, json: string): Promise<Ack> {
     const handler = this.handlers.get(peerId);
     if (!handler || this.down.has(peerId)) throw new PeerRequestError(`${peerId} unreachable`);
-    // Round-trip through JSON, as on the wire.
-    const ack = await handler(JSON.parse(JSON.stringify(batch)) as Batch);
+    const ack = await handler(JSON.parse(json) as Batch);
     this.sent += 1;
     if (this.dropAcks.has(peerId)) throw new PeerRequestError(`${peerId}: answer lost`);
     return ack;

@@ -116,6 +116,8 @@ export interface Ack {
 /** How batches reach peers: HTTP between real sites, in memory in tests. */
 export interface Transport {
   send(peerId: string, batch: Batch): Promise<Ack>;
+  /** Sends a batch already written as JSON (the dispatcher writes it from the log's text). */
+  sendJson?(peerId: string, json: string): Promise<Ack>;
 }
 
 /** Time, injected so tests control it. */

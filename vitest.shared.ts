@@ -5,7 +5,7 @@ import type { ViteUserConfig } from 'vitest/config';
 /**
  * What the unit and integration configs share. Nest decorators need swc (legacy decorators and
  * their metadata), which Vite's own transform does not emit; and at run time the shared package's
- * default export is dist/ (a build), so tests use its sources (the same for the buffer package).
+ * default export is dist/ (a build), so tests use its sources (the same for the other packages).
  */
 export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
   plugins: [
@@ -39,6 +39,7 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
       '@tributary/replication/testing': path.resolve(__dirname, 'packages/replication/src/testing/index.ts'),
       '@tributary/replication': path.resolve(__dirname, 'packages/replication/src/index.ts'),
       '@tributary/buffer': path.resolve(__dirname, 'packages/buffer/src/index.ts'),
+      '@tributary/placement': path.resolve(__dirname, 'packages/placement/src/index.ts'),
       '@tributary/testkit/delay-proxy': path.resolve(__dirname, 'packages/testkit/src/delay-proxy.ts'),
       '@tributary/testkit/request-counts': path.resolve(__dirname, 'packages/testkit/src/request-counts.ts'),
       '@tributary/testkit': path.resolve(__dirname, 'packages/testkit/src/index.ts'),

@@ -75,6 +75,7 @@ const EnvSchema = z.object({
   PLACEMENT_INTERVAL_MS: z.coerce.number().int().min(50).max(3_600_000).default(2000),
   SCRUB_RATE_MIBS: z.coerce.number().nonnegative().default(50),
   SCRUB_INTERVAL_MS: z.coerce.number().int().min(50).max(86_400_000).default(60_000),
+  SCRUB_REVERIFY_HOURS: z.coerce.number().nonnegative().max(87_600).default(168),
   PEER_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
   PEER_DOWN_MS: z.coerce.number().int().min(0).max(86_400_000).default(30_000),
 });
@@ -145,6 +146,8 @@ export interface SiteConfig {
     scrubRateMiBs: number;
     /** Time between the scrub's passes. */
     scrubIntervalMs: number;
+    /** A copy verified more recently than this is left out of a pass (each verification replicates). */
+    scrubReverifyMs: number;
   };
   /** Reads and copies from other sites. */
   peerReads: {
@@ -217,6 +220,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
       intervalMs: e.PLACEMENT_INTERVAL_MS,
       scrubRateMiBs: e.SCRUB_RATE_MIBS,
       scrubIntervalMs: e.SCRUB_INTERVAL_MS,
+      scrubReverifyMs: Math.round(e.SCRUB_REVERIFY_HOURS * 3600_000),
     },
     peerReads: { connectTimeoutMs: e.PEER_CONNECT_TIMEOUT_MS, downMs: e.PEER_DOWN_MS },
   };

@@ -45,6 +45,7 @@ describe('scrub and repair across three sites', () => {
         PLACEMENT_INTERVAL_MS: '300',
         SCRUB_RATE_MIBS: '50',
         SCRUB_INTERVAL_MS: '500',
+        SCRUB_REVERIFY_HOURS: '0',
         PEER_DOWN_MS: '2000',
       },
     });

@@ -51,13 +51,13 @@ export class ScrubRepository {
 
   /**
    * This site's good copies in scrub order (never verified first, then oldest verified, then id)
-   * after the cursor, leaving out those verified since the pass started.
+   * after the cursor, leaving out those verified since `verifiedBefore` (the pass start or earlier).
    */
   async nextGood(
     siteId: string,
     after: { verifiedAt: Date | null; id: string } | null,
     limit: number,
-    passStartedAt: Date,
+    verifiedBefore: Date,
   ): Promise<ScrubCopy[]> {
     const rows = await this.sql.query<CopyRow>(
       `SELECT ${COPY_COLUMNS}
@@ -67,7 +67,7 @@ export class ScrubRepository {
           AND (COALESCE(r.verified_at, '-infinity'::timestamptz), r.id) > (COALESCE($3::timestamptz, '-infinity'::timestamptz), $4::bigint)
         ORDER BY COALESCE(r.verified_at, '-infinity'::timestamptz), r.id
         LIMIT $5`,
-      [siteId, passStartedAt, after?.verifiedAt ?? null, after?.id ?? '-1', limit],
+      [siteId, verifiedBefore, after?.verifiedAt ?? null, after?.id ?? '-1', limit],
     );
     return rows.rows.map(toCopy);
   }

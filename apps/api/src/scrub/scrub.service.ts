@@ -77,8 +77,15 @@ export class ScrubService implements OnApplicationBootstrap, BeforeApplicationSh
     this.background = new Scrubber<ScrubCopy>({
       ...common,
       source: {
+        // A pass takes copies not verified since it started nor within SCRUB_REVERIFY_HOURS: every
+        // verification is a replicated write, so a copy is re-hashed at that cadence, not every pass.
         next: (after, limit, passStartedAt) =>
-          this.repo.nextGood(siteId, after, limit, new Date(passStartedAt)),
+          this.repo.nextGood(
+            siteId,
+            after,
+            limit,
+            new Date(Math.min(passStartedAt, Date.now() - config.placement.scrubReverifyMs)),
+          ),
       },
       recorder: this.batchedRecorder(),
       pacer: new Pacer({ bytesPerSecond: config.placement.scrubRateMiBs * MiB }),

@@ -153,6 +153,9 @@ export class DataRepository {
           size: bytes.size,
           checksum: bytes.checksum,
           status: 'good',
+          // The new bytes were hashed as they were written.
+          verifiedAt: new Date(),
+          error: null,
           updatedBy: by,
         },
       });

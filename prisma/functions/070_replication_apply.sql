@@ -53,6 +53,19 @@ BEGIN
   END IF;
   v_expected := CASE WHEN v_row.parent_path = '/' THEN '/' || v_row."name" ELSE v_row.parent_path || '/' || v_row."name" END;
   IF v_expected = v_row."path" THEN
+    -- The row came with its new path (a rename or move applied as a row update), so its old path is
+    -- gone; subfolders applied before it (the origin captures them first) were set back under the old
+    -- one. One probe of the direct subfolders finds that; then the subtree's paths are recomputed.
+    IF EXISTS (SELECT 1 FROM "collections" ch WHERE ch."parent_id" = p_id
+                AND ch."path" <> (CASE WHEN v_expected = '/' THEN '/' ELSE v_expected || '/' END) || ch."name") THEN
+      WITH RECURSIVE t("id", "path") AS (
+        SELECT ch."id", (CASE WHEN v_expected = '/' THEN '/' ELSE v_expected || '/' END) || ch."name"
+          FROM "collections" ch WHERE ch."parent_id" = p_id
+        UNION ALL
+        SELECT ch."id", t."path" || '/' || ch."name" FROM "collections" ch JOIN t ON ch."parent_id" = t."id"
+      )
+      UPDATE "collections" c SET "path" = t."path" FROM t WHERE c."id" = t."id" AND c."path" <> t."path";
+    END IF;
     RETURN;
   END IF;
   UPDATE "collections" SET "path" = v_expected || substr("path", length(v_row."path") + 1)

@@ -433,6 +433,16 @@ export class MoverRepository {
     return r ? { key: r.physical_path, size: Number(r.size), checksum: r.checksum } : null;
   }
 
+  /** Which of these rows of this site still wait for bytes (their copy drafts are worth keeping). */
+  async waitingRows(siteId: string, ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const { rows } = await this.sql.query<{ id: string }>(
+      `SELECT id::text FROM replicas WHERE site_id = $1 AND id = ANY($2::bigint[]) AND status <> 'good'`,
+      [siteId, ids],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** Copies at this site per state. */
   async stateCounts(siteId: string): Promise<Partial<Record<CopyState, number>>> {
     const { rows } = await this.sql.query<{ status: CopyState; n: number }>(

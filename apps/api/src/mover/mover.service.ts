@@ -114,12 +114,25 @@ export class MoverService implements OnApplicationBootstrap, BeforeApplicationSh
     const check = (): void => {
       if (this.site.siteId && this.site.resourceId) {
         this.waiting = undefined;
-        this.mover.start();
+        void this.dropOrphanDrafts()
+          .catch((err: unknown) => this.logger.warn(`could not sweep the copy drafts: ${String(err)}`))
+          .finally(() => this.mover.start());
         return;
       }
       this.waiting = setTimeout(check, 200);
     };
     check();
+  }
+
+  /** Partial copies whose row is gone or good (a purge, a trim, a copy made meanwhile) are of no use. */
+  private async dropOrphanDrafts(): Promise<void> {
+    const drafts = await this.storage.copies.list();
+    const rowOf = (id: string): string => /^r([0-9]+)-/.exec(id)?.[1] ?? '';
+    const waiting = await this.repo.waitingRows(
+      this.site.siteId,
+      drafts.map(rowOf).filter((id) => id !== ''),
+    );
+    for (const id of drafts) if (!waiting.has(rowOf(id))) await this.storage.copies.remove(id);
   }
 
   async beforeApplicationShutdown(): Promise<void> {

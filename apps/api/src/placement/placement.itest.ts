@@ -125,12 +125,12 @@ describe('placement rules', () => {
     expect(await list(alice.client, sub)).toEqual({ items: [], total: 0 });
   });
 
-  it('needs own to change rules and read to list them; elsewhere it answers 404 whatever exists', async () => {
+  it('needs own to change rules and read to list them; elsewhere it answers the same whatever exists', async () => {
     const rule = await create(alice.client, { path: proj, copies: 1 });
     const missing = `/home/${alice.username}/${uniqueName('none')}`;
     const count = await ruleCount();
 
-    // Bob cannot read Alice's collection: the same 404 as for a path where nothing is.
+    // Bob cannot read Alice's collection: the same refusal as for a path where nothing is.
     const hide = (res: TestResponse, path: string) => {
       const body = res.body as ErrorBody;
       return {
@@ -144,14 +144,14 @@ describe('placement rules', () => {
       (path: string) => bob.client.get(RULES, { query: { path } }),
     ]) {
       const existing = hide(await probe(proj), proj);
-      expect(existing).toMatchObject({ status: 404, code: ErrorCode.NotFound });
+      expect(existing).toMatchObject({ status: 403, code: ErrorCode.PermissionDenied });
       expect(hide(await probe(missing), missing)).toEqual(existing);
     }
     const del = hide(await bob.client.delete(`${RULES}/${rule.id}`), rule.id);
     expect(del).toMatchObject({ status: 404, code: ErrorCode.NotFound });
     expect(hide(await bob.client.delete(`${RULES}/999999999`), '999999999')).toEqual(del);
     // An object in a collection Bob cannot read is not revealed as an object either.
-    expectError(await bob.client.post(RULES, { path: file, copies: 1 }), 404, ErrorCode.NotFound);
+    expectError(await bob.client.post(RULES, { path: file, copies: 1 }), 403, ErrorCode.PermissionDenied);
 
     // With read access Bob sees the rules but may not change them.
     expectStatus(

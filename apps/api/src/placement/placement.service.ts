@@ -106,29 +106,34 @@ export class PlacementService {
   }
 
   /**
-   * The live collection at `path` when the caller holds `needed` on it. Anyone who cannot read what
-   * is there (or finds nothing) gets the same 404, so nothing is learnt about what exists; an object
-   * at the path is a 422 for those who may read it.
+   * The live collection at `path` when the caller holds `needed` on it. Refusals are the API's usual
+   * ones (AccessService.requireAt): whoever cannot read the collection above the path gets the same
+   * PERMISSION_DENIED whether something is there or not; an object at the path is a 422 for those
+   * who may read it.
    */
   private async collectionAt(
     p: Principal,
     path: string,
     needed: PermissionLevel,
   ): Promise<{ id: string; level: PermissionLevel }> {
-    this.access.assertWithinToken(p, path);
     const entry = await this.repo.entryAt(path);
-    if (!entry) throw noCollection(path);
-    const level = await this.access.levelOf(p, {
+    const level = await this.access.requireAt(
+      p,
       path,
-      kind: entry.kind,
-      ...(entry.kind === 'object' ? { objectId: BigInt(entry.id) } : {}),
-    });
-    if (!levelAtLeast(level, 'read')) throw noCollection(path);
+      entry && {
+        path,
+        kind: entry.kind,
+        ...(entry.kind === 'object' ? { objectId: BigInt(entry.id) } : {}),
+      },
+      'read',
+      () => noCollection(path),
+    );
+    if (!entry) throw noCollection(path);
     if (entry.kind === 'object') {
       throw invalidRule({ path: ['is an object; rules are set on collections (they cover what is below)'] });
     }
     if (!levelAtLeast(level, needed)) throw permissionDenied(path, level);
-    return { id: entry.id, level: level as PermissionLevel };
+    return { id: entry.id, level };
   }
 }
 

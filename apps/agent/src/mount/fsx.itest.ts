@@ -1,16 +1,7 @@
 import { execFile } from 'node:child_process';
-import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  setCurrentMount,
-  startFederation,
-  startMount,
-  stopMount,
-  type Federation,
-  type MountProcess,
-} from '../testing/mount-harness';
+import { describe, expect, it } from 'vitest';
+import { useMountedFederation, type MountProcess } from '../testing/mount-harness';
 
 /**
  * The fsx-style randomized test (testing/fsx.mjs): one random sequence of writes at random offsets,
@@ -35,22 +26,12 @@ const MULTI = process.env.FSX_MULTI !== '0';
 const TIMEOUT_MS = 120_000 + OPS * 60;
 
 describe('fsx: random operations on the mount and on a local file', () => {
-  let fed: Federation;
   let mount: MountProcess | undefined;
   let scratch: string;
 
-  beforeAll(async () => {
-    fed = await startFederation({ ids: ['lsu'] });
-    mount = await startMount(fed.site('lsu').url, fed.adminToken);
-    setCurrentMount(mount);
-    scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-fsx-'));
-  }, 180_000);
-
-  afterAll(async () => {
-    await stopMount(mount);
-    await fed?.close();
-    if (scratch) await fs.rm(scratch, { recursive: true, force: true });
-  }, 60_000);
+  useMountedFederation({ federation: { ids: ['lsu'] }, scratchPrefix: 'tributary-fsx-' }, (suite) => {
+    ({ mount, scratch } = suite);
+  });
 
   it(
     `${OPS} operations, seed ${SEED}${MULTI ? ', two descriptors' : ''}: no difference in content or size`,

@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  MAIN,
   MiB,
   mounted,
   ok,
@@ -12,11 +11,13 @@ import {
   setCurrentMount,
   sh,
   startFederation,
+  startMount,
   stopMount,
   TRIB,
   until,
   type Federation,
   type FederationSite,
+  type MountOptions,
   type MountProcess,
 } from '../testing/mount-harness';
 import { readMountStates } from './index';
@@ -54,60 +55,12 @@ async function timedSh(command: string, timeoutMs = 150_000): Promise<Timed> {
   return { ...run, ms: Date.now() - started };
 }
 
-/** A mount in a child process, as the harness's startMount, with the timeout flags and a home and mountpoint of our choosing. */
-async function startMountWith(
-  site: string,
-  token: string,
-  options: { home: string; mountpoint: string; args?: string[] },
-): Promise<MountProcess> {
-  await fs.mkdir(options.mountpoint, { recursive: true });
-  const child = spawn(
-    process.execPath,
-    [
-      MAIN,
-      '--site',
-      site,
-      '--remote',
-      '/',
-      '--mountpoint',
-      options.mountpoint,
-      '--metadata-timeout',
-      String(METADATA_S),
-      '--data-timeout',
-      String(DATA_S),
-      ...(options.args ?? []),
-    ],
-    {
-      env: {
-        ...process.env,
-        TRIBUTARY_TOKEN: token,
-        TRIBUTARY_AGENT_HOME: options.home,
-        TRIBUTARY_MOUNT_DEBUG: process.env.MOUNT_ITEST_DEBUG ?? '1',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let log = '';
-  child.stdout?.on('data', (d: Buffer) => (log += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const handle: MountProcess = {
-    child,
-    mountpoint: options.mountpoint,
-    home: options.home,
-    output: () => log,
-    exited,
-    state: async () => (await readMountStates(options.home)).find((s) => s.pid === child.pid),
-  };
-  await until(
-    `the mount (${log})`,
-    async () => {
-      if (child.exitCode !== null) throw new Error(`the mount exited ${child.exitCode}: ${log}`);
-      return log.includes('mounted ') && (await mounted(options.mountpoint)) ? true : undefined;
-    },
-    30_000,
-  );
-  return handle;
+/** A mount with the timeouts above (testing/mount-harness.ts startMount). */
+function startMountWith(site: string, token: string, options: MountOptions): Promise<MountProcess> {
+  return startMount(site, token, {
+    ...options,
+    args: ['--metadata-timeout', String(METADATA_S), '--data-timeout', String(DATA_S)],
+  });
 }
 
 /**
@@ -161,7 +114,7 @@ describe('the mount when the site does not answer, and after a crash (issue 25, 
     mount = await startMountWith(lsu.url, fed.adminToken, {
       home: path.join(root, 'home'),
       mountpoint: path.join(root, 'mnt'),
-      args: ['--cache-ttl-ms', '0'],
+      cacheTtlMs: 0,
     });
     setCurrentMount(mount);
     mnt = mount.mountpoint;

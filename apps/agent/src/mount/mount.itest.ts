@@ -4,20 +4,19 @@ import os from 'node:os';
 import path from 'node:path';
 import type { EntryDetailDto } from '@tributary/shared';
 import { parseRequestCounts } from '@tributary/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   GiB,
   MAIN,
   MiB,
   ok,
   q,
-  setCurrentMount,
   sh,
-  startFederation,
   startMount,
   stopMount,
   TRIB,
   until,
+  useMountedFederation,
   mounted,
   type Federation,
   type FederationSite,
@@ -36,22 +35,29 @@ describe('FUSE mount of the namespace', () => {
   let mnt: string;
   let scratch: string;
 
-  beforeAll(async () => {
-    fed = await startFederation({ ids: ['lsu', 'tulane'], cycleSeconds: 1 });
-    lsu = fed.site('lsu');
-    tulane = fed.site('tulane');
-    scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-mount-scratch-'));
-    // A long TTL: only the change feed can make changes from elsewhere show up in time.
-    mount = await startMount(lsu.url, fed.adminToken, { cacheTtlMs: 600_000 });
-    setCurrentMount(mount);
-    mnt = mount.mountpoint;
-  }, 180_000);
+  useMountedFederation(
+    {
+      federation: { ids: ['lsu', 'tulane'], cycleSeconds: 1 },
+      // A long TTL: only the change feed can make changes from elsewhere show up in time.
+      mount: { cacheTtlMs: 600_000 },
+      scratchPrefix: 'tributary-mount-scratch-',
+    },
+    (suite) => {
+      ({ fed, mount, scratch } = suite);
+      lsu = fed.site('lsu');
+      tulane = fed.site('tulane');
+      mnt = suite.mount.mountpoint;
+    },
+  );
 
-  afterAll(async () => {
-    await stopMount(mount);
-    await fed?.close();
-    if (scratch) await fs.rm(scratch, { recursive: true, force: true });
-  }, 60_000);
+  /** Writes a file through a site's API, not through the mount. */
+  function putFile(site: FederationSite, p: string, body: string, query: Record<string, string> = {}) {
+    return site.http.request('PUT', '/api/v1/data', {
+      query: { path: p, ...query },
+      headers: { 'content-type': 'application/octet-stream' },
+      body,
+    });
+  }
 
   async function stat(site: FederationSite, p: string) {
     return site.http.get<EntryDetailDto>('/api/v1/namespace/stat', { query: { path: p } });
@@ -484,11 +490,7 @@ describe('FUSE mount of the namespace', () => {
     // Listed (and cached for ten minutes) before the other site writes.
     expect((await ok(`ls ${q(mnt + '/shared')}`)).trim()).toBe('');
     await fed.waitForConvergence(30_000);
-    const put = await tulane.http.request('PUT', '/api/v1/data', {
-      query: { path: '/shared/from-tulane.txt' },
-      headers: { 'content-type': 'application/octet-stream' },
-      body: 'written at tulane\n',
-    });
+    const put = await putFile(tulane, '/shared/from-tulane.txt', 'written at tulane\n');
     expect(put.status).toBe(201);
     const listing = await until('the file from tulane in the mount', async () => {
       const out = (await sh(`ls ${q(mnt + '/shared')}`)).stdout;
@@ -499,10 +501,8 @@ describe('FUSE mount of the namespace', () => {
     expect(await ok(`cat ${q(mnt + '/shared/from-tulane.txt')}`)).toBe('written at tulane\n');
 
     // A new version made there shows up here too (size and content).
-    const again = await tulane.http.request('PUT', '/api/v1/data', {
-      query: { path: '/shared/from-tulane.txt', overwrite: 'true' },
-      headers: { 'content-type': 'application/octet-stream' },
-      body: 'version two, longer\n',
+    const again = await putFile(tulane, '/shared/from-tulane.txt', 'version two, longer\n', {
+      overwrite: 'true',
     });
     expect(again.status).toBe(200);
     await until('the new version in the mount', async () => {
@@ -576,11 +576,7 @@ describe('FUSE mount of the namespace', () => {
     );
     const otherWrites = (async () => {
       for (let i = 1; i <= n; i++) {
-        const res = await lsu.http.request('PUT', '/api/v1/data', {
-          query: { path: `${dir}/o${i}` },
-          headers: { 'content-type': 'application/octet-stream' },
-          body: `o${i}\n`,
-        });
+        const res = await putFile(lsu, `${dir}/o${i}`, `o${i}\n`);
         expect(res.status).toBe(201);
       }
     })();
@@ -633,11 +629,7 @@ describe('FUSE mount of the namespace', () => {
     await ok(`touch -d @1700000000 ${q(dir)}`);
     expect((await times())[0]).toBe(1700000000);
     // A file added by another writer, through the change feed.
-    const res = await lsu.http.request('PUT', '/api/v1/data', {
-      query: { path: '/times/elsewhere' },
-      headers: { 'content-type': 'application/octet-stream' },
-      body: 'x',
-    });
+    const res = await putFile(lsu, '/times/elsewhere', 'x');
     expect(res.status).toBe(201);
     await until('the folder time from the change feed', async () =>
       (await times())[0] > Date.now() / 1000 - 60 ? true : undefined,
@@ -650,11 +642,7 @@ describe('FUSE mount of the namespace', () => {
   it('changes in place a file whose bytes another site holds (the partial update is forwarded there)', async () => {
     await ok(`mkdir -p ${q(mnt + '/remote-patch')}`);
     await fed.waitForConvergence(30_000);
-    const put = await tulane.http.request('PUT', '/api/v1/data', {
-      query: { path: '/remote-patch/held-at-tulane.txt' },
-      headers: { 'content-type': 'application/octet-stream' },
-      body: 'held at tulane: 0123456789\n',
-    });
+    const put = await putFile(tulane, '/remote-patch/held-at-tulane.txt', 'held at tulane: 0123456789\n');
     expect(put.status).toBe(201);
     await fed.waitForConvergence(30_000);
     const file = mnt + '/remote-patch/held-at-tulane.txt';
@@ -757,11 +745,7 @@ describe('FUSE mount of the namespace', () => {
     );
     await ok(`echo after > ${q(mnt + '/after-restart.txt')} && cat ${q(mnt + '/after-restart.txt')}`);
     // The change feed reconnected too: a write at the other site shows up again.
-    await tulane.http.request('PUT', '/api/v1/data', {
-      query: { path: '/shared/after-restart.txt' },
-      headers: { 'content-type': 'application/octet-stream' },
-      body: 'x',
-    });
+    await putFile(tulane, '/shared/after-restart.txt', 'x');
     await until('a replicated write after the restart', async () =>
       (await sh(`ls ${q(mnt + '/shared')}`)).stdout.includes('after-restart.txt') ? true : undefined,
     );

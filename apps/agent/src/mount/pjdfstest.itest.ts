@@ -1,18 +1,7 @@
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ok,
-  q,
-  setCurrentMount,
-  sh,
-  startFederation,
-  startMount,
-  stopMount,
-  type Federation,
-  type MountProcess,
-} from '../testing/mount-harness';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ok, q, sh, useMountedFederation, type MountProcess } from '../testing/mount-harness';
 import {
   buildPjdfstest,
   compare,
@@ -43,24 +32,24 @@ const PER_FILE_SECONDS = 300;
 const isRoot = process.getuid?.() === 0;
 
 describe.skipIf(!isRoot)('pjdfstest on the mount', () => {
-  let fed: Federation;
   let mount: MountProcess | undefined;
   let suite: string;
   let scratch: string;
 
   beforeAll(async () => {
     suite = await buildPjdfstest();
-    fed = await startFederation({ ids: ['lsu'] });
-    mount = await startMount(fed.site('lsu').url, fed.adminToken);
-    setCurrentMount(mount);
-    scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-pjdfstest-'));
   }, 300_000);
 
-  afterAll(async () => {
-    await stopMount(mount);
-    await fed?.close();
-    if (scratch && !process.env.PJDFSTEST_KEEP_LOG) await fs.rm(scratch, { recursive: true, force: true });
-  }, 60_000);
+  useMountedFederation(
+    {
+      federation: { ids: ['lsu'] },
+      scratchPrefix: 'tributary-pjdfstest-',
+      keepScratch: Boolean(process.env.PJDFSTEST_KEEP_LOG),
+    },
+    (started) => {
+      ({ mount, scratch } = started);
+    },
+  );
 
   /**
    * Runs prove on the files, in a directory of the mount, as often as a bail-out (a test file that

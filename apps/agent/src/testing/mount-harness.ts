@@ -2,7 +2,8 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { expect } from 'vitest';
+import { startFederation, type Federation, type FederationOptions } from '@tributary/testkit';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { readMountStates, type MountState } from '../mount/index';
 
 /**
@@ -81,15 +82,31 @@ export interface MountProcess {
   state(): Promise<MountState | undefined>;
 }
 
+export interface MountOptions {
+  /** --cache-ttl-ms (default 3000, the mount's own default). */
+  cacheTtlMs?: number;
+  /** --remote (default `/`). */
+  remote?: string;
+  /** The agent home (TRIBUTARY_AGENT_HOME); default: a new one under a temporary folder. */
+  home?: string;
+  /** The local directory, created if missing; default: a new one under a temporary folder. */
+  mountpoint?: string;
+  /** More flags for dist/mount/main.js (its timeouts, say). */
+  args?: string[];
+}
+
+/** Starts the mount in a child process and waits until it is mounted. */
 export async function startMount(
   site: string,
   token: string,
-  options: { cacheTtlMs?: number; remote?: string } = {},
-) {
-  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-mount-itest-'));
-  const mountpoint = path.join(root, 'mnt');
-  const home = path.join(root, 'home');
-  await fs.mkdir(mountpoint);
+  options: MountOptions = {},
+): Promise<MountProcess> {
+  let root: string | undefined;
+  const temporary = async (name: string) =>
+    path.join((root ??= await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-mount-itest-'))), name);
+  const home = options.home ?? (await temporary('home'));
+  const mountpoint = options.mountpoint ?? (await temporary('mnt'));
+  await fs.mkdir(mountpoint, { recursive: true });
   const child = spawn(
     process.execPath,
     [
@@ -102,6 +119,7 @@ export async function startMount(
       mountpoint,
       '--cache-ttl-ms',
       String(options.cacheTtlMs ?? 3000),
+      ...(options.args ?? []),
     ],
     {
       env: {
@@ -126,7 +144,8 @@ export async function startMount(
     home,
     output: () => log,
     exited,
-    state: async () => (await readMountStates(home))[0],
+    // This process's own state file: a home may also hold one left by an earlier mount that crashed.
+    state: async () => (await readMountStates(home)).find((s) => s.pid === child.pid),
   };
   await until(
     `the mount (${log})`,
@@ -149,4 +168,47 @@ export async function stopMount(m: MountProcess | undefined): Promise<void> {
   }
   // Last resort, so no stale mount is left behind.
   if (await mounted(m.mountpoint)) await sh(`fusermount -u -z ${q(m.mountpoint)}`);
+}
+
+/** What `useMountedFederation` hands a suite. */
+export interface MountedFederation {
+  fed: Federation;
+  /** The mount of the federation's first site, as the administrator. */
+  mount: MountProcess;
+  /** A local folder for the suite's own files. */
+  scratch: string;
+}
+
+/**
+ * A federation and a mount of its first site for the tests of a `describe`: started before them
+ * (handed to `started`; the mount's output goes into the failure messages of `ok`), the mount
+ * stopped, the federation closed and the scratch folder removed (unless `keepScratch`) after them.
+ */
+export function useMountedFederation(
+  options: {
+    federation: FederationOptions;
+    mount?: MountOptions;
+    /** The scratch folder's name in the temporary folder, before its random suffix. */
+    scratchPrefix: string;
+    keepScratch?: boolean;
+  },
+  started: (suite: MountedFederation) => void,
+): void {
+  let fed: Federation | undefined;
+  let mount: MountProcess | undefined;
+  let scratch: string | undefined;
+
+  beforeAll(async () => {
+    fed = await startFederation(options.federation);
+    mount = await startMount(fed.site(options.federation.ids[0]!).url, fed.adminToken, options.mount);
+    setCurrentMount(mount);
+    scratch = await fs.mkdtemp(path.join(os.tmpdir(), options.scratchPrefix));
+    started({ fed, mount, scratch });
+  }, 180_000);
+
+  afterAll(async () => {
+    await stopMount(mount);
+    await fed?.close();
+    if (scratch && !options.keepScratch) await fs.rm(scratch, { recursive: true, force: true });
+  }, 60_000);
 }

@@ -24,7 +24,7 @@ export class FrameError extends Error {
  * small). `maxBytes` bounds one object. Throws FrameError on a malformed or cut-short answer.
  */
 export async function* readFrames(
-  source: AsyncIterable<Uint8Array>,
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   maxBytes: number,
 ): AsyncGenerator<{ header: FrameHeader; bytes: Buffer }> {
   let pending = Buffer.alloc(0);

@@ -1,8 +1,9 @@
 import { Extractor, unfold, type LoggedChange } from '@tributary/replication';
 import pg from 'pg';
 import type { BulkMetadataResult, TripleDto } from '@tributary/shared';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useSiteWithFolder } from '../test/site-folder';
+import { expectStatus, type TestClient, type TestSite } from '../test/test-site';
 
 interface CapturedChange {
   op: 'I' | 'U' | 'D';
@@ -33,23 +34,12 @@ describe('metadata: change capture per statement', () => {
   let admin: TestClient;
   let base: string;
 
-  beforeAll(async () => {
-    site = await startTestSite();
-    admin = await site.admin();
-    base = `/projects/capture-${Date.now()}`;
-    expectStatus(await admin.post('/api/v1/namespace/collections', { path: base, parents: true }), 201);
-    for (const name of ['a.bin', 'b.bin']) {
-      const res = await admin.request('PUT', '/api/v1/data', {
-        query: { path: `${base}/${name}` },
-        headers: { 'content-type': 'application/octet-stream' },
-        body: name,
-      });
-      expectStatus(res, 201);
-    }
+  const { upload } = useSiteWithFolder('capture', (suite) => {
+    ({ site, admin, base } = suite);
   });
 
-  afterAll(async () => {
-    await site?.close();
+  beforeAll(async () => {
+    for (const name of ['a.bin', 'b.bin']) await upload(name);
   });
 
   async function bulk(body: unknown): Promise<BulkMetadataResult> {

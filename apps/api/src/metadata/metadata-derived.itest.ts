@@ -6,9 +6,10 @@ import type {
   MetadataQueryResult,
   TrashEntryDto,
 } from '@tributary/shared';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { expectToWaitUntil } from '../test/storage';
-import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
+import { useSiteWithFolder } from '../test/site-folder';
+import { expectStatus, type TestClient, type TestSite } from '../test/test-site';
 import { ValueCountsFolder } from './value-counts.folder';
 
 /**
@@ -23,14 +24,9 @@ describe('metadata: terms and value counts follow the triples', () => {
 
   const path = (name: string): string => `${base}/${name}`;
 
-  async function upload(name: string): Promise<void> {
-    const res = await admin.request('PUT', '/api/v1/data', {
-      query: { path: path(name) },
-      headers: { 'content-type': 'application/octet-stream' },
-      body: name,
-    });
-    expectStatus(res, 201);
-  }
+  const { upload } = useSiteWithFolder('derived', (suite) => {
+    ({ site, admin, base } = suite);
+  });
 
   async function bulk(body: unknown): Promise<BulkMetadataResult> {
     return expectStatus(await admin.post<BulkMetadataResult>('/api/v1/metadata/bulk', body), 200).body;
@@ -91,10 +87,6 @@ describe('metadata: terms and value counts follow the triples', () => {
   }
 
   beforeAll(async () => {
-    site = await startTestSite();
-    admin = await site.admin();
-    base = `/projects/derived-${Date.now()}`;
-    expectStatus(await admin.post('/api/v1/namespace/collections', { path: base, parents: true }), 201);
     for (let i = 0; i < 8; i++) await upload(`o${i}`);
     // kind: raw for o0-o5, cal for o6-o7; band: red for even, blue for odd; o0 has red twice.
     await bulk({
@@ -110,9 +102,6 @@ describe('metadata: terms and value counts follow the triples', () => {
         { paths: [path('o0')], add: [{ attribute: 'band', value: 'red', unit: 'nm-label' }] },
       ],
     });
-  });
-  afterAll(async () => {
-    await site?.close();
   });
 
   it('answers conjunctions of equalities from the terms after adds, changes and removals', async () => {

@@ -1,7 +1,8 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectToWaitUntil } from '../test/storage';
-import { expectStatus, startTestSite, type TestClient, type TestSite } from '../test/test-site';
+import { useSiteWithFolder } from '../test/site-folder';
+import { expectStatus, type TestClient, type TestSite } from '../test/test-site';
 
 /**
  * A triple's reference to its object or collection, checked per statement by triggers (migration
@@ -13,25 +14,9 @@ describe('metadata: references to objects and collections', () => {
   let admin: TestClient;
   let base: string;
 
-  beforeAll(async () => {
-    site = await startTestSite();
-    admin = await site.admin();
-    base = `/projects/targets-${Date.now()}`;
-    expectStatus(await admin.post('/api/v1/namespace/collections', { path: base, parents: true }), 201);
+  const { upload } = useSiteWithFolder('targets', (suite) => {
+    ({ site, admin, base } = suite);
   });
-
-  afterAll(async () => {
-    await site?.close();
-  });
-
-  async function upload(name: string): Promise<bigint> {
-    const res = await admin.request<{ id: string }>('PUT', '/api/v1/data', {
-      query: { path: `${base}/${name}` },
-      headers: { 'content-type': 'application/octet-stream' },
-      body: name,
-    });
-    return BigInt(expectStatus(res, 201).body.id);
-  }
 
   async function collectionId(path: string): Promise<bigint> {
     const { rows } = await site.query<{ id: string }>('SELECT id FROM collections WHERE path = $1', [path]);

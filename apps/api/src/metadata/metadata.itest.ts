@@ -276,15 +276,16 @@ describe('metadata', () => {
         'f8',
         'f9',
       ]);
+      // Pages of one query: the same options, then each page's cursor.
+      const byName: MetadataQueryRequest = {
+        q: 'size exists',
+        scope: base,
+        sort: 'name',
+        order: 'desc',
+        limit: 4,
+      };
       const first = expectStatus(
-        await query(alice.client, {
-          q: 'size exists',
-          scope: base,
-          sort: 'name',
-          order: 'desc',
-          limit: 4,
-          facets: ['project', 'filetype'],
-        }),
+        await query(alice.client, { ...byName, facets: ['project', 'filetype'] }),
         200,
       ).body;
       expect(first.total).toBe(10);
@@ -300,26 +301,12 @@ describe('metadata', () => {
         { value: 'hdf5', count: 5 },
       ]);
       const second = expectStatus(
-        await query(alice.client, {
-          q: 'size exists',
-          scope: base,
-          sort: 'name',
-          order: 'desc',
-          limit: 4,
-          cursor: first.nextCursor,
-        }),
+        await query(alice.client, { ...byName, cursor: first.nextCursor }),
         200,
       ).body;
       expect(second.items.map((i) => i.name)).toEqual(['f5', 'f4', 'f3', 'f2']);
       const third = expectStatus(
-        await query(alice.client, {
-          q: 'size exists',
-          scope: base,
-          sort: 'name',
-          order: 'desc',
-          limit: 4,
-          cursor: second.nextCursor,
-        }),
+        await query(alice.client, { ...byName, cursor: second.nextCursor }),
         200,
       ).body;
       expect(third.items.map((i) => i.name)).toEqual(['f1', 'f0']);

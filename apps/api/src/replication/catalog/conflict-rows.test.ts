@@ -3,6 +3,7 @@ import {
   differsOnlyInAttributes,
   mergeConflictRows,
   provisionalWinner,
+  UNDECIDED,
   type ConflictRow,
   type ConflictVersion,
 } from './conflict-rows';
@@ -30,14 +31,7 @@ function row(versions: ConflictVersion[], extra: Partial<ConflictRow> = {}): Con
     collection_id: '7',
     opened_at: new Date(1_000).toISOString(),
     deadline: new Date(1_000 + 86_400_000).toISOString(),
-    status: 'open',
-    decision: null,
-    decided_value: null,
-    decided_by: null,
-    decided_by_name: null,
-    decided_policy: null,
-    decided_at: null,
-    decided_at_site: null,
+    ...UNDECIDED,
     ...extra,
   };
 }

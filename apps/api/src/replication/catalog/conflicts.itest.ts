@@ -1,7 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFederation, type TestFederation } from '@tributary/replication/testing';
-import { catalogApplication } from './application';
-import type { ConflictRow } from './conflict-rows';
+import type { TestFederation } from '@tributary/replication/testing';
+import { describe, expect, it } from 'vitest';
+import { useCatalogFederation } from '../../test/catalog-federation';
 import { purgeWaitsFor } from './trash-settlement';
 
 /**
@@ -11,49 +10,10 @@ import { purgeWaitsFor } from './trash-settlement';
  */
 
 const SITES = ['lsu', 'tulane', 'uno'];
-/** The catalog's rules, with the default time to decide a conflict. */
-const CATALOG = catalogApplication({ conflictDeadlineMs: 24 * 3600_000 });
 let fed: TestFederation;
-
-beforeEach(async () => {
-  fed = await createFederation(SITES, CATALOG);
+const { db, one, addUser, addCollection, conflicts, converge } = useCatalogFederation(SITES, (started) => {
+  fed = started;
 });
-afterEach(async () => {
-  await fed.close();
-});
-
-const db = (site: string) => fed.sites[site]!.catalog.db;
-
-async function one<T>(site: string, sql: string, params: unknown[] = []): Promise<T> {
-  const res = await db(site).query(sql, params);
-  return res.rows[0] as T;
-}
-
-async function addUser(site: string, username: string): Promise<string> {
-  return (
-    await one<{ id: string }>(
-      site,
-      `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ($1, $1, 'x', now()) RETURNING id`,
-      [username],
-    )
-  ).id;
-}
-
-async function addCollection(
-  site: string,
-  parentId: string | null,
-  name: string,
-  path: string,
-): Promise<string> {
-  return (
-    await one<{ id: string }>(
-      site,
-      `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
-       VALUES ($1, $2, $3, (SELECT min(id) FROM users), now()) RETURNING id`,
-      [parentId, name, path],
-    )
-  ).id;
-}
 
 async function addObject(site: string, collectionId: string, name: string): Promise<string> {
   return (
@@ -105,6 +65,30 @@ async function trash(site: string, kind: 'object' | 'collection', id: string, pa
   }
 }
 
+/** An object's trash entry (`0`: none) and content type at a site. */
+const trashAndType = (site: string, objectId: string) =>
+  one<{ trash_id: string; content_type: string }>(
+    site,
+    'SELECT trash_id::text, content_type FROM data_objects WHERE id = $1',
+    [objectId],
+  );
+
+/** An object's name and trash entry (`0`: none) at a site. */
+const nameAndTrash = (site: string, objectId: string) =>
+  one<{ name: string; trash_id: string }>(
+    site,
+    'SELECT name, trash_id::text FROM data_objects WHERE id = $1',
+    [objectId],
+  );
+
+/** The peers a site is still waiting on for a change a later one was based on (none once quiet). */
+async function waitingPeers(site: string): Promise<{ peer_id: string; waiting_on: string }[]> {
+  const res = await db(site).query<{ peer_id: string; waiting_on: string }>(
+    'SELECT peer_id, waiting_on FROM repl_peers WHERE waiting_on IS NOT NULL',
+  );
+  return res.rows;
+}
+
 /** The objects of a collection at a site, by name. */
 async function objectsIn(site: string, collectionId: string): Promise<{ id: string; name: string }[]> {
   const res = await db(site).query<{ id: string; name: string }>(
@@ -112,28 +96,6 @@ async function objectsIn(site: string, collectionId: string): Promise<{ id: stri
     [collectionId],
   );
   return res.rows;
-}
-
-async function conflicts(site: string): Promise<ConflictRow[]> {
-  const res = await db(site).query<{ row: ConflictRow }>(
-    'SELECT to_jsonb(c) AS row FROM conflicts c ORDER BY id',
-  );
-  return res.rows.map((r) => r.row);
-}
-
-/** Runs cycles until quiet, then requires equal catalogs (conflict records included) everywhere. */
-async function converge(): Promise<void> {
-  await fed.settle();
-  const digests = await fed.digests();
-  if (new Set(digests).size !== 1) {
-    for (const site of SITES) {
-      const t = await fed.sites[site]!.engine.digest();
-      console.log(site, JSON.stringify(t.tables));
-      console.log(site, JSON.stringify(await conflicts(site)));
-      console.log(site, JSON.stringify((await db(site).query('SELECT * FROM trash_entries')).rows));
-    }
-  }
-  expect(new Set(digests).size).toBe(1);
 }
 
 async function base(): Promise<{ root: string; proj: string }> {
@@ -297,11 +259,7 @@ describe('conflicts between sites', () => {
     await db('tulane').query(`UPDATE data_objects SET name = 'renamed.dat' WHERE id = $1`, [obj]);
     await converge();
     for (const site of SITES) {
-      const o = await one<{ name: string; trash_id: string }>(
-        site,
-        'SELECT name, trash_id::text FROM data_objects WHERE id = $1',
-        [obj],
-      );
+      const o = await nameAndTrash(site, obj);
       expect(o, site).toEqual({ name: 'renamed.dat', trash_id: '0' });
       // The entry stays at every site, holding nothing (trash listings leave it out).
       const held = await db(site).query('SELECT 1 FROM data_objects WHERE trash_id = $1', [trashId]);
@@ -327,11 +285,7 @@ describe('conflicts between sites', () => {
     await trash('lsu', 'object', f, '/proj/f.txt');
     await converge();
     for (const site of SITES) {
-      const row = await one<{ trash_id: string; content_type: string }>(
-        site,
-        'SELECT trash_id::text, content_type FROM data_objects WHERE id = $1',
-        [f],
-      );
+      const row = await trashAndType(site, f);
       expect(row.trash_id, site).not.toBe('0');
       expect(row.content_type, site).toBe('text/lsu-2');
       // uno's version is kept in the record of its conflict with lsu's first update.
@@ -358,15 +312,8 @@ describe('conflicts between sites', () => {
     fed.transport.down.clear();
     await converge();
     for (const site of SITES) {
-      const waiting = await db(site).query(
-        'SELECT peer_id, waiting_on FROM repl_peers WHERE waiting_on IS NOT NULL',
-      );
-      expect(waiting.rows, site).toEqual([]);
-      const row = await one<{ trash_id: string; content_type: string }>(
-        site,
-        'SELECT trash_id::text, content_type FROM data_objects WHERE id = $1',
-        [f],
-      );
+      expect(await waitingPeers(site), site).toEqual([]);
+      const row = await trashAndType(site, f);
       expect(row, site).toEqual({ trash_id: '0', content_type: 'text/lsu' });
       const [c, ...more] = await conflicts(site);
       expect(more, site).toEqual([]);
@@ -434,11 +381,7 @@ describe('conflicts between sites', () => {
     expect((await entry('lsu'))?.trash_id).toBe(trashId);
     await converge();
     for (const site of SITES) {
-      const o = await one<{ name: string; trash_id: string }>(
-        site,
-        'SELECT name, trash_id::text FROM data_objects WHERE id = $1',
-        [obj],
-      );
+      const o = await nameAndTrash(site, obj);
       expect(o, site).toEqual({ name: 'race-renamed.dat', trash_id: '0' });
     }
   });
@@ -787,15 +730,8 @@ describe('updates meeting moves to the trash, cycles in a given order (cases the
     await round('uno');
     await converge();
     for (const site of SITES) {
-      const waiting = await db(site).query(
-        'SELECT peer_id, waiting_on FROM repl_peers WHERE waiting_on IS NOT NULL',
-      );
-      expect(waiting.rows, site).toEqual([]);
-      const row = await one<{ trash_id: string; content_type: string }>(
-        site,
-        'SELECT trash_id::text, content_type FROM data_objects WHERE id = $1',
-        [f],
-      );
+      expect(await waitingPeers(site), site).toEqual([]);
+      const row = await trashAndType(site, f);
       expect(row.trash_id, site).not.toBe('0');
       expect(row.content_type, site).toBe('text/uno-2');
     }

@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFederation, type TestFederation } from '@tributary/replication/testing';
-import { catalogApplication } from './application';
+import { incompressibleNames } from '@tributary/testkit';
+import { describe, expect, it } from 'vitest';
+import { useCatalogFederation } from '../../test/catalog-federation';
 
 /**
  * Collections whose paths reach the 4,096 bytes the path rules allow replicate like any other, and a
@@ -9,54 +9,14 @@ import { catalogApplication } from './application';
  * prisma/migrations/20261127020000_long_paths).
  */
 const SITES = ['lsu', 'tulane'];
-/** The catalog's rules, with the default time to decide a conflict. */
-const CATALOG = catalogApplication({ conflictDeadlineMs: 24 * 3600_000 });
-let fed: TestFederation;
-
-beforeEach(async () => {
-  fed = await createFederation(SITES, CATALOG);
-});
-afterEach(async () => {
-  await fed.close();
-});
-
-const db = (site: string) => fed.sites[site]!.catalog.db;
+const { db, addUser, addCollection, converge } = useCatalogFederation(SITES, () => undefined);
 
 /** Names that do not compress, as real ones (PostgreSQL compresses long index entries). */
-let seed = 7;
-function noise(n: number): string {
-  let out = '';
-  for (let i = 0; i < n; i++) {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    out += 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'[seed % 62];
-  }
-  return out;
-}
-
-async function addCollection(
-  site: string,
-  parentId: string | null,
-  name: string,
-  path: string,
-): Promise<string> {
-  const res = await db(site).query<{ id: string }>(
-    `INSERT INTO collections (parent_id, name, path, owner_id, updated_at)
-     VALUES ($1, $2, $3, (SELECT min(id) FROM users), now()) RETURNING id`,
-    [parentId, name, path],
-  );
-  return res.rows[0]!.id;
-}
-
-async function converge(): Promise<void> {
-  await fed.settle();
-  expect(new Set(await fed.digests()).size).toBe(1);
-}
+const noise = incompressibleNames(7);
 
 describe('long paths between sites', () => {
   it('replicates collections with paths near 4,096 bytes and settles a name clash there', async () => {
-    await db('lsu').query(
-      `INSERT INTO users (username, display_name, password_hash, updated_at) VALUES ('owner', 'owner', 'x', now())`,
-    );
+    await addUser('lsu', 'owner');
     let parent = await addCollection('lsu', null, '', '/');
     let path = '';
     // 15 names of 255 bytes: 3,840 bytes (each entry would have been too long for the old btree).

@@ -1,4 +1,5 @@
 import { defineConfig } from '@playwright/test';
+import { CHROMIUM_ARGS } from '@tributary/testkit/chromium';
 
 /**
  * Playwright cannot download its own browsers here; the tests drive Debian's Chromium
@@ -16,15 +17,7 @@ export default defineConfig({
     viewport: { width: 1280, height: 800 },
     launchOptions: {
       executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      // Without the networking flags Chromium keeps dialling out to services this machine cannot reach.
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
+      args: [...CHROMIUM_ARGS],
     },
   },
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { CreatedTokenDto, EntryDetailDto } from '@tributary/shared';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM_ARGS } from '@tributary/testkit/chromium';
 import { recordUpdateConflict, type SiteProcess, startSite, type TestUser } from '@tributary/testkit';
 import { loadConfig } from '../config/config';
 import { tribInProcess } from '../testing/cli-harness';
@@ -60,14 +61,7 @@ describe('local UI', () => {
     ui = await startUiServer({ env });
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
+      args: [...CHROMIUM_ARGS],
     });
   }, 90_000);
 

@@ -7,8 +7,8 @@
  * Without TRIBUTARY_URL it starts a site of its own as a child process (`npm start`'s script,
  * apps/api/dist/cli/start.js, with SITES=1: embedded PostgreSQL in a temp directory, removed at the
  * end); the mount runs in a child process too (the agent's dist/mount/main.js), and every file
- * operation on it is a child process (`cp`), never this process. Both scripts' paths come from the
- * apps' embedding entries.
+ * operation on it is a child process (`cp`), never this process. Both scripts are exported by the
+ * apps' package.json (`@tributary/api/start`, `@tributary/agent/mount`).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomFillSync } from 'node:crypto';
@@ -20,8 +20,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { START_SCRIPT } from '@tributary/api/embedding';
-import { MOUNT_SCRIPT, runCli } from '@tributary/agent/embedding';
+import { runCli } from '@tributary/agent/embedding';
 import {
   latencySummary,
   makeTree,
@@ -35,6 +34,9 @@ import {
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
+// The apps' process entries, as their package.json exports them (resolved, not loaded).
+const MOUNT_MAIN = require.resolve('@tributary/agent/mount');
+const SITE_START = require.resolve('@tributary/api/start');
 
 const USAGE = `npm run bench:mount -- [options]
 
@@ -168,7 +170,7 @@ async function localSite(scratch: string): Promise<Site> {
   // As root the embedded PostgreSQL runs as `postgres`, which must reach its data directory.
   await fs.chmod(scratch, 0o755);
   await fs.chmod(dataDir, 0o755);
-  const child = spawn(process.execPath, [START_SCRIPT], {
+  const child = spawn(process.execPath, [SITE_START], {
     env: {
       ...process.env,
       SITES: '1',
@@ -281,7 +283,7 @@ async function startMount(site: Site, scratch: string, bufferMiB: number): Promi
   const child = spawn(
     process.execPath,
     [
-      MOUNT_SCRIPT,
+      MOUNT_MAIN,
       '--site',
       site.url,
       '--remote',

@@ -1,7 +1,10 @@
 /**
- * `@tributary/api/embedding`: what code outside the API may use to run sites of its own, in its
- * process or as processes (the benchmarks in `bench/`). Everything else in the API is internal.
- * Built to `dist/embedding.js` with its declarations; a change here is a change to that contract.
+ * `@tributary/api/embedding`: what code outside the API may use to run sites of its own in its
+ * process (the benchmarks in `bench/`). Everything else in the API is internal, except the scripts
+ * that start sites as processes, which package.json exports so that they can be found without
+ * loading the API: `require.resolve('@tributary/api/start')` (what `npm start` runs) and
+ * `require.resolve('@tributary/api/site')` (one site). Built to `dist/embedding.js` with its
+ * declarations; a change here is a change to that contract.
  */
 import path from 'node:path';
 
@@ -24,6 +27,3 @@ export { measureScrubVsSha256, type ScrubThroughput } from './scrub/scrub-throug
 
 /** One site as a process (what a deployment runs per machine); it reports SiteReady over IPC. */
 export const SITE_SCRIPT = path.join(__dirname, 'cli', 'site.js');
-
-/** The script `npm start` runs (`SITES`, `PORT`, ...), for starting a site as a child process. */
-export const START_SCRIPT = path.join(__dirname, 'cli', 'start.js');

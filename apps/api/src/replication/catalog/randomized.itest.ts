@@ -627,9 +627,28 @@ describe('cases the randomized test found', () => {
     );
     return res.rows[0]!.id;
   }
+  async function addMembership(site: Site, user: string, group: string): Promise<string> {
+    const res = await db(site).query<{ id: string }>(
+      `INSERT INTO memberships (user_id, group_id, updated_at) VALUES ($1, $2, now()) RETURNING id`,
+      [user, group],
+    );
+    return res.rows[0]!.id;
+  }
   /** How many rows `sql` finds at each site, given the one parameter. */
   const counts = (sql: string, param: string) =>
     Promise.all(SITES.map(async (s) => (await db(s).query(sql, [param])).rowCount));
+  /**
+   * Every site reachable again, cycles until quiet: the user's latest version is an update, so the
+   * user exists everywhere, and so must the membership made on it (every site must hold the same
+   * catalog).
+   */
+  async function expectUserAndMembershipEverywhere(user: string): Promise<void> {
+    f.transport.down.clear();
+    await f.settle(10);
+    expect(await counts('SELECT 1 FROM users WHERE id = $1', user)).toEqual([1, 1, 1]);
+    expect(await counts('SELECT 1 FROM memberships WHERE user_id = $1', user)).toEqual([1, 1, 1]);
+    expect(new Set(await f.digests()).size).toBe(1);
+  }
 
   it('a child refused because its parent was deleted here comes back when the parent is resurrected by a later update', async () => {
     const u = await addUser('lsu', 'ursula');
@@ -645,22 +664,12 @@ describe('cases the randomized test found', () => {
     await cycle('lsu');
     await cycle('tulane');
     // tulane adds the user to a group; that reaches uno before lsu's update does.
-    await db('tulane').query(
-      `INSERT INTO memberships (user_id, group_id, updated_at) VALUES ($1, $2, now())`,
-      [u, g],
-    );
+    await addMembership('tulane', u, g);
     f.transport.down.delete('uno');
     f.transport.down.add('lsu');
     await cycle('tulane');
     await cycle('uno'); // the membership is refused at uno: its user is deleted here
-    f.transport.down.clear();
-    await f.settle(10);
-
-    // The update is the latest version of the user, so the user exists everywhere...
-    expect(await counts('SELECT 1 FROM users WHERE id = $1', u)).toEqual([1, 1, 1]);
-    // ...and so must the membership made on it: every site must hold the same catalog.
-    expect(await counts('SELECT 1 FROM memberships WHERE user_id = $1', u)).toEqual([1, 1, 1]);
-    expect(new Set(await f.digests()).size).toBe(1);
+    await expectUserAndMembershipEverywhere(u);
   });
   it('a child refused for a parent deleted here waits for its other parent still on its way, and comes back with the first', async () => {
     // Found by seed 1718400967: kept aside for its deleted user, the membership failed again on its
@@ -678,21 +687,13 @@ describe('cases the randomized test found', () => {
     f.transport.down.add('uno');
     await cycle('tulane');
     await cycle('lsu');
-    await db('lsu').query(`INSERT INTO memberships (user_id, group_id, updated_at) VALUES ($1, $2, now())`, [
-      u,
-      g,
-    ]);
+    await addMembership('lsu', u, g);
     // The membership reaches uno before tulane's update and group do.
     f.transport.down.delete('uno');
     f.transport.down.add('tulane');
     await cycle('lsu');
     await cycle('uno');
-    f.transport.down.clear();
-    await f.settle(10);
-
-    expect(await counts('SELECT 1 FROM users WHERE id = $1', u)).toEqual([1, 1, 1]);
-    expect(await counts('SELECT 1 FROM memberships WHERE user_id = $1', u)).toEqual([1, 1, 1]);
-    expect(new Set(await f.digests()).size).toBe(1);
+    await expectUserAndMembershipEverywhere(u);
   });
   it('a change to a row whose insert was refused here (parent deleted) does not stall its origin for ever', async () => {
     const u = await addUser('lsu', 'vic');
@@ -701,17 +702,14 @@ describe('cases the randomized test found', () => {
 
     // lsu deletes the user; meanwhile uno adds it to a group.
     await db('lsu').query('DELETE FROM users WHERE id = $1', [u]);
-    const m = await db('uno').query<{ id: string }>(
-      `INSERT INTO memberships (user_id, group_id, updated_at) VALUES ($1, $2, now()) RETURNING id`,
-      [u, g],
-    );
+    const m = await addMembership('uno', u, g);
     await cycle('uno'); // the membership reaches lsu and tulane
     f.transport.down.add('tulane');
     f.transport.down.add('uno');
     await cycle('lsu'); // lsu refuses the membership (its user is deleted here); its delete stays queued
     // tulane removes the membership before it hears of the user's deletion.
     await cycle('tulane');
-    await db('tulane').query('DELETE FROM memberships WHERE id = $1', [m.rows[0]!.id]);
+    await db('tulane').query('DELETE FROM memberships WHERE id = $1', [m]);
     await addUser('tulane', 'later');
     f.transport.down.clear();
     await f.settle(10);

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type pg from 'pg';
 import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
+import { inTransaction } from '@tributary/replication';
 import { createFederation, type TestFederation } from '@tributary/replication/testing';
 import { CATALOG, useCatalogFederation } from '../../test/catalog-federation';
 import { purgeWaitsFor } from './trash-settlement';
@@ -351,9 +352,7 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
               id,
             ]);
             if (named.rows[0]) retiredNames.add(named.rows[0].name);
-            const client = await d.connect();
-            try {
-              await client.query('BEGIN');
+            await inTransaction(d, async (client) => {
               const t = await client.query<{ id: string }>(
                 `INSERT INTO trash_entries (kind, object_id, original_path, deleted_by_id, deleted_at_site, updated_at)
                  SELECT 'object', o.id, '/proj/' || o.name, $2, $3, now() FROM data_objects o WHERE o.id = $1 RETURNING id`,
@@ -363,41 +362,25 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
                 id,
                 t.rows[0]!.id,
               ]);
-              await client.query('COMMIT');
-            } catch (err) {
-              await client.query('ROLLBACK');
-              throw err;
-            } finally {
-              client.release();
-            }
+            });
             return true;
           }
           case 'purgeTrash': {
             // As DELETE /api/v1/trash/:id: settled, still holding its object, nothing awaited here.
-            const client = await d.connect();
-            try {
-              await client.query('BEGIN');
+            return inTransaction(d, async (client) => {
               const entries = await client.query<{ id: string; object_id: string }>(
                 `SELECT t.id::text, t.object_id::text FROM trash_entries t
                    JOIN data_objects o ON o.id = t.object_id AND o.trash_id = t.id
                   WHERE t.settled_at IS NOT NULL ORDER BY t.id FOR UPDATE OF t, o`,
               );
               const entry = dice.pick(entries.rows);
-              if (!entry || (await purgeWaitsFor(client, entry.id, s)).length > 0) {
-                await client.query('ROLLBACK');
-                return false;
-              }
+              // Nothing written then: the transaction ends having only read.
+              if (!entry || (await purgeWaitsFor(client, entry.id, s)).length > 0) return false;
               await client.query('DELETE FROM trash_entries WHERE object_id = $1', [entry.object_id]);
               await client.query('DELETE FROM data_objects WHERE id = $1', [entry.object_id]);
-              await client.query('COMMIT');
               purged += 1;
-            } catch (err) {
-              await client.query('ROLLBACK');
-              throw err;
-            } finally {
-              client.release();
-            }
-            return true;
+              return true;
+            });
           }
           case 'createSymlink': {
             // A few names only, so two sites often create the same one in one cycle.
@@ -484,9 +467,7 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
           }
           case 'transaction': {
             // One local transaction touching several tables: it must apply atomically everywhere.
-            const client = await d.connect();
-            try {
-              await client.query('BEGIN');
+            await inTransaction(d, async (client) => {
               const user = await insertUser(client, s);
               const group = await createGroup(client, s);
               await createMembership(client, user, group);
@@ -495,13 +476,7 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
               const existing = dice.pick(await ids(client, 'SELECT id FROM project_groups ORDER BY id'));
               if (existing !== undefined && existing !== group)
                 await createMembership(client, user, existing);
-              await client.query('COMMIT');
-            } catch (err) {
-              await client.query('ROLLBACK');
-              throw err;
-            } finally {
-              client.release();
-            }
+            });
             return true;
           }
         }

@@ -24,6 +24,8 @@ export const PEER_PLACEMENT_PATH = '/api/v1/replication/peer/placement';
 export const MAX_BATCH_IDS = 500;
 
 const MiB = 1024 * 1024;
+/** Small objects of a batch staged (written and fsynced) at once. */
+const STAGE_CONCURRENCY = 16;
 /** A body that sends nothing for this long is given up (the peer hangs). */
 const IDLE_MS = 30_000;
 
@@ -139,23 +141,40 @@ export class CopyTransfers implements MoverTransfers {
       await res.body?.cancel();
       throw new Error(`${source} answered the batch request with ${res.status}`);
     }
+    // Each object is staged (hashed, fsynced) as it arrives, several at once; then all of them are
+    // recorded in one transaction, so a batch costs one commit rather than one per object.
+    const staged: Array<{ job: CopyJob; file: StagedFile }> = [];
+    const staging = new Set<Promise<void>>();
     try {
       const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
       for await (const { header, bytes } of readFrames(body, this.o.smallBytes)) {
         const job = byObject.get(header.id);
-        if (!job || out.has(job.replicaId)) continue;
+        if (!job || out.has(job.replicaId) || staged.some((s) => s.job === job)) continue;
         if ('error' in header) {
           out.set(job.replicaId, new Error(`${source}: ${header.error}`));
           continue;
         }
         await context.received(job.replicaId, bytes.length);
-        out.set(job.replicaId, await this.place(job, bytes).catch((err: unknown) => toError(err)));
+        const task: Promise<void> = this.stageSmall(job, bytes).then(
+          (file) => void staged.push({ job, file }),
+          (err: unknown) => void out.set(job.replicaId, toError(err)),
+        );
+        staging.add(task);
+        void task.finally(() => staging.delete(task));
+        if (staging.size >= STAGE_CONCURRENCY) await Promise.race(staging);
       }
     } catch (err) {
-      if (context.signal.aborted) throw err;
+      await Promise.all(staging);
+      if (context.signal.aborted) {
+        await Promise.all(staged.map((s) => s.file.discard().catch(() => undefined)));
+        throw err;
+      }
       const cut = new Error(`the batch answer from ${source} broke off: ${toError(err).message}`);
-      for (const job of jobs) if (!out.has(job.replicaId)) out.set(job.replicaId, cut);
+      for (const job of jobs)
+        if (!out.has(job.replicaId) && !staged.some((s) => s.job === job)) out.set(job.replicaId, cut);
     }
+    await Promise.all(staging);
+    for (const [replicaId, result] of await this.finishMany(staged)) out.set(replicaId, result);
     return out;
   }
 
@@ -182,8 +201,8 @@ export class CopyTransfers implements MoverTransfers {
     return true;
   }
 
-  /** One small object's bytes into storage, hashed (staging hashes and fsyncs), then recorded. */
-  private async place(job: CopyJob, bytes: Buffer): Promise<undefined> {
+  /** One small object's bytes into storage's staging, hashed and fsynced, checked against its checksum. */
+  private async stageSmall(job: CopyJob, bytes: Buffer): Promise<StagedFile> {
     const staged = await this.o.storage.stage(Readable.from([bytes]), {
       maxBytes: job.size,
       expectedBytes: job.size,
@@ -192,8 +211,57 @@ export class CopyTransfers implements MoverTransfers {
       await staged.discard();
       throw new Error(`the bytes received hash to ${staged.sha256}, not ${job.checksum}`);
     }
-    await this.finish(job, staged);
-    return undefined;
+    return staged;
+  }
+
+  /**
+   * `finish` for many staged small copies at once: placed under new keys and marked good in one
+   * transaction (MoverRepository.completeCopies); what is not recorded leaves nothing behind.
+   */
+  private async finishMany(
+    staged: ReadonlyArray<{ job: CopyJob; file: StagedFile }>,
+  ): Promise<Map<string, Error | undefined>> {
+    const out = new Map<string, Error | undefined>();
+    if (staged.length === 0) return out;
+    const keys = new Map(staged.map((s) => [s.job.replicaId, randomUUID()]));
+    const files = new Map(staged.map((s) => [s.job.replicaId, s.file]));
+    const placed = new Set<string>();
+    try {
+      const outcomes = await this.o.repo.completeCopies(
+        this.o.siteId(),
+        staged.map(({ job, file }) => ({
+          replicaId: job.replicaId,
+          objectId: job.objectId,
+          key: keys.get(job.replicaId)!,
+          size: file.size,
+          checksum: job.checksum,
+        })),
+        async (replicaId) => {
+          await files.get(replicaId)!.commit(keys.get(replicaId)!);
+          placed.add(replicaId);
+        },
+      );
+      for (const { job, file } of staged) {
+        const outcome = outcomes.get(job.replicaId);
+        if (outcome?.done) {
+          out.set(job.replicaId, undefined);
+          if (outcome.previousKey && outcome.previousKey !== keys.get(job.replicaId))
+            await this.o.storage.remove(outcome.previousKey).catch(() => undefined);
+        } else {
+          await file.discard().catch(() => undefined);
+          out.set(job.replicaId, new Error(outcome?.reason ?? 'not recorded'));
+        }
+      }
+    } catch (err) {
+      // The transaction did not commit: nothing of the batch stays.
+      for (const { job, file } of staged) {
+        if (placed.has(job.replicaId))
+          await this.o.storage.remove(keys.get(job.replicaId)!).catch(() => undefined);
+        else await file.discard().catch(() => undefined);
+        out.set(job.replicaId, toError(err));
+      }
+    }
+    return out;
   }
 
   /**

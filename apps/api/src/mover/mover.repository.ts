@@ -253,6 +253,67 @@ export class MoverRepository {
     });
   }
 
+  /**
+   * `completeCopy` for many small copies in one transaction (a batch from one source): the objects
+   * and the rows locked in id order, each copy placed and marked good only if its object still has
+   * the checksum and size it was copied for. One outcome per copy, by replica id.
+   */
+  async completeCopies(
+    siteId: string,
+    copies: ReadonlyArray<{
+      replicaId: string;
+      objectId: string;
+      key: string;
+      size: number;
+      checksum: string;
+    }>,
+    place: (replicaId: string) => Promise<void>,
+  ): Promise<Map<string, CompleteOutcome>> {
+    const out = new Map<string, CompleteOutcome>();
+    if (copies.length === 0) return out;
+    return this.transaction(async (client) => {
+      const objects = await client.query<{ id: string; checksum: string; size: string }>(
+        'SELECT id::text, checksum, size::text FROM data_objects WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE',
+        [copies.map((c) => c.objectId)],
+      );
+      const rows = await client.query<{ id: string; physical_path: string }>(
+        'SELECT id::text, physical_path FROM replicas WHERE id = ANY($1::bigint[]) AND site_id = $2 ORDER BY id FOR UPDATE',
+        [copies.map((c) => c.replicaId), siteId],
+      );
+      const objectById = new Map(objects.rows.map((o) => [o.id, o]));
+      const rowById = new Map(rows.rows.map((r) => [r.id, r]));
+      const ready: (typeof copies)[number][] = [];
+      for (const copy of copies) {
+        const o = objectById.get(copy.objectId);
+        const r = rowById.get(copy.replicaId);
+        if (!o) out.set(copy.replicaId, { done: false, reason: 'the object is gone' });
+        else if (o.checksum !== copy.checksum || Number(o.size) !== copy.size)
+          out.set(copy.replicaId, { done: false, reason: 'the object changed during the copy' });
+        else if (!r) out.set(copy.replicaId, { done: false, reason: 'the copy row is gone' });
+        else ready.push(copy);
+      }
+      // Renames only; the bytes were fsynced when staged.
+      await Promise.all(ready.map((c) => place(c.replicaId)));
+      if (ready.length > 0) {
+        await client.query(
+          `UPDATE replicas r SET status = 'good', physical_path = u.key, size = u.size, checksum = u.checksum,
+                  verified_at = now(), error = NULL, attempts = 0, next_attempt_at = NULL, updated_at = now()
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[]) AS u(id, key, size, checksum)
+            WHERE r.id = u.id`,
+          [
+            ready.map((c) => c.replicaId),
+            ready.map((c) => c.key),
+            ready.map((c) => c.size),
+            ready.map((c) => c.checksum),
+          ],
+        );
+      }
+      for (const c of ready)
+        out.set(c.replicaId, { done: true, previousKey: rowById.get(c.replicaId)!.physical_path });
+      return out;
+    });
+  }
+
   /** Objects with a copy here and with copies elsewhere that `rule` covers (trim candidates). */
   async coveredHere(rule: LiveRule, siteId: string): Promise<string[]> {
     const params = new SqlParams();

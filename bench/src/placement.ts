@@ -13,7 +13,6 @@ import {
   freePort,
   measureScrubVsSha256,
   migrate,
-  SITE_SCRIPT,
   startEmbeddedPostgres,
   type EmbeddedServer,
 } from '@tributary/api/embedding';
@@ -183,7 +182,8 @@ async function startSites(
       // The scrub is measured on its own below; in the federation it would only compete.
       SCRUB_RATE_MIBS: '0',
     };
-    const child = fork(SITE_SCRIPT, [], {
+    // One site as a process (what a deployment runs per machine); it reports SiteReady over IPC.
+    const child = fork(require.resolve('@tributary/api/site'), [], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });

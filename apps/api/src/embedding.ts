@@ -6,7 +6,6 @@
  * `require.resolve('@tributary/api/site')` (one site). Built to `dist/embedding.js` with its
  * declarations; a change here is a change to that contract.
  */
-import path from 'node:path';
 
 /** A site as `npm start` builds it (Nest app, catalog pool, replication), not yet listening. */
 export { createSiteApp, type SiteApp } from './app.factory';
@@ -24,6 +23,3 @@ export type { SqlPool } from './database/sql-pool';
 
 /** Throughput of an unthrottled scrub pass against `sha256sum` over the same files (bench:placement). */
 export { measureScrubVsSha256, type ScrubThroughput } from './scrub/scrub-throughput';
-
-/** One site as a process (what a deployment runs per machine); it reports SiteReady over IPC. */
-export const SITE_SCRIPT = path.join(__dirname, 'cli', 'site.js');

@@ -3,16 +3,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  sleep,
-  startFederation,
-  testBytes,
-  uniqueName,
-  type Federation,
-  type FederationSite,
-} from '@tributary/testkit';
+import { describe, expect, it } from 'vitest';
+import { sleep, testBytes, uniqueName, type Federation, type FederationSite } from '@tributary/testkit';
 import { expectStatus } from '../test/test-site';
+import { until, useFederation } from '../test/federation';
 
 /**
  * The mover on three real site processes (lsu, tulane, uno) with a 1 s replication cycle and a
@@ -30,37 +24,23 @@ const BANDWIDTH = process.env.PLACEMENT_BANDWIDTH_MIBS ?? '40';
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
-async function until(check: () => Promise<boolean>, timeoutMs: number, everyMs = 200): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(everyMs);
-  }
-}
-
 describe('the mover across three sites', () => {
   let fed: Federation;
   let lsu: FederationSite;
   let tulane: FederationSite;
   let uno: FederationSite;
 
-  beforeAll(async () => {
-    fed = await startFederation({
+  useFederation(
+    {
       ids: IDS,
       cycleSeconds: 1,
       env: { PLACEMENT_INTERVAL_MS: '300', PLACEMENT_BANDWIDTH_MIBS: BANDWIDTH, PEER_DOWN_MS: '2000' },
-    });
-    [lsu, tulane, uno] = IDS.map((id) => fed.site(id)) as [FederationSite, FederationSite, FederationSite];
-  }, 120_000);
-
-  afterAll(async () => {
-    await fed?.close();
-  }, 60_000);
-
-  beforeEach(({ onTestFailed }) => {
-    onTestFailed(() => console.error(fed?.outputs(20000)));
-  });
+    },
+    (started) => {
+      fed = started;
+      [lsu, tulane, uno] = IDS.map((id) => fed.site(id)) as [FederationSite, FederationSite, FederationSite];
+    },
+  );
 
   async function addRule(
     site: FederationSite,

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newPassword, testBytes, uniqueGroupName, uniqueName, uniqueUsername } from '@tributary/testkit';
 import { sleep, startFederation, type Federation, type FederationSite } from '@tributary/testkit';
 import { expectError, expectStatus } from '../test/test-site';
+import { until } from '../test/federation';
 
 /**
  * Three (then four) real site processes replicating over signed HTTP with a 1 s cycle: changes
@@ -35,16 +36,6 @@ async function names(client: TributaryClient, path: string): Promise<string[]> {
     cursor = page.nextCursor;
   } while (cursor);
   return out.sort();
-}
-
-/** Polls until `check` returns true (or the time is up); returns the last result. */
-async function until(check: () => Promise<boolean>, timeoutMs: number, everyMs = 200): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(everyMs);
-  }
 }
 
 function scrapeLine(text: string, name: string, peer: string): number | undefined {

@@ -2,16 +2,10 @@ import type { ObjectCopiesDto, PlacementRuleDto, VerifyReportDto } from '@tribut
 import { createHash } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  sleep,
-  startFederation,
-  testBytes,
-  uniqueName,
-  type Federation,
-  type FederationSite,
-} from '@tributary/testkit';
+import { describe, expect, it } from 'vitest';
+import { testBytes, uniqueName, type Federation, type FederationSite } from '@tributary/testkit';
 import { expectStatus } from '../test/test-site';
+import { until, useFederation } from '../test/federation';
 
 /**
  * The scrub and the mover together on three real site processes (lsu, tulane, uno): a 1 s
@@ -22,23 +16,14 @@ const IDS = ['lsu', 'tulane', 'uno'];
 const MiB = 1024 * 1024;
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
-async function until(check: () => Promise<boolean>, timeoutMs: number, everyMs = 200): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(everyMs);
-  }
-}
-
 describe('scrub and repair across three sites', () => {
   let fed: Federation;
   let lsu: FederationSite;
   let tulane: FederationSite;
   let uno: FederationSite;
 
-  beforeAll(async () => {
-    fed = await startFederation({
+  useFederation(
+    {
       ids: IDS,
       cycleSeconds: 1,
       env: {
@@ -48,17 +33,12 @@ describe('scrub and repair across three sites', () => {
         SCRUB_REVERIFY_HOURS: '0',
         PEER_DOWN_MS: '2000',
       },
-    });
-    [lsu, tulane, uno] = IDS.map((id) => fed.site(id)) as [FederationSite, FederationSite, FederationSite];
-  }, 120_000);
-
-  afterAll(async () => {
-    await fed?.close();
-  }, 60_000);
-
-  beforeEach(({ onTestFailed }) => {
-    onTestFailed(() => console.error(fed?.outputs(20000)));
-  });
+    },
+    (started) => {
+      fed = started;
+      [lsu, tulane, uno] = IDS.map((id) => fed.site(id)) as [FederationSite, FederationSite, FederationSite];
+    },
+  );
 
   async function copiesAt(site: FederationSite, file: string): Promise<ObjectCopiesDto> {
     return expectStatus(

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type {
   CreatedTokenDto,
@@ -13,24 +12,17 @@ import type {
   UserDto,
   UploadSessionDto,
 } from '@tributary/shared';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   expectStatus,
   recordUpdateConflict,
   type SiteProcess,
   startDelayProxy,
-  startSite,
   type TestUser,
 } from '@tributary/testkit';
 import { listTransfers } from '../transfers/transfer-records';
-import {
-  CLI_MAIN,
-  sha256Hex,
-  treeHashes,
-  tribInProcess,
-  tribProcess,
-  type CliRun,
-} from '../testing/cli-harness';
+import { CLI_MAIN, sha256Hex, treeHashes, tribInProcess, tribProcess } from '../testing/cli-harness';
+import { useCliSite } from '../testing/cli-site';
 import { ExitCode } from './errors';
 import { uploadResumeFile } from './tree-transfer';
 
@@ -47,31 +39,9 @@ describe('trib against a real site', () => {
   let env: NodeJS.ProcessEnv;
   let remoteHome: string;
 
-  const trib = (...argv: string[]): Promise<CliRun> => tribInProcess(argv, { env, cwd: work });
-  const ok = async (...argv: string[]): Promise<CliRun> => {
-    const run = await trib(...argv);
-    expect(run.code, `trib ${argv.join(' ')}\n${run.stderr}`).toBe(0);
-    return run;
-  };
-
-  beforeAll(async () => {
-    site = await startSite({ env: { LOGIN_RATE_LIMIT: '1000' } });
-    alice = await site.createUser();
-    const created = await alice.client.post<CreatedTokenDto>('/api/v1/tokens', {
-      name: 'cli-test',
-      scope: 'write',
-    });
-    expect(created.status).toBe(201);
-    token = created.body.secret;
-    home = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-home-'));
-    work = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-work-'));
-    env = { TRIBUTARY_AGENT_HOME: home };
+  const { trib, ok } = useCliSite('cli-test', (cli) => {
+    ({ site, alice, token, home, work, env } = cli);
     remoteHome = alice.user.homePath;
-  });
-  afterAll(async () => {
-    await site?.close();
-    if (home) await fs.rm(home, { recursive: true, force: true });
-    if (work) await fs.rm(work, { recursive: true, force: true });
   });
 
   it('refuses commands before login, refuses a wrong token, then logs in without printing the token', async () => {

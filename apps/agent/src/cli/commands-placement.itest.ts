@@ -1,10 +1,9 @@
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import type { CreatedTokenDto, ObjectCopiesDto, PlacementRuleDto, VerifyReportDto } from '@tributary/shared';
-import { startSite, type SiteProcess, type TestUser } from '@tributary/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tribInProcess, type CliRun } from '../testing/cli-harness';
+import type { ObjectCopiesDto, PlacementRuleDto, VerifyReportDto } from '@tributary/shared';
+import type { SiteProcess, TestUser } from '@tributary/testkit';
+import { describe, expect, it } from 'vitest';
+import { useCliSite } from '../testing/cli-site';
 import { ExitCode } from './errors';
 
 /**
@@ -15,40 +14,19 @@ import { ExitCode } from './errors';
 describe('trib rule, copies and verify', () => {
   let site: SiteProcess;
   let alice: TestUser;
-  let home: string;
   let work: string;
   let env: NodeJS.ProcessEnv;
   let proj: string;
   let file: string;
 
-  const trib = (...argv: string[]): Promise<CliRun> => tribInProcess(argv, { env, cwd: work });
-  const ok = async (...argv: string[]): Promise<CliRun> => {
-    const run = await trib(...argv);
-    expect(run.code, `trib ${argv.join(' ')}\n${run.stderr}`).toBe(0);
-    return run;
-  };
-
-  beforeAll(async () => {
-    site = await startSite({ env: { LOGIN_RATE_LIMIT: '1000' } });
-    alice = await site.createUser();
-    const created = await alice.client.post<CreatedTokenDto>('/api/v1/tokens', {
-      name: 'cli-placement',
-      scope: 'write',
-    });
-    expect(created.status).toBe(201);
-    home = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-home-'));
-    work = await fs.mkdtemp(path.join(os.tmpdir(), 'trib-work-'));
-    env = { TRIBUTARY_AGENT_HOME: home, TRIBUTARY_SITE: site.url, TRIBUTARY_TOKEN: created.body.secret };
+  const { trib, ok } = useCliSite('cli-placement', async (cli) => {
+    ({ site, alice, work, env } = cli);
+    Object.assign(env, { TRIBUTARY_SITE: site.url, TRIBUTARY_TOKEN: cli.token });
     proj = `${alice.user.homePath}/placed`;
     file = `${proj}/sub/data.txt`;
     await fs.writeFile(path.join(work, 'data.txt'), 'some bytes\n');
     await ok('mkdir', '-p', `${proj}/sub`);
     await ok('put', path.join(work, 'data.txt'), file);
-  });
-  afterAll(async () => {
-    await site?.close();
-    if (home) await fs.rm(home, { recursive: true, force: true });
-    if (work) await fs.rm(work, { recursive: true, force: true });
   });
 
   it('adds a rule, lists it where it is inherited, and removes it', async () => {

@@ -42,6 +42,7 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
       '@tributary/placement': path.resolve(__dirname, 'packages/placement/src/index.ts'),
       '@tributary/testkit/delay-proxy': path.resolve(__dirname, 'packages/testkit/src/delay-proxy.ts'),
       '@tributary/testkit/request-counts': path.resolve(__dirname, 'packages/testkit/src/request-counts.ts'),
+      '@tributary/testkit/prng': path.resolve(__dirname, 'packages/testkit/src/prng.ts'),
       '@tributary/testkit/chromium': path.resolve(__dirname, 'packages/testkit/src/chromium.ts'),
       '@tributary/testkit': path.resolve(__dirname, 'packages/testkit/src/index.ts'),
     },

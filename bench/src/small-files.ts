@@ -5,22 +5,12 @@
 import { createCipheriv } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { prng } from '@tributary/testkit/prng';
 import { parseRequestCounts, type RequestCounts } from '@tributary/testkit/request-counts';
 
-// The counters are read as the mount's tests read them (packages/testkit).
-export { parseRequestCounts, type RequestCounts };
-
-/** A deterministic stream of numbers in [0, 1) (mulberry32): the same tree in every run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// The counters are read as the mount's tests read them (packages/testkit); the tree's numbers come
+// from the tests' seeded generator (the same tree in every run).
+export { parseRequestCounts, prng, type RequestCounts };
 
 export interface Tree {
   /** The tree's top directory (its name is `tree`). */

@@ -7,4 +7,5 @@ export * from './site';
 export * from './conflict-record';
 export * from './delay-proxy';
 export * from './request-counts';
+export * from './prng';
 export type { TestPostgres } from './provided-context';

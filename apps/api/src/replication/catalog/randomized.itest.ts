@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
 import { inTransaction } from '@tributary/replication';
 import { createFederation, type TestFederation } from '@tributary/replication/testing';
+import { prng } from '@tributary/testkit';
 import { CATALOG, useCatalogFederation } from '../../test/catalog-federation';
 import { purgeWaitsFor } from './trash-settlement';
 
@@ -17,18 +18,6 @@ import { purgeWaitsFor } from './trash-settlement';
 
 const SITES = ['lsu', 'tulane', 'uno'] as const;
 type Site = (typeof SITES)[number];
-
-/** mulberry32: small, fast, good enough to drive a test. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Dice {
   constructor(readonly next: () => number) {}

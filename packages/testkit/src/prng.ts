@@ -1,0 +1,14 @@
+/**
+ * A deterministic stream of numbers in [0, 1) from `seed` (mulberry32: small, fast, good enough to
+ * drive a test or generate a benchmark's data): the same stream in every run.
+ */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

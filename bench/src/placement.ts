@@ -17,6 +17,7 @@ import {
   type EmbeddedServer,
 } from '@tributary/api/embedding';
 import { BenchClient, httpTransport } from './client';
+import { pairKeys, siteSettings } from './federation-settings';
 
 const USAGE = `npm run bench:placement -- [--json] [--quick]
 
@@ -151,32 +152,25 @@ async function startSites(
   sites: Site[],
 ): Promise<void> {
   const ports = await Promise.all(SITES.map(() => freePort()));
-  const keys: Record<string, string> = {};
-  const key = (a: string, b: string): string =>
-    (keys[[a, b].sort().join(':')] ??= randomBytes(32).toString('base64url'));
+  const key = pairKeys();
   const start = async (id: SiteId, index: number): Promise<void> => {
     const connection = await server.database(`bench_placement_${id}`);
     await migrate(connection);
     const url = `http://127.0.0.1:${ports[index]}`;
-    const peers = SITES.filter((p) => p !== id).map((p) => ({
-      id: p,
-      url: `http://127.0.0.1:${ports[SITES.indexOf(p)]}`,
-      key: key(id, p),
-    }));
     const env: Record<string, string> = {
       DATABASE_URL: `postgresql://${encodeURIComponent(String(connection.user))}:${encodeURIComponent(String(connection.password))}@127.0.0.1:${connection.port}/${String(connection.database)}`,
-      TRIBUTARY_DATA_DIR: path.join(root, 'data'),
-      HOST: '127.0.0.1',
-      PORT: String(ports[index]),
-      PUBLIC_URL: url,
-      SITE_ID: id,
-      SITE_INDEX: String(index + 1),
-      ADMIN_PASSWORD: password,
-      LOG_LEVEL: 'error',
-      PORTAL_DIR: path.join(root, 'no-portal'),
-      REPLICATION_PEERS: JSON.stringify(peers),
-      REPLICATION_CYCLE_SECONDS: '1',
-      JOIN_FROM: index > 0 ? 'lsu' : '',
+      ...siteSettings({
+        id,
+        index,
+        portOf: (p) => ports[SITES.indexOf(p as SiteId)]!,
+        peers: SITES.filter((p) => p !== id),
+        key,
+        dataDir: path.join(root, 'data'),
+        portalDir: path.join(root, 'no-portal'),
+        password,
+        cycleSeconds: 1,
+        joinFrom: index > 0 ? 'lsu' : '',
+      }),
       PLACEMENT_INTERVAL_MS: '200',
       PEER_DOWN_MS: String(PEER_DOWN_MS),
       // The scrub is measured on its own below; in the federation it would only compete.

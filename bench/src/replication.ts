@@ -25,6 +25,7 @@ import {
   type SiteConfig,
 } from '@tributary/api/embedding';
 import { BenchClient, httpTransport } from './client';
+import { pairKeys, siteSettings } from './federation-settings';
 import { startWorker } from './site';
 
 const USAGE = `npm run bench:replication -- [--json] [--quick]
@@ -342,9 +343,7 @@ async function benchConverge(
   // Each federation on its own databases and storage.
   const suffix = `c${cycle}`;
   const ports = await Promise.all(ids.map(() => freePort()));
-  const keys: Record<string, string> = {};
-  const key = (a: string, b: string): string =>
-    (keys[[a, b].sort().join(':')] ??= randomBytes(32).toString('base64url'));
+  const key = pairKeys();
   const password = randomBytes(18).toString('base64url');
   const stops: Array<() => Promise<void>> = [];
   const pools: Record<string, pg.Pool> = {};
@@ -362,26 +361,20 @@ async function benchConverge(
         await c.query(`ALTER DATABASE bench_site_solo_${suffix} SET tributary.capture = 'off'`);
         await c.end();
       }
-      const peers = federation
-        ? ids
-            .slice(0, 3)
-            .filter((p) => p !== id)
-            .map((p) => ({ id: p, url: `http://127.0.0.1:${ports[ids.indexOf(p)]}`, key: key(id, p) }))
-        : [];
       const config: SiteConfig = loadConfig({
-        TRIBUTARY_DATA_DIR: path.join(root, `data-${suffix}`),
-        HOST: '127.0.0.1',
-        PORT: String(ports[index]),
-        PUBLIC_URL: `http://127.0.0.1:${ports[index]}`,
-        SITE_ID: id,
-        SITE_INDEX: String(index + 1),
-        ADMIN_PASSWORD: password,
-        LOG_LEVEL: 'error',
-        PORTAL_DIR: path.join(root, 'no-portal'),
-        REPLICATION_PEERS: JSON.stringify(peers),
-        REPLICATION_CYCLE_SECONDS: String(cycle),
+        ...siteSettings({
+          id,
+          index,
+          portOf: (p) => ports[ids.indexOf(p)]!,
+          peers: federation ? ids.slice(0, 3).filter((p) => p !== id) : [],
+          key,
+          dataDir: path.join(root, `data-${suffix}`),
+          portalDir: path.join(root, 'no-portal'),
+          password,
+          cycleSeconds: cycle,
+          joinFrom: federation && index > 0 ? 'lsu' : '',
+        }),
         REPLICATION_ENABLED: federation ? 'true' : 'false',
-        JOIN_FROM: federation && index > 0 ? 'lsu' : '',
       });
       const started = await startWorker({ config, connection });
       stops.push(started.stop);

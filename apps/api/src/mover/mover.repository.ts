@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { checkCondition, parseQueryText, type CopyState } from '@tributary/shared';
-import type { PlacementRuleChoice, PlacementSite } from '@tributary/placement';
+import type { CopyJob, PlacementRuleChoice, PlacementSite } from '@tributary/placement';
 import type pg from 'pg';
 import { SqlPool } from '../database/sql-pool';
 import { ConditionCompiler, SqlParams } from '../metadata/query-compiler';
@@ -12,16 +12,22 @@ export interface LiveRule extends PlacementRuleChoice {
   condition: string | null;
 }
 
-/** A due row here, with what copying it needs. */
-export interface DueRow {
-  replicaId: string;
-  objectId: string;
-  path: string;
-  size: number;
-  checksum: string;
-  attempts: number;
-  sources: string[];
+/** A rule's row as the mover's queries select it. */
+interface RuleRow {
+  id: string;
+  collection_id: string;
+  copies: number;
+  sites: string[] | null;
+  condition: string | null;
 }
+
+const liveRule = (r: RuleRow): LiveRule => ({
+  id: r.id,
+  collectionId: r.collection_id,
+  copies: r.copies,
+  sites: r.sites,
+  condition: r.condition,
+});
 
 /** A copy here of an object with copies elsewhere too (a trim candidate). */
 export interface CopyHere {
@@ -84,25 +90,13 @@ export class MoverRepository {
 
   /** Rules that count now (not expired), on live collections. */
   async liveRules(): Promise<LiveRule[]> {
-    const { rows } = await this.sql.query<{
-      id: string;
-      collection_id: string;
-      copies: number;
-      sites: string[] | null;
-      condition: string | null;
-    }>(
+    const { rows } = await this.sql.query<RuleRow>(
       `SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition
          FROM placement_rules r JOIN collections c ON c.id = r.collection_id
         WHERE c.trash_id = 0 AND (r.expires_at IS NULL OR r.expires_at > now())
         ORDER BY r.id`,
     );
-    return rows.map((r) => ({
-      id: r.id,
-      collectionId: r.collection_id,
-      copies: r.copies,
-      sites: r.sites,
-      condition: r.condition,
-    }));
+    return rows.map(liveRule);
   }
 
   /**
@@ -140,19 +134,36 @@ export class MoverRepository {
     return res.rowCount ?? 0;
   }
 
-  /** Good rows here whose checksum is no longer the object's become `stale`. */
+  /**
+   * Good rows here whose checksum is no longer the object's become `stale`. Checked again under the
+   * objects' locks, in a snapshot taken after them: an update of the bytes here changes the object
+   * and its copy in one transaction, and a single UPDATE ... FROM racing it would re-check the new
+   * copy row against the object row of its own snapshot and mark the fresh copy stale.
+   */
   async markStale(siteId: string): Promise<number> {
-    const res = await this.sql.query(
-      `UPDATE replicas r SET status = 'stale', updated_at = now()
-         FROM data_objects o
-        WHERE o.id = r.object_id AND r.site_id = $1 AND r.status = 'good' AND r.checksum <> o.checksum`,
+    const found = await this.sql.query<{ id: string; object_id: string }>(
+      `SELECT r.id::text, r.object_id::text FROM replicas r JOIN data_objects o ON o.id = r.object_id
+        WHERE r.site_id = $1 AND r.status = 'good' AND r.checksum <> o.checksum
+        LIMIT 10000`,
       [siteId],
     );
-    return res.rowCount ?? 0;
+    if (found.rows.length === 0) return 0;
+    return this.transaction(async (client) => {
+      await client.query('SELECT id FROM data_objects WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE', [
+        found.rows.map((r) => r.object_id),
+      ]);
+      const res = await client.query(
+        `UPDATE replicas r SET status = 'stale', updated_at = now()
+           FROM data_objects o
+          WHERE r.id = ANY($1::bigint[]) AND o.id = r.object_id AND r.status = 'good' AND r.checksum <> o.checksum`,
+        [found.rows.map((r) => r.id)],
+      );
+      return res.rowCount ?? 0;
+    });
   }
 
   /** Due rows here, oldest first: not good, retry time reached, the object live and with bytes. */
-  async due(siteId: string, limit: number, skip: readonly string[]): Promise<DueRow[]> {
+  async due(siteId: string, limit: number, skip: readonly string[]): Promise<CopyJob[]> {
     const { rows } = await this.sql.query<{
       id: string;
       object_id: string;
@@ -413,13 +424,7 @@ export class MoverRepository {
   }
 
   async rulesCovering(objectId: string): Promise<LiveRule[]> {
-    const { rows } = await this.sql.query<{
-      id: string;
-      collection_id: string;
-      copies: number;
-      sites: string[] | null;
-      condition: string | null;
-    }>(
+    const { rows } = await this.sql.query<RuleRow>(
       `WITH RECURSIVE up AS (
          SELECT c.id, c.parent_id FROM collections c JOIN data_objects o ON o.collection_id = c.id WHERE o.id = $1
          UNION ALL
@@ -433,13 +438,7 @@ export class MoverRepository {
     );
     const rules: LiveRule[] = [];
     for (const r of rows) {
-      const rule: LiveRule = {
-        id: r.id,
-        collectionId: r.collection_id,
-        copies: r.copies,
-        sites: r.sites,
-        condition: r.condition,
-      };
+      const rule = liveRule(r);
       if (rule.condition === null) {
         rules.push(rule);
         continue;

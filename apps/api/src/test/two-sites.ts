@@ -1,5 +1,5 @@
-import { startFederation, type Federation, type FederationSite } from '@tributary/testkit';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import type { Federation, FederationSite } from '@tributary/testkit';
+import { useFederation } from './federation';
 import { expectStatus } from './test-site';
 
 export interface TwoSites {
@@ -10,24 +10,19 @@ export interface TwoSites {
 /**
  * Two real site processes, `lsu` (the founder) and `tulane`, with an hour-long cycle: each test makes
  * its changes, then calls `exchange` and checks both sites. Call it in a `describe`: it starts the
- * sites before the suite (handing them to `started`), closes them after it, and prints every site's
- * output when a test fails.
+ * sites before the suite (handing them to `startedSites`), closes them after it, and prints every
+ * site's output when a test fails (useFederation).
  */
-export function useTwoSites(started: (sites: TwoSites) => void): { exchange: () => Promise<void> } {
+export function useTwoSites(startedSites: (sites: TwoSites) => void): { exchange: () => Promise<void> } {
   let fed: Federation | undefined;
-
-  beforeAll(async () => {
-    fed = await startFederation({ ids: ['lsu', 'tulane'], cycleSeconds: 3600 });
-    started({ lsu: fed.site('lsu'), tulane: fed.site('tulane') });
-  }, 120_000);
-
-  afterAll(async () => {
-    await fed?.close();
-  }, 60_000);
-
-  beforeEach(({ onTestFailed }) => {
-    onTestFailed(() => console.error(fed?.outputs(4000)));
-  });
+  useFederation(
+    { ids: ['lsu', 'tulane'], cycleSeconds: 3600 },
+    (started) => {
+      fed = started;
+      startedSites({ lsu: fed.site('lsu'), tulane: fed.site('tulane') });
+    },
+    4000,
+  );
 
   /** Runs cycles at both sites until their catalogs agree. */
   async function exchange(): Promise<void> {

@@ -1,7 +1,7 @@
 import { access, copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { startFederation, type Federation, type FederationSite } from '@tributary/testkit';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import type { Federation, FederationSite } from '@tributary/testkit';
+import { useFederation } from './federation';
 import { expectStatus } from './test-site';
 
 /** A site's file of a storage key (LocalFsDriver's layout: objects/<last two characters>/<key>). */
@@ -67,15 +67,12 @@ export function useSites(
   env: Record<string, string> = {},
 ): { fed: () => Federation; exchange: () => Promise<void> } {
   let fed: Federation | undefined;
-  beforeAll(async () => {
-    fed = await startFederation({ ids, cycleSeconds: 3600, env: { PLACEMENT_ENABLED: 'false', ...env } });
-  }, 180_000);
-  afterAll(async () => {
-    await fed?.close();
-  }, 60_000);
-  beforeEach(({ onTestFailed }) => {
-    onTestFailed(() => console.error(fed?.outputs(4000)));
-  });
+  useFederation(
+    { ids, cycleSeconds: 3600, env: { PLACEMENT_ENABLED: 'false', ...env } },
+    (started) => (fed = started),
+    4000,
+    180_000,
+  );
   const get = (): Federation => {
     if (!fed) throw new Error('the sites have not started');
     return fed;

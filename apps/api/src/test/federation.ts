@@ -4,19 +4,20 @@ import { afterAll, beforeAll, beforeEach } from 'vitest';
 /**
  * Real site processes started with `options` before the suite (the federation handed to
  * `started`), closed after it; when a test fails, the last `outputChars` of every site's output
- * are printed. Call it in a `describe`.
+ * are printed. Call it in a `describe`. `startMs`: how long starting them may take.
  */
 export function useFederation(
   options: FederationOptions,
   started: (fed: Federation) => void,
   outputChars = 20000,
+  startMs = 120_000,
 ): void {
   let fed: Federation | undefined;
 
   beforeAll(async () => {
     fed = await startFederation(options);
     started(fed);
-  }, 120_000);
+  }, startMs);
 
   afterAll(async () => {
     await fed?.close();

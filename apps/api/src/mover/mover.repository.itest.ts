@@ -125,6 +125,41 @@ describe('the mover planner', () => {
     expect(some).toBeGreaterThan(0);
   });
 
+  it('never marks the copy of bytes being updated here stale (stale marking racing updates)', async () => {
+    const path = `${dir}/raced`;
+    const put = async (i: number): Promise<void> => {
+      expectStatus(
+        await admin.request('PUT', '/api/v1/data', {
+          query: { path, overwrite: 'true' },
+          headers: { 'content-type': 'application/octet-stream' },
+          body: `version ${i} `.repeat(50 + i),
+        }),
+        i === 0 ? 201 : 200,
+      );
+    };
+    await put(0);
+    let updating = true;
+    let passes = 0;
+    const marking = (async () => {
+      while (updating) {
+        await repo.markStale('lsu');
+        passes++;
+      }
+    })();
+    for (let i = 1; i <= 60; i++) await put(i);
+    updating = false;
+    await marking;
+    expect(passes).toBeGreaterThan(10);
+    const { rows } = await site.query<{ status: string; current: boolean }>(
+      `SELECT r.status::text AS status, r.checksum = o.checksum AS current
+         FROM replicas r JOIN data_objects o ON o.id = r.object_id
+         JOIN collections c ON c.id = o.collection_id
+        WHERE c.path = $1 AND o.name = 'raced' AND r.site_id = 'lsu'`,
+      [dir],
+    );
+    expect(rows).toEqual([{ status: 'good', current: true }]);
+  });
+
   it('marks good copies of old bytes stale, and a retry changes no replicated column', async () => {
     const [object] = await objects();
     const { rows } = await site.query<{ id: string }>(

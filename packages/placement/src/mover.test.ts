@@ -134,9 +134,11 @@ describe('Mover', () => {
         .sort(),
     ).toEqual(['1', '2']);
     expect(mover.status().inFlight[0]).toMatchObject({ bytesDone: 2 * MiB, size: 2 * MiB, from: 'a' });
+    transfers.hold = false;
     transfers.release();
     await mover.idle();
-    transfers.hold = false;
+    // The freed slots are filled at once, without waiting for the next pass.
+    expect(transfers.singles.map((s) => s.id)).toEqual(['1', '2', '3']);
     await mover.pass();
     await mover.idle();
     expect(transfers.singles.map((s) => s.id)).toEqual(['1', '2', '3']);

@@ -198,6 +198,8 @@ export class Mover {
     };
   }
 
+  private copyChain: Promise<unknown> = Promise.resolve();
+
   /** Runs passes every interval until `stop`. */
   start(): void {
     if (this.loop) return;
@@ -224,7 +226,12 @@ export class Mover {
 
   /** Resolves when no transfer is in flight. */
   async idle(): Promise<void> {
-    while (this.running.size) await Promise.allSettled([...this.running]);
+    // A finished transfer starts the next copy step, which may launch more: wait for those too.
+    for (;;) {
+      const chain = this.copyChain;
+      await Promise.allSettled([...this.running, chain]);
+      if (this.running.size === 0 && chain === this.copyChain) return;
+    }
   }
 
   /** One pass (plan, copy, trim); passes never overlap (a second caller gets the running one). */
@@ -235,7 +242,7 @@ export class Mover {
 
   private async runPass(): Promise<PassReport> {
     const { added, staled } = await this.catalog.plan();
-    const { started, objects } = await this.copy();
+    const { started, objects } = await this.copyInTurn();
     const trimmed = await this.trim();
     return { added, staled, started, objects, trimmed };
   }
@@ -304,8 +311,21 @@ export class Mover {
     const task = this.run(jobs, source).finally(() => {
       for (const job of jobs) this.inFlight.delete(job.replicaId);
       this.running.delete(task);
+      // A slot is free: fill it now rather than at the next pass (planning and trimming, which scan
+      // the rules' subtrees, stay on the pass interval).
+      if (!this.stopper.signal.aborted)
+        void this.copyInTurn().catch((err: unknown) =>
+          this.options.logger?.warn(`placement copy step failed: ${message(err)}`),
+        );
     });
     this.running.add(task);
+  }
+
+  /** `copy`, one at a time: two at once could take the same due rows. */
+  private copyInTurn(): Promise<{ started: number; objects: number }> {
+    const next = this.copyChain.catch(() => undefined).then(() => this.copy());
+    this.copyChain = next;
+    return next;
   }
 
   private async run(jobs: CopyJob[], source: string | undefined): Promise<void> {

@@ -87,7 +87,7 @@ async function main(): Promise<void> {
 
     const big = await benchReplicate(root, home, bigBytes, lsu, tulane, token, say);
     const small = await benchSmallFiles(home, smallFiles, lsu, [tulane, uno], say);
-    const failover = await benchFailover(home, trials, lsu, tulane, uno, token, say);
+    const failover = await benchFailover(home, trials, lsu, uno, token, say);
     const scrub = await benchScrub(lsu, home, say);
 
     const figures = {
@@ -321,7 +321,6 @@ async function benchFailover(
   home: string,
   trials: number,
   lsu: Site,
-  tulane: Site,
   uno: Site,
   token: string,
   say: (l: string) => void,
@@ -367,7 +366,6 @@ async function benchFailover(
   say(
     `failover: first reads ${first.map((x) => x.toFixed(0)).join(', ')} ms; ${after.length} reads after them`,
   );
-  void tulane;
   return { first, after };
 }
 

@@ -215,8 +215,8 @@ export class CopyTransfers implements MoverTransfers {
   }
 
   /**
-   * `finish` for many staged small copies at once: placed under new keys and marked good in one
-   * transaction (MoverRepository.completeCopies); what is not recorded leaves nothing behind.
+   * Staged copies placed under new keys and marked good in one transaction
+   * (MoverRepository.completeCopies); what is not recorded leaves nothing behind.
    */
   private async finishMany(
     staged: ReadonlyArray<{ job: CopyJob; file: StagedFile }>,
@@ -265,32 +265,12 @@ export class CopyTransfers implements MoverTransfers {
   }
 
   /**
-   * Puts the verified bytes under a new key and marks the row good, both under the object's lock
-   * and only if the object's checksum is still the one the bytes hash to; otherwise nothing stays.
+   * Puts the verified bytes under a new key and marks the row good, under the object's lock and
+   * only if the object's checksum is still the one the bytes hash to; otherwise nothing stays.
    */
   private async finish(job: CopyJob, staged: StagedFile): Promise<void> {
-    const key = randomUUID();
-    let placed = false;
-    try {
-      const outcome = await this.o.repo.completeCopy(
-        job.replicaId,
-        job.objectId,
-        this.o.siteId(),
-        // The bytes hash to the job's checksum (checked by the caller), kept as the catalog writes it.
-        { key, size: staged.size, checksum: job.checksum },
-        async () => {
-          await staged.commit(key);
-          placed = true;
-        },
-      );
-      if (!outcome.done) throw new Error(outcome.reason);
-      if (outcome.previousKey && outcome.previousKey !== key)
-        await this.o.storage.remove(outcome.previousKey).catch(() => undefined);
-    } catch (err) {
-      if (placed) await this.o.storage.remove(key).catch(() => undefined);
-      else await staged.discard().catch(() => undefined);
-      throw err;
-    }
+    const error = (await this.finishMany([{ job, file: staged }])).get(job.replicaId);
+    if (error) throw error;
   }
 
   /** Ranged reads of one object from `source`, pinned to the object's checksum (the ETag). */

@@ -227,47 +227,11 @@ export class MoverRepository {
   }
 
   /**
-   * The copy's last step, under the object's row lock (the lock an update of the bytes takes): the
-   * bytes become the row's only if they hash to the object's checksum now. `place` puts the file
-   * under its key inside the transaction; if the transaction does not commit, the caller removes it.
-   */
-  async completeCopy(
-    replicaId: string,
-    objectId: string,
-    siteId: string,
-    copy: { key: string; size: number; checksum: string },
-    place: () => Promise<void>,
-  ): Promise<CompleteOutcome> {
-    return this.transaction(async (client) => {
-      const object = await client.query<{ checksum: string; size: string }>(
-        'SELECT checksum, size::text FROM data_objects WHERE id = $1 FOR UPDATE',
-        [objectId],
-      );
-      const o = object.rows[0];
-      if (!o) return { done: false, reason: 'the object is gone' };
-      if (o.checksum !== copy.checksum || Number(o.size) !== copy.size)
-        return { done: false, reason: 'the object changed during the copy' };
-      const row = await client.query<{ physical_path: string }>(
-        'SELECT physical_path FROM replicas WHERE id = $1 AND site_id = $2 FOR UPDATE',
-        [replicaId, siteId],
-      );
-      const r = row.rows[0];
-      if (!r) return { done: false, reason: 'the copy row is gone' };
-      await place();
-      await client.query(
-        `UPDATE replicas SET status = 'good', physical_path = $2, size = $3, checksum = $4, verified_at = now(),
-                error = NULL, attempts = 0, next_attempt_at = NULL, updated_at = now()
-          WHERE id = $1`,
-        [replicaId, copy.key, copy.size, copy.checksum],
-      );
-      return { done: true, previousKey: r.physical_path };
-    });
-  }
-
-  /**
-   * `completeCopy` for many small copies in one transaction (a batch from one source): the objects
-   * and the rows locked in id order, each copy placed and marked good only if its object still has
-   * the checksum and size it was copied for. One outcome per copy, by replica id.
+   * Records copies whose bytes are verified, in one transaction (one large copy, or a batch of small
+   * ones from one source): the objects and the rows locked in id order, each copy placed (`place`
+   * puts its file under its key inside the transaction; if the transaction does not commit, the
+   * caller removes it) and marked good only if its object still has the checksum and size it was
+   * copied for. One outcome per copy, by replica id.
    */
   async completeCopies(
     siteId: string,

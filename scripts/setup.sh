@@ -98,6 +98,12 @@ else
   say "pjdfstest: no source at ../shared/tools/pjdfstest (or PJDFSTEST_SRC): the mount's pjdfstest test will fail"
 fi
 
+# --- Toxiproxy --------------------------------------------------------------------------------
+# The WAN harness (packages/testkit/src/wan.ts: the replication fault tests, bench:wan; docs/wan.md)
+# puts Toxiproxy between sites: scripts/setup-toxiproxy.sh builds it from its Go module into
+# .data/tools/toxiproxy (installing Debian's golang-go if Go is missing) and skips a current build.
+bash scripts/setup-toxiproxy.sh
+
 # --- Build -----------------------------------------------------------------------------------
 say 'npm run build'
 npm run build

@@ -27,6 +27,11 @@ export interface FederationOptions {
   env?: Record<string, string>;
   /** Replication cycle in seconds (1 by default). */
   cycleSeconds?: number;
+  /**
+   * The URL site `from` reaches peer `to` at, given the peer's own URL (default: that URL). The WAN
+   * harness puts a link in between: `(from, to, url) => wan.link(`${from}-${to}`, url).then((l) => l.url)`.
+   */
+  peerUrl?: (from: string, to: string, url: string) => string | Promise<string>;
 }
 
 export interface FederationSite {
@@ -278,9 +283,15 @@ export async function startFederation(options: FederationOptions): Promise<Feder
 
   for (const [i, id] of ids.entries()) {
     const database = `fed_${id.replace(/-/g, '_')}_${randomBytes(6).toString('hex')}`;
-    const peers = ids
-      .filter((p) => p !== id)
-      .map((p) => ({ id: p, url: urls[ids.indexOf(p)] as string, key: keyFor(id, p) }));
+    const peers = [];
+    for (const p of ids.filter((x) => x !== id)) {
+      const direct = urls[ids.indexOf(p)] as string;
+      peers.push({
+        id: p,
+        url: options.peerUrl ? await options.peerUrl(id, p, direct) : direct,
+        key: keyFor(id, p),
+      });
+    }
     const env: Record<string, string> = {
       DATABASE_URL: `postgresql://${encodeURIComponent(pgInfo.user)}:${encodeURIComponent(pgInfo.password)}@${pgInfo.host}:${pgInfo.port}/${database}`,
       HOST: '127.0.0.1',

@@ -8,4 +8,5 @@ export * from './conflict-record';
 export * from './delay-proxy';
 export * from './request-counts';
 export * from './prng';
+export * from './wan';
 export type { TestPostgres } from './provided-context';

@@ -1581,6 +1581,44 @@ export interface components {
             /** @description ISO 8601 time */
             createdAt: string;
         };
+        ConflictEntryDto: {
+            /** @enum {string} */
+            type: "file" | "folder" | "link" | "attribute" | "permission" | "account" | "group" | "membership" | "token" | "policy" | "record";
+            name: string | null;
+            path: string | null;
+            on: string | null;
+            gone: boolean;
+            label: string;
+        };
+        ConflictFactsDto: {
+            name: string | null;
+            location: string | null;
+            size: number | null;
+            checksum: string | null;
+            contentType: string | null;
+            attribute: string | null;
+            value: string | null;
+            unit: string | null;
+            other: {
+                [key: string]: string | null;
+            };
+            /** @enum {string} */
+            state: "live" | "trashed" | "deleted";
+        };
+        ConflictContenderDto: {
+            recordId: string;
+            site: string;
+            /** @description ISO 8601 time */
+            createdAt: string;
+            createdBy: string | null;
+            name: string | null;
+            path: string | null;
+            size: number | null;
+            checksum: string | null;
+            kept: boolean;
+            trashed: boolean;
+            gone: boolean;
+        };
         ConflictVersionDto: {
             index: number;
             site: string;
@@ -1593,6 +1631,7 @@ export interface components {
             values: {
                 [key: string]: unknown;
             } | null;
+            facts: components["schemas"]["ConflictFactsDto"];
             provisionalWinner: boolean;
         };
         ConflictDecisionDto: {
@@ -1622,6 +1661,10 @@ export interface components {
             detail: {
                 [key: string]: unknown;
             };
+            entry: components["schemas"]["ConflictEntryDto"];
+            story: string;
+            differing: string[];
+            contenders: components["schemas"]["ConflictContenderDto"][];
             decision: components["schemas"]["ConflictDecisionDto"] | null;
             involvesMe: boolean;
             canDecide: boolean;

@@ -55,6 +55,13 @@ describe('conflict negotiation between real sites', () => {
         ['tulane', 'from-tulane.txt', true],
       ]);
       expect(c!.changedFields).toContain('name');
+      // In people's terms: what happened, the entry, the readable facts (no internal columns).
+      expect(c!.story).toBe('renamed to from-lsu.txt at lsu while renamed to from-tulane.txt at tulane');
+      expect(c!.entry).toMatchObject({ type: 'file', name: 'from-tulane.txt', gone: false });
+      expect(c!.differing).toEqual(['name']);
+      expect(c!.versions[0]!.facts).toMatchObject({ name: 'from-lsu.txt', location: dir, size: 1000 });
+      expect(c!.versions[0]!.facts).not.toHaveProperty('trash_id');
+      expect(c!.contenders).toEqual([]);
       expect(c!.canDecide).toBe(true);
       expect(Date.parse(c!.deadline) - Date.parse(c!.openedAt)).toBe(24 * 3600_000);
     }
@@ -108,6 +115,17 @@ describe('conflict negotiation between real sites', () => {
     const [c] = await conflictsAt(tulane, { path: dir, kind: 'same-name' });
     expect(c).toMatchObject({ kind: 'same-name', detail: { name: 'data.csv', renamedTo: 'data_1.csv' } });
     expect(c!.path).toBe(`${dir}/data_1.csv`);
+    // Both contenders as they are now: name, size, checksum and who created them.
+    expect(c!.contenders.map((x) => [x.site, x.name, x.size, x.kept, x.createdBy]).sort()).toEqual(
+      [
+        ['lsu', 'data.csv', fromLsu.length, true, 'admin'],
+        ['tulane', 'data_1.csv', fromTulane.length, false, 'admin'],
+      ].sort(),
+    );
+    expect(c!.contenders.every((x) => x.checksum?.length)).toBe(true);
+    expect(c!.story).toBe(
+      'two files named data.csv were created at once (at lsu and tulane): the one from lsu keeps the name, the other was renamed data_1.csv',
+    );
     expectError(
       await tulane.http.post(`/api/v1/conflicts/${c!.id}/decision`, { action: 'choose', version: 0 }),
       422,
@@ -150,6 +168,8 @@ describe('conflict negotiation between real sites', () => {
       const [c] = await conflictsAt(site, { path: dir, kind: 'delete' });
       expect(c).toMatchObject({ kind: 'delete', path: `${dir}/g.txt` });
       expect(c!.versions.map((v) => v.trashed).sort()).toEqual([false, true]);
+      expect(c!.story).toBe('renamed to g.txt at tulane after it was moved to the trash at lsu');
+      expect(c!.versions.map((v) => v.facts.state).sort()).toEqual(['live', 'trashed']);
       const trash = (await site.http.get<Page<TrashEntryDto>>('/api/v1/trash', { query: { limit: 1000 } }))
         .body;
       expect(trash.items.map((t) => t.id)).not.toContain(deleted.id);

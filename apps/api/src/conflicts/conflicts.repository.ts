@@ -182,6 +182,147 @@ export class ConflictsRepository {
     if (table === 'collections') await client.query('SELECT repl_fix_collection_path($1::bigint)', [key]);
   }
 
+  /** Which of these records (keys by table) still exist. */
+  async existing(byTable: ReadonlyMap<string, readonly string[]>): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const [table, keys] of byTable) {
+      if (keys.length === 0) continue;
+      const res = await this.sql.pool.query<{ key_column: string }>(
+        'SELECT key_column FROM repl_tables WHERE name = $1',
+        [table],
+      );
+      const column = res.rows[0]?.key_column;
+      if (!column) continue;
+      const found = await this.sql.pool.query<{ k: string }>(
+        `SELECT x."${column.replace(/"/g, '""')}"::text AS k FROM "${table.replace(/"/g, '""')}" x
+          WHERE x."${column.replace(/"/g, '""')}"::text = ANY($1::text[])`,
+        [keys],
+      );
+      for (const r of found.rows) out.add(`${table}:${r.k}`);
+    }
+    return out;
+  }
+
+  /** Paths of collections (live or in the trash) and data objects, names of users and groups, by id. */
+  async lookups(ids: {
+    collections: string[];
+    objects: string[];
+    users: string[];
+    groups: string[];
+  }): Promise<{
+    collections: Map<string, string>;
+    objects: Map<string, string>;
+    users: Map<string, string>;
+    groups: Map<string, string>;
+  }> {
+    const numeric = (xs: string[]) => [...new Set(xs.filter((x) => /^\d{1,19}$/.test(x)))];
+    const [collections, objects, users, groups] = await Promise.all([
+      this.sql.pool.query<{ id: string; v: string }>(
+        'SELECT id::text, path AS v FROM collections WHERE id = ANY($1::bigint[])',
+        [numeric(ids.collections)],
+      ),
+      this.sql.pool.query<{ id: string; v: string }>(
+        `SELECT o.id::text, c.path || CASE WHEN c.path = '/' THEN '' ELSE '/' END || o.name AS v
+           FROM data_objects o JOIN collections c ON c.id = o.collection_id WHERE o.id = ANY($1::bigint[])`,
+        [numeric(ids.objects)],
+      ),
+      this.sql.pool.query<{ id: string; v: string }>(
+        'SELECT id::text, username AS v FROM users WHERE id = ANY($1::bigint[])',
+        [numeric(ids.users)],
+      ),
+      this.sql.pool.query<{ id: string; v: string }>(
+        'SELECT id::text, name AS v FROM project_groups WHERE id = ANY($1::bigint[])',
+        [numeric(ids.groups)],
+      ),
+    ]);
+    const map = (r: { rows: Array<{ id: string; v: string }> }) => new Map(r.rows.map((x) => [x.id, x.v]));
+    return { collections: map(collections), objects: map(objects), users: map(users), groups: map(groups) };
+  }
+
+  /**
+   * Every record created under a contested name in one scope (a same-name contest): the keepers and
+   * the renamed of every same-name record on that name, decided or not, as each is now.
+   */
+  async contenders(
+    table: string,
+    name: string,
+    collectionId: string | null,
+  ): Promise<
+    Array<{
+      key: string;
+      kept: boolean;
+      site: string;
+      stamp: number;
+      by: string | null;
+      current: {
+        name: string;
+        path: string | null;
+        size: string | null;
+        checksum: string | null;
+        trash_id: string;
+      } | null;
+    }>
+  > {
+    const res = await this.sql.pool.query<{
+      detail: { kept?: string };
+      versions: Array<{ key?: string; site: string; stamp: number | string; by?: string | null }>;
+    }>(
+      `SELECT detail, versions FROM conflicts
+        WHERE kind = 'same-name' AND tbl = $1 AND detail ->> 'name' = $2
+          AND collection_id IS NOT DISTINCT FROM $3::bigint
+        ORDER BY id LIMIT 1000`,
+      [table, name, collectionId],
+    );
+    const byKey = new Map<string, { kept: boolean; site: string; stamp: number; by: string | null }>();
+    for (const row of res.rows) {
+      const kept = row.detail.kept ?? '';
+      for (const v of row.versions) {
+        const key = v.key ?? '';
+        if (key === '' || byKey.has(key)) continue;
+        byKey.set(key, {
+          kept: key === kept,
+          site: v.site,
+          stamp: Number(v.stamp),
+          by: v.by ?? null,
+        });
+      }
+    }
+    const keys = [...byKey.keys()].filter((k) => /^\d{1,19}$/.test(k));
+    const current = new Map<
+      string,
+      { name: string; path: string | null; size: string | null; checksum: string | null; trash_id: string }
+    >();
+    if (keys.length > 0 && (table === 'data_objects' || table === 'collections')) {
+      const rows = await this.sql.pool.query<{
+        id: string;
+        name: string;
+        path: string | null;
+        size: string | null;
+        checksum: string | null;
+        trash_id: string;
+      }>(
+        table === 'data_objects'
+          ? `SELECT o.id::text, o.name, c.path || CASE WHEN c.path = '/' THEN '' ELSE '/' END || o.name AS path,
+                    o.size::text, o.checksum, o.trash_id::text
+               FROM data_objects o JOIN collections c ON c.id = o.collection_id WHERE o.id = ANY($1::bigint[])`
+          : `SELECT id::text, name, path, NULL AS size, NULL AS checksum, trash_id::text
+               FROM collections WHERE id = ANY($1::bigint[])`,
+        [keys],
+      );
+      for (const r of rows.rows) current.set(r.id, r);
+    } else if (keys.length > 0 && (table === 'users' || table === 'project_groups')) {
+      const rows = await this.sql.pool.query<{ id: string; name: string }>(
+        table === 'users'
+          ? 'SELECT id::text, username AS name FROM users WHERE id = ANY($1::bigint[])'
+          : 'SELECT id::text, name FROM project_groups WHERE id = ANY($1::bigint[])',
+        [keys],
+      );
+      for (const r of rows.rows)
+        current.set(r.id, { name: r.name, path: null, size: null, checksum: null, trash_id: '0' });
+    }
+    return [...byKey.entries()].map(([key, v]) => ({ key, ...v, current: current.get(key) ?? null }));
+  }
+
   async usernames(ids: string[]): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map();
     const res = await this.sql.pool.query<{ id: string; username: string }>(

@@ -7,6 +7,8 @@ import {
   toConflictDecision,
   type BulkConflictDecisionDto,
   type BulkConflictDecisionRequest,
+  type ConflictContenderDto,
+  type ConflictFactsDto,
   type ConflictDecision,
   type ConflictDecisionRequest,
   type ConflictDto,
@@ -32,6 +34,7 @@ import { isTrashed } from '../replication/catalog/tables';
 import { scalarText } from '../replication/catalog/values';
 import { ReplicationService } from '../replication/replication.service';
 import { SiteContext } from '../sites/site-context';
+import { conflictView } from './conflict-view';
 import {
   ConflictsRepository,
   type ConflictFilter,
@@ -437,13 +440,75 @@ export class ConflictsService implements OnModuleInit, BeforeApplicationShutdown
     p: Principal,
     rows: Array<{ record: ConflictRecord; rights: Rights }>,
   ): Promise<ConflictDto[]> {
-    const userIds = new Set<string>();
-    for (const { record } of rows) for (const v of record.versions) if (v.by) userIds.add(v.by);
-    const names = await this.repo.usernames([...userIds]);
+    const ids = {
+      collections: [] as string[],
+      objects: [] as string[],
+      users: [] as string[],
+      groups: [] as string[],
+    };
+    const keysByTable = new Map<string, string[]>();
+    for (const { record } of rows) {
+      keysByTable.set(record.tbl, [...(keysByTable.get(record.tbl) ?? []), record.row_key]);
+      for (const v of record.versions) {
+        if (v.by) ids.users.push(v.by);
+        const d = v.data ?? {};
+        for (const [field, list] of [
+          ['collection_id', ids.collections],
+          ['parent_id', ids.collections],
+          ['object_id', ids.objects],
+          ['user_id', ids.users],
+          ['group_id', ids.groups],
+          ['created_by', ids.users],
+        ] as const) {
+          if (d[field] !== null && d[field] !== undefined) list.push(scalarText(d[field]));
+        }
+      }
+    }
+    const contests = new Map<string, ConflictContenderDto[]>();
+    for (const { record } of rows) {
+      if (record.kind !== 'same-name' || typeof record.detail.name !== 'string') continue;
+      const found = await this.repo.contenders(record.tbl, record.detail.name, record.collection_id);
+      for (const c of found) if (c.by) ids.users.push(c.by);
+      contests.set(
+        record.id,
+        found.map((c) => ({
+          recordId: c.key,
+          site: c.site,
+          createdAt: new Date(Math.floor(c.stamp / 1000)).toISOString(),
+          createdBy: c.by,
+          name: c.current?.name ?? null,
+          path: c.current?.path ?? null,
+          size: c.current?.size === null || c.current?.size === undefined ? null : Number(c.current.size),
+          checksum: c.current?.checksum ?? null,
+          kept: c.kept,
+          trashed: Boolean(c.current && c.current.trash_id !== '0'),
+          gone: !c.current,
+        })),
+      );
+    }
+    const [lookups, existing] = await Promise.all([this.repo.lookups(ids), this.repo.existing(keysByTable)]);
+    const names = lookups.users;
+    for (const list of contests.values()) {
+      for (const c of list) c.createdBy = c.createdBy ? (names.get(c.createdBy) ?? null) : null;
+    }
     const now = this.clock.now();
     return rows.map(({ record, rights }) => {
       const status = statusOf(record, now);
       const winner = provisional(record);
+      const contenders = contests.get(record.id) ?? [];
+      const view = conflictView(
+        {
+          kind: record.kind,
+          tbl: record.tbl,
+          path: record.path,
+          exists: existing.has(`${record.tbl}:${record.row_key}`),
+          versions: record.versions,
+          detail: record.detail,
+        },
+        Math.max(0, winner ? record.versions.indexOf(winner) : 0),
+        lookups,
+        contenders,
+      );
       return {
         id: record.id,
         kind: record.kind,
@@ -462,10 +527,15 @@ export class ConflictsService implements OnModuleInit, BeforeApplicationShutdown
           by: v.by ? (names.get(v.by) ?? null) : null,
           ...(v.key ? { recordId: v.key } : {}),
           values: redactSecrets(v.data),
+          facts: view.facts[index] as ConflictFactsDto,
           provisionalWinner: v === winner,
         })),
         changedFields: changedFields(record.versions),
         detail: record.detail,
+        entry: view.entry,
+        story: view.story,
+        differing: view.differing,
+        contenders,
         decision:
           record.status === 'decided'
             ? {

@@ -117,6 +117,82 @@ export const ConflictPolicyQuerySchema = z.object({
   kind: z.enum(CONFLICT_KINDS).optional(),
 });
 
+/** What a conflict is about, in people's terms (docs/conflicts.md, "How the portal shows a conflict"). */
+export const CONFLICT_ENTRY_TYPES = [
+  'file',
+  'folder',
+  'link',
+  'attribute',
+  'permission',
+  'account',
+  'group',
+  'membership',
+  'token',
+  'policy',
+  'record',
+] as const;
+export type ConflictEntryType = (typeof CONFLICT_ENTRY_TYPES)[number];
+
+export const ConflictEntryDtoSchema = responseSchema(
+  'ConflictEntryDto',
+  z.object({
+    type: z.enum(CONFLICT_ENTRY_TYPES),
+    /** The file's, folder's, attribute's, account's or group's name (the provisional winner's). */
+    name: z.string().nullable(),
+    /** Where it is now; for an entry that is gone, where its versions last put it. */
+    path: z.string().nullable(),
+    /** An attribute's or permission's file or folder. */
+    on: z.string().nullable(),
+    /** The entry is no longer in the catalog (purged or deleted since): name and path are what its versions said. */
+    gone: z.boolean(),
+    /** One phrase for people: `file run.tar.gz`, `attribute temperature of /p/a.csv`. */
+    label: z.string(),
+  }),
+);
+export type ConflictEntryDto = z.infer<typeof ConflictEntryDtoSchema>;
+
+/** One version in the fields a person compares; internal columns are left out. */
+export const ConflictFactsDtoSchema = responseSchema(
+  'ConflictFactsDto',
+  z.object({
+    name: z.string().nullable(),
+    /** The folder the file or folder is in. */
+    location: z.string().nullable(),
+    size: z.number().nullable(),
+    checksum: z.string().nullable(),
+    contentType: z.string().nullable(),
+    /** A metadata triple's attribute, value and unit. */
+    attribute: z.string().nullable(),
+    value: z.string().nullable(),
+    unit: z.string().nullable(),
+    /** Other readable fields (an account's display name, a permission's level, ...), by field name. */
+    other: z.record(z.string(), z.string().nullable()),
+    state: z.enum(['live', 'trashed', 'deleted']),
+  }),
+);
+export type ConflictFactsDto = z.infer<typeof ConflictFactsDtoSchema>;
+
+/** A record created under the contested name of a same-name conflict, as it is now. */
+export const ConflictContenderDtoSchema = responseSchema(
+  'ConflictContenderDto',
+  z.object({
+    recordId: z.string(),
+    site: z.string(),
+    createdAt: TimeSchema,
+    createdBy: z.string().nullable(),
+    /** Its name and path now (null when it is gone). */
+    name: z.string().nullable(),
+    path: z.string().nullable(),
+    size: z.number().nullable(),
+    checksum: z.string().nullable(),
+    /** It kept the contested name (the first created). */
+    kept: z.boolean(),
+    trashed: z.boolean(),
+    gone: z.boolean(),
+  }),
+);
+export type ConflictContenderDto = z.infer<typeof ConflictContenderDtoSchema>;
+
 export const ConflictVersionDtoSchema = responseSchema(
   'ConflictVersionDto',
   z.object({
@@ -132,6 +208,8 @@ export const ConflictVersionDtoSchema = responseSchema(
     recordId: z.string().optional(),
     /** The record's fields in this version (password and token hashes redacted). */
     values: z.record(z.string(), z.unknown()).nullable(),
+    /** The fields a person compares, internal columns left out. */
+    facts: ConflictFactsDtoSchema,
     provisionalWinner: z.boolean(),
   }),
 );
@@ -167,6 +245,14 @@ export const ConflictDtoSchema = responseSchema(
     /** Fields whose values differ between the versions. */
     changedFields: z.array(z.string()),
     detail: z.record(z.string(), z.unknown()),
+    /** What the conflict is about, in people's terms. */
+    entry: ConflictEntryDtoSchema,
+    /** What happened, in one sentence: `renamed to b.txt at lsu while renamed to c.txt at tulane`. */
+    story: z.string(),
+    /** The readable facts (keys of `facts`, `other.*` for the rest) on which the versions differ. */
+    differing: z.array(z.string()),
+    /** Same-name: every record created under the name, as each is now (others: empty). */
+    contenders: z.array(ConflictContenderDtoSchema),
     decision: ConflictDecisionDtoSchema.nullable(),
     /** About the caller's own records or changes. */
     involvesMe: z.boolean(),

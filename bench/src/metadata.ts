@@ -5,6 +5,7 @@ import { checkCondition, parseQueryText } from '@tributary/shared';
 import { MetadataQueryRepository, type QuerySpec, type SqlPool } from '@tributary/api/embedding';
 import { BenchClient, httpTransport, type Transport } from './client';
 import { localSite, type BenchSite } from './site';
+import { broadBench } from './metadata-broad';
 import { runPool } from './workload';
 
 const USAGE = `npm run bench:metadata -- [options]
@@ -26,7 +27,13 @@ queries as plain SQL straight on the catalog database.
                   latency is timed, as a site in use has served (default 500)
   --batch N       objects per bulk request during the load (default 10000)
   --in-flight N   bulk requests in flight during the load (default 2)
-  --explain       print the plans (EXPLAIN ANALYZE) of the SQL the API runs for each query to stderr`;
+  --explain       print the plans (EXPLAIN ANALYZE) of the SQL the API runs for each query to stderr
+  --shape broad   instead: queries that match much of the catalog (issue 34): a data set whose values
+                  follow a power law (10 triples per object; --objects, --quick and --runs apply, default
+                  --runs 20), asked by an administrator, a member of a group granted a tenth of the
+                  catalog and a token confined to that tenth, in scope /, that tenth and a deep
+                  collection; first page, page with its total (exact or estimated), two facets over a
+                  50 % match, scoped against from /, and each reply's total against the exact count`;
 
 const say = (line: string): void => void process.stderr.write(line + '\n');
 
@@ -106,6 +113,7 @@ const QUERIES: Record<string, { body: object; sql: string }> = {
 };
 
 interface Options {
+  shape?: 'broad';
   json: boolean;
   objects: number;
   runs: number;
@@ -127,6 +135,7 @@ function parseOptions(argv: string[]): Options | null {
       'in-flight': { type: 'string', default: '2' },
       warmup: { type: 'string', default: '500' },
       explain: { type: 'boolean', default: false },
+      shape: { type: 'string', default: 'table5' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -137,6 +146,22 @@ function parseOptions(argv: string[]): Options | null {
     return n;
   };
   const objects = int(values.objects ?? (values.quick ? '50000' : '1000000'), 'objects');
+  if (values.shape !== 'table5' && values.shape !== 'broad')
+    throw new Error('--shape must be table5 (the default) or broad');
+  if (values.shape === 'broad') {
+    if (objects < 10_000) throw new Error('--objects must be at least 10000 with --shape broad');
+    const runs = argv.some((a) => a === '--runs' || a.startsWith('--runs=')) ? values.runs : '20';
+    return {
+      shape: 'broad',
+      json: values.json,
+      objects,
+      runs: int(runs, 'runs'),
+      batch: 0,
+      inFlight: 0,
+      warmup: 0,
+      explain: false,
+    };
+  }
   if (objects < 3 * CHANGE_OBJECTS) throw new Error(`--objects must be at least ${3 * CHANGE_OBJECTS}`);
   return {
     json: values.json,
@@ -237,6 +262,12 @@ async function main(): Promise<void> {
   }
   if (process.env.TRIBUTARY_URL)
     throw new Error('bench:metadata needs a site of its own (unset TRIBUTARY_URL)');
+  if (options.shape === 'broad') {
+    const figures = await broadBench(options);
+    if (options.json) console.log(JSON.stringify(figures));
+    else console.log(broadTable(figures));
+    return;
+  }
   let site: BenchSite | undefined;
   let transport: Transport | undefined;
   let stopping = false;
@@ -525,6 +556,24 @@ async function explain(sql: pg.Client, name: string, body: ExplainBody): Promise
 function round(n: number, digits: number): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;
+}
+
+function broadTable(f: Record<string, number | string>): string {
+  const goals: Record<string, string> = {
+    broad_first_page_p95_ms: '<= 20',
+    broad_total_p95_ms: '<= 50',
+    broad_facets_p95_ms: '<= 150',
+    scoped_over_root: '<= 1.5',
+  };
+  return [
+    `${f.objects} objects, ${f.triples} triples, skewed values (--shape broad)`,
+    '',
+    '| Figure | Value | Goal |',
+    '| --- | ---: | --- |',
+    ...Object.entries(f)
+      .filter(([k]) => !['shape', 'objects', 'triples'].includes(k))
+      .map(([k, v]) => `| ${k} | ${v} | ${goals[k] ?? ''} |`),
+  ].join('\n');
 }
 
 function table(f: Figures): string {

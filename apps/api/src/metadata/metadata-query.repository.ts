@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { escapeLike, type Condition, type MetadataValueType } from '@tributary/shared';
+import { escapeLike, isWithin, type Condition, type MetadataValueType } from '@tributary/shared';
 import { SqlPool } from '../database/sql-pool';
 import type { Visibility } from '../access/access.service';
 import type { EntryKind } from './metadata.repository';
@@ -17,6 +17,40 @@ export interface QuerySpec {
   /** Sort value and id of the last entry of the previous page. */
   after: { value: string; id: bigint } | null;
   visibility: Visibility;
+  /**
+   * For object queries: the collections whose objects the query may return, resolved once per
+   * request (`resolveAreas`). Without it the scope and the grants are matched on the collections'
+   * paths per object.
+   */
+  areas?: Areas;
+}
+
+/**
+ * The collections a query of objects reaches, as ids (strings of bigints). An id list lets the
+ * planner estimate how many objects the scope holds (per-value statistics on `collection_id`) and
+ * checks each object with one hash lookup, where a path condition was a join per object.
+ */
+export interface Areas {
+  /** Live collections at or below the scope (and the token's collection); null: everywhere. */
+  scope: string[] | null;
+  /**
+   * For a caller who does not see everything in scope: the live collections in scope below their
+   * recursive grants (their other objects are those they own or hold a grant on). Null: the caller
+   * sees every object in scope.
+   */
+  granted: string[] | null;
+}
+
+/** A total and whether it was estimated from a sample (docs/metadata.md, "Broad queries"). */
+export interface Total {
+  n: number;
+  estimate: boolean;
+}
+
+/** What a sample of the catalog says about a query: its total and its facets, scaled. */
+export interface SampledResult {
+  total: Total;
+  facets: Map<string, FacetCount[]>;
 }
 
 export interface QueryHit {
@@ -69,9 +103,26 @@ export class MetadataQueryRepository {
    * FROM and WHERE of the entries that are live, in scope, visible to the caller and match the
    * condition. `e` is the entry (a data object or a collection).
    */
-  private filter(spec: QuerySpec, params: SqlParams): string {
+  private filter(spec: QuerySpec, params: SqlParams, from = `${tableOf(spec.kind)} e`): string {
     const col = spec.kind === 'object' ? 'object_id' : 'collection_id';
     const where: string[] = ['e.trash_id = 0'];
+    const v = spec.visibility;
+    const areas = spec.kind === 'object' ? spec.areas : undefined;
+    if (areas) {
+      const inScope = areas.scope ? `e.collection_id = ANY(${params.add(areas.scope, '::bigint[]')})` : null;
+      if (areas.granted === null) {
+        if (inScope) where.push(inScope);
+      } else {
+        const user = params.add(v.userId.toString());
+        const groups = (v.groupIds.length ? v.groupIds : [0n]).map(String);
+        const own = `(e.owner_id = ${user} OR EXISTS (SELECT 1 FROM permissions p WHERE p.object_id = e.id AND (p.user_id = ${user} OR p.group_id = ANY(${params.add(groups, '::bigint[]')})) AND p.level >= ${params.add(v.level)}::"PermissionLevel"))`;
+        where.push(
+          `(e.collection_id = ANY(${params.add(areas.granted, '::bigint[]')}) OR ${inScope ? `(${inScope} AND ${own})` : own})`,
+        );
+      }
+      if (spec.where) where.push(new ConditionCompiler(params, col).predicate(spec.where, 'e.id'));
+      return `FROM ${from} WHERE ${where.join(' AND ')}`;
+    }
     // Path conditions on the collection holding an object, or on the collection itself.
     const pathCond = (pathExpr: string, subtree: string): string =>
       subtree === '/'
@@ -82,10 +133,9 @@ export class MetadataQueryRepository {
     const onPaths = (cond: (p: string) => string): string =>
       spec.kind === 'object' ? inCollections(cond('c.path')) : cond('e.path');
 
-    for (const subtree of [spec.scope, spec.visibility.confinedTo]) {
+    for (const subtree of [spec.scope, v.confinedTo]) {
       if (subtree && subtree !== '/') where.push(onPaths((p) => pathCond(p, subtree)));
     }
-    const v = spec.visibility;
     if (!v.all) {
       const user = params.add(v.userId.toString());
       const likes = v.roots.map((r) => escapeLike(r) + '/%');
@@ -106,7 +156,41 @@ export class MetadataQueryRepository {
       where.push(`(${either.join(' OR ')})`);
     }
     if (spec.where) where.push(new ConditionCompiler(params, col).predicate(spec.where, 'e.id'));
-    return `FROM ${tableOf(spec.kind)} e WHERE ${where.join(' AND ')}`;
+    return `FROM ${from} WHERE ${where.join(' AND ')}`;
+  }
+
+  /**
+   * The spec of an object query with its areas resolved: the live collections of the scope (the
+   * deeper of the scope and the token's collection; the service has checked that one holds the
+   * other) and, for a caller who does not see everything, those below their recursive grants. Two
+   * walks down the collections' parent index, one statement.
+   */
+  async resolveAreas(spec: QuerySpec): Promise<QuerySpec> {
+    if (spec.kind !== 'object') return spec;
+    const v = spec.visibility;
+    const confined = v.confinedTo ?? '/';
+    const top = isWithin(spec.scope, confined) ? spec.scope : confined;
+    const wholeScope = v.all || v.roots.some((r) => isWithin(top, r));
+    const grantedRoots = wholeScope ? [] : v.roots.filter((r) => isWithin(r, top));
+    if (top === '/' && wholeScope) return { ...spec, areas: { scope: null, granted: null } };
+    const { rows } = await this.sql.pool.query<{ scope: string[] | null; granted: string[] | null }>(
+      `WITH RECURSIVE s(id) AS (
+         SELECT id FROM collections WHERE trash_id = 0 AND path = $1 AND $1 <> '/'
+         UNION ALL SELECT c.id FROM collections c JOIN s ON c.parent_id = s.id WHERE c.trash_id = 0),
+       g(id) AS (
+         SELECT id FROM collections WHERE trash_id = 0 AND path = ANY($2::text[])
+         UNION ALL SELECT c.id FROM collections c JOIN g ON c.parent_id = g.id WHERE c.trash_id = 0)
+       SELECT (SELECT array_agg(id) FROM s) AS scope, (SELECT array_agg(id) FROM g) AS granted`,
+      [top, grantedRoots],
+    );
+    const r = rows[0]!;
+    return {
+      ...spec,
+      areas: {
+        scope: top === '/' ? null : (r.scope ?? []),
+        granted: wholeScope ? null : (r.granted ?? []),
+      },
+    };
   }
 
   async page(spec: QuerySpec): Promise<QueryHit[]> {
@@ -296,6 +380,144 @@ export class MetadataQueryRepository {
     return Number(rows[0]!.n);
   }
 
+  /**
+   * Matches counted exactly before a total is estimated instead (docs/metadata.md, "Broad
+   * queries"): counting a match costs a probe or two, so this bounds the exact count's time. A
+   * property so tests can lower it.
+   */
+  exactLimit = 5_000;
+  /** About how many objects a sample reads (a fraction of `data_objects`' pages). */
+  sampleRows = 10_000;
+  private tableRows: { rows: number; at: number } | null = null;
+
+  /**
+   * The total as `count: true` gives it: exact when at most `exactLimit` entries match (counted
+   * with a limit, so a broad result costs no more than that), otherwise null: the caller estimates
+   * it from a sample (`sample`). The count and the limit run in one statement over the same filter
+   * as the page.
+   */
+  async cappedCount(spec: QuerySpec): Promise<number | null> {
+    const params = new SqlParams();
+    const { rows } = await this.sql.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM (SELECT 1 ${this.filter(spec, params)} LIMIT ${params.add(this.exactLimit + 1)}) x`,
+      params.values,
+    );
+    const n = Number(rows[0]!.n);
+    return n > this.exactLimit ? null : n;
+  }
+
+  /**
+   * The total and the facets of an object query estimated from a random sample of the catalog:
+   * `TABLESAMPLE SYSTEM` reads a fraction of `data_objects`' pages (about `sampleRows` objects),
+   * the query's whole filter (liveness, scope, visibility, condition) picks the matches among
+   * them, and their counts are scaled by the fraction, as a search engine's sampled aggregations
+   * are. The sample's pages are chosen by a seed taken from the query, so asking again (the next
+   * page) gives the same figures while the catalog is unchanged. `atLeast` is what the capped
+   * count proved. Only readable, live objects are in the sample, so nothing else is counted.
+   */
+  async sample(
+    spec: QuerySpec,
+    attributes: string[],
+    limit: number,
+    atLeast: number,
+  ): Promise<SampledResult> {
+    const fraction = Math.min(1, this.sampleRows / Math.max(1, await this.objectRows()));
+    const params = new SqlParams();
+    const percent = params.add(fraction * 100, '::float4');
+    const seed = params.add(seedOf(JSON.stringify([spec.where, spec.scope, spec.areas ?? null])), '::float8');
+    const from = `data_objects e TABLESAMPLE SYSTEM (${percent}) REPEATABLE (${seed})`;
+    const filter = this.filter(spec, params, from);
+    const attrs = params.add(attributes, '::text[]');
+    const { rows } = await this.sql.pool.query<{
+      attribute: string | null;
+      type: MetadataValueType | null;
+      value: string | null;
+      n: string;
+    }>(
+      `WITH s AS MATERIALIZED (SELECT e.id ${filter})
+       SELECT NULL AS attribute, NULL AS type, NULL AS value, count(*) AS n FROM s
+       UNION ALL
+       SELECT f.attribute, f.value_type, min(f.value), count(DISTINCT f.object_id) FROM s
+         JOIN metadata_triples f ON f.object_id = s.id AND f.attribute = ANY(${attrs})
+        GROUP BY f.attribute, f.value_type, CASE WHEN f.value_type = 'text' THEN f.value END, f.num, f.time`,
+      params.values,
+    );
+    const scale = (n: number): number => (fraction >= 1 ? n : Math.round(n / fraction));
+    const hits = Number(rows.find((r) => r.attribute === null)!.n);
+    const facets = new Map<string, FacetCount[]>(attributes.map((a) => [a, []]));
+    for (const r of rows) {
+      if (r.attribute === null) continue;
+      facets.get(r.attribute)?.push({ type: r.type!, value: r.value!, count: scale(Number(r.n)) });
+    }
+    for (const [a, list] of facets) {
+      list.sort(
+        (x, y) =>
+          y.count - x.count ||
+          x.type.localeCompare(y.type) ||
+          (x.value < y.value ? -1 : x.value > y.value ? 1 : 0),
+      );
+      facets.set(a, list.slice(0, limit));
+    }
+    return {
+      total: { n: fraction >= 1 ? hits : Math.max(atLeast, scale(hits)), estimate: fraction < 1 },
+      facets,
+    };
+  }
+
+  /**
+   * The total (when `count`) and the facets of a query: exact when that is cheap (at most
+   * `exactLimit` matches, or a facet the kept counts answer) or when `exact` is asked for;
+   * otherwise estimated from a sample (`sample`) and marked so. Collections are counted exactly
+   * (there are far fewer of them than objects).
+   */
+  async summary(
+    spec: QuerySpec,
+    want: { count: boolean; facets: string[]; facetLimit: number; exact: boolean },
+  ): Promise<{ total?: Total; facets: FacetCount[][]; facetsAreEstimates: boolean }> {
+    const exactFacets = (): Promise<FacetCount[][]> =>
+      Promise.all(want.facets.map((a) => this.facet(spec, a, want.facetLimit)));
+    const kept = isUnrestricted(spec) && !spec.where && spec.kind === 'object';
+    if (want.exact || spec.kind !== 'object' || (!want.count && (kept || !want.facets.length))) {
+      const [n, facets] = await Promise.all([
+        want.count ? this.count(spec) : Promise.resolve(undefined),
+        exactFacets(),
+      ]);
+      return {
+        ...(n === undefined ? {} : { total: { n, estimate: false } }),
+        facets,
+        facetsAreEstimates: false,
+      };
+    }
+    const capped = await this.cappedCount(spec);
+    if (capped !== null) {
+      const facets = await exactFacets();
+      return {
+        ...(want.count ? { total: { n: capped, estimate: false } } : {}),
+        facets,
+        facetsAreEstimates: false,
+      };
+    }
+    const [sampled, keptFacets] = await Promise.all([
+      this.sample(spec, kept ? [] : want.facets, want.facetLimit, this.exactLimit + 1),
+      kept ? exactFacets() : Promise.resolve(null),
+    ]);
+    return {
+      ...(want.count ? { total: sampled.total } : {}),
+      facets: keptFacets ?? want.facets.map((a) => sampled.facets.get(a) ?? []),
+      facetsAreEstimates: !kept && sampled.total.estimate,
+    };
+  }
+
+  /** The planner's count of `data_objects`' rows (kept by autovacuum and ANALYZE), re-read each minute. */
+  private async objectRows(): Promise<number> {
+    if (this.tableRows && Date.now() - this.tableRows.at < 60_000) return this.tableRows.rows;
+    const { rows } = await this.sql.pool.query<{ n: string }>(
+      `SELECT greatest(reltuples, 0)::bigint AS n FROM pg_class WHERE oid = 'data_objects'::regclass`,
+    );
+    this.tableRows = { rows: Number(rows[0]!.n), at: Date.now() };
+    return this.tableRows.rows;
+  }
+
   /** Which value types an attribute has anywhere in the catalog. */
   private async typesOf(attribute: string): Promise<MetadataValueType[]> {
     const { rows } = await this.sql.query<{ text: boolean; number: boolean; time: boolean }>(
@@ -365,6 +587,13 @@ const tableOf = (kind: EntryKind): 'data_objects' | 'collections' =>
  */
 function notTrashed(table: 'data_objects' | 'collections', id: string): string {
   return `NOT EXISTS (SELECT 1 FROM ${table} d WHERE d.id = ${id} AND d.trash_id > 0)`;
+}
+
+/** A seed in [0, 2^31) from a text (FNV-1a), so the same query samples the same pages. */
+function seedOf(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h & 0x7fffffff;
 }
 
 /** The caller sees every entry and the query is not scoped: only liveness limits the result. */

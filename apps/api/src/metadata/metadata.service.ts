@@ -19,7 +19,7 @@ import { AccessService, levelAtLeast, type AccessTarget, type Visibility } from 
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { parseCondition } from './query-condition';
-import { MetadataQueryRepository, type QuerySort, type QuerySpec } from './metadata-query.repository';
+import { MetadataQueryRepository, type QuerySort } from './metadata-query.repository';
 import {
   MetadataRepository,
   type EntryKind,
@@ -63,6 +63,7 @@ export interface QueryInput {
   facetLimit: number;
   withTriples: boolean;
   count: boolean;
+  exact: boolean;
 }
 
 /** Postgres' foreign-key violation: the object or collection was purged meanwhile. */
@@ -307,7 +308,7 @@ export class MetadataService {
     const where = this.condition(input);
     this.access.assertWithinToken(principal, input.scope);
     const visibility = await this.access.visibility(principal, 'read');
-    const spec: QuerySpec = {
+    const spec = await this.queries.resolveAreas({
       kind: input.kind,
       where,
       scope: input.scope,
@@ -316,12 +317,17 @@ export class MetadataService {
       limit: input.limit,
       after: input.cursor ? decodeCursor(input.cursor, input.sort, input.order) : null,
       visibility,
-    };
-    const [page, total, facets] = await Promise.all([
+    });
+    const [page, summary] = await Promise.all([
       input.limit > 0 ? this.queries.page({ ...spec, limit: input.limit + 1 }) : Promise.resolve([]),
-      input.count ? this.queries.count(spec) : Promise.resolve(undefined),
-      Promise.all(input.facets.map((a) => this.queries.facet(spec, a, input.facetLimit))),
+      this.queries.summary(spec, {
+        count: input.count,
+        facets: input.facets,
+        facetLimit: input.facetLimit,
+        exact: input.exact,
+      }),
     ]);
+    const { total, facets } = summary;
     const items = page.slice(0, input.limit);
     const more = input.limit > 0 && page.length > input.limit;
     const triples = input.withTriples
@@ -345,8 +351,12 @@ export class MetadataService {
       const last = items[items.length - 1]!;
       result.nextCursor = encodeCursor(input.sort, input.order, last.sortValue, last.id);
     }
-    if (total !== undefined) result.total = total;
+    if (total !== undefined) {
+      result.total = total.n;
+      result.totalIsEstimate = total.estimate;
+    }
     if (input.facets.length) {
+      result.facetsAreEstimates = summary.facetsAreEstimates;
       result.facets = Object.fromEntries(
         input.facets.map((a, i) => [
           a,

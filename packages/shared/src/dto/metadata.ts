@@ -209,8 +209,16 @@ export const MetadataQuerySchema = z
     facetLimit: z.number().int().min(1).max(1000).default(50),
     /** Return each item's triples too. */
     withTriples: z.boolean().default(false),
-    /** Count the whole result (default); `false` saves the count on very large results. */
+    /**
+     * Count the whole result (default): exact when that is cheap, otherwise an estimate from a
+     * sample, marked by `totalIsEstimate`. `false` leaves the total out.
+     */
     count: z.boolean().default(true),
+    /**
+     * The exact total and exact facets however many entries match (a broad result then costs a
+     * count of every match); default: estimates where counting would be slow.
+     */
+    exact: z.boolean().default(false),
   })
   .refine((v) => v.where === undefined || v.q === undefined, 'give "where" or "q", not both');
 export type MetadataQueryRequest = Omit<z.input<typeof MetadataQuerySchema>, 'where'> & {
@@ -269,7 +277,14 @@ export const MetadataQueryResultSchema = responseSchema(
     nextCursor: z.string().optional(),
     /** Entries in the whole result (absent with `count: false`). */
     total: z.number().int().optional(),
+    /**
+     * With `total`: true when it is an estimate from a sample of the catalog ("about 120,000"),
+     * false when it is exact. Ask with `exact: true` for the exact count.
+     */
+    totalIsEstimate: z.boolean().optional(),
     facets: z.record(z.string(), z.array(FacetValueDtoSchema)).optional(),
+    /** With `facets`: true when their counts are estimates from the same sample as the total. */
+    facetsAreEstimates: z.boolean().optional(),
   }),
 );
 export type MetadataQueryResult = z.infer<typeof MetadataQueryResultSchema>;

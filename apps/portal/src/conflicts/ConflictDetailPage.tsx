@@ -1,14 +1,21 @@
 import { useId, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
-import type { ConflictDecisionRequest, ConflictDto } from '@tributary/shared';
+import type { ConflictContenderDto, ConflictDecisionRequest, ConflictDto } from '@tributary/shared';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
-import { baseName, browseHref, formatDateTime, parentPath } from '../format';
-import { conflictDiff, deadlineText, mergeValue, provisionalWinner } from './conflictDiff';
+import { baseName, browseHref, formatBytes, formatDateTime, parentPath } from '../format';
+import {
+  conflictDiff,
+  deadlineText,
+  KIND_TEXT,
+  mergeValue,
+  provisionalWinner,
+  relativeTime,
+} from './conflictDiff';
 
-/** One conflict: the versions side by side, the provisional winner, the deadline, and the decision. */
+/** One conflict in people's terms: what happened, the versions side by side, and the decision. */
 export function ConflictDetailPage() {
   const { id = '' } = useParams();
   const queryClient = useQueryClient();
@@ -24,7 +31,7 @@ export function ConflictDetailPage() {
       void queryClient.invalidateQueries({ queryKey: ['children'] });
     },
   });
-  useTitle(conflict.data?.path ? `Conflict: ${baseName(conflict.data.path)}` : 'Conflict');
+  useTitle(conflict.data ? `Conflict: ${conflict.data.entry.label}` : 'Conflict');
 
   return (
     <section aria-labelledby="conflict-title" className="conflict-detail">
@@ -45,6 +52,21 @@ export function ConflictDetailPage() {
   );
 }
 
+/** A link to an entry's row in its folder, or plain text when it is gone. */
+function EntryLink({ path, gone }: { path: string | null; gone: boolean }) {
+  if (!path) return <span className="muted">—</span>;
+  if (gone) return <span className="path">{path}</span>;
+  return (
+    <Link className="path" to={`${browseHref(parentPath(path))}?entry=${encodeURIComponent(baseName(path))}`}>
+      {path}
+    </Link>
+  );
+}
+
+function downloadHref(path: string): string {
+  return `/api/v1/data?path=${encodeURIComponent(path)}`;
+}
+
 function Detail({
   c,
   onDecide,
@@ -62,35 +84,51 @@ function Detail({
   const [newName, setNewName] = useState('');
   const [picks, setPicks] = useState<Record<string, number>>({});
   const open = c.status === 'open';
-  const label = c.path ?? `${c.table} ${c.recordId}`;
   const differing = rows.filter((r) => r.differs);
   const [showAll, setShowAll] = useState(false);
-  const shown = showAll ? rows : differing;
+  const shown = showAll ? rows : differing.length > 0 ? differing : rows;
+  const mergeable = open && c.kind === 'update' && differing.some((r) => r.mergeField);
+  const now = new Date();
 
   return (
     <>
       <h1 id="conflict-title">
-        {c.kind} conflict: {label}
+        <span className="kind-tag">{KIND_TEXT[c.kind]}</span> {c.entry.label}
       </h1>
+      <p className="story" data-testid="conflict-story">
+        {c.story.charAt(0).toUpperCase() + c.story.slice(1)}.
+      </p>
       <dl className="facts">
         <dt>Status</dt>
         <dd data-testid="conflict-status">{c.status}</dd>
-        <dt>Opened</dt>
-        <dd>{formatDateTime(c.openedAt)}</dd>
-        <dt>Deadline</dt>
+        <dt>Noticed</dt>
+        <dd title={formatDateTime(c.openedAt)}>{relativeTime(c.openedAt, now)}</dd>
+        <dt>Decide by</dt>
         <dd>
           {formatDateTime(c.deadline)}{' '}
-          {open && <span className="muted">({deadlineText(c.deadline, new Date())})</span>}
+          {open && <span className="muted">({deadlineText(c.deadline, now)})</span>}
         </dd>
-        <dt>Provisional winner</dt>
-        <dd>{winner ? `version from ${winner.site}` : '—'}</dd>
-        {c.path && (
+        <dt>Stands for now</dt>
+        <dd>
+          {c.kind === 'same-name'
+            ? 'every file is kept; the first created keeps the name'
+            : winner
+              ? `the version from ${winner.site}`
+              : '—'}
+        </dd>
+        {c.entry.path && c.entry.type !== 'attribute' && (
           <>
             <dt>Where</dt>
             <dd>
-              <Link to={`${browseHref(parentPath(c.path))}?entry=${encodeURIComponent(baseName(c.path))}`}>
-                {c.path}
-              </Link>
+              <EntryLink path={c.entry.path} gone={c.entry.gone} />
+            </dd>
+          </>
+        )}
+        {c.entry.on && (
+          <>
+            <dt>On</dt>
+            <dd>
+              <EntryLink path={c.entry.on} gone={c.entry.gone} />
             </dd>
           </>
         )}
@@ -106,65 +144,80 @@ function Detail({
           at {c.decision.site}, {formatDateTime(c.decision.at)}.
         </p>
       )}
-      <table className="diff">
-        <caption className="visually-hidden">Versions side by side</caption>
-        <thead>
-          <tr>
-            <th scope="col">Field</th>
-            {c.versions.map((v) => (
-              <th scope="col" key={v.index} className={v.provisionalWinner ? 'winner' : undefined}>
-                <div>
-                  Version from <strong>{v.site}</strong>
-                  {v.provisionalWinner && <span className="badge"> provisional winner</span>}
-                </div>
-                <div className="muted small">
-                  {v.by ?? 'unknown user'}, {formatDateTime(v.at)}
-                  {v.trashed && ', in the trash'}
-                  {v.deleted && ', deleted'}
-                </div>
-              </th>
-            ))}
-            {open && c.kind === 'update' && differing.length > 0 && <th scope="col">Merge: keep</th>}
-          </tr>
-        </thead>
-        <tbody>
-          {shown.map((r) => (
-            <tr key={r.field} className={r.differs ? 'differs' : undefined}>
-              <th scope="row">
-                {r.field}
-                {r.differs && <span className="visually-hidden"> (differs)</span>}
-              </th>
-              {r.values.map((v, i) => (
-                <td key={c.versions[i]!.index}>{v}</td>
+      {c.kind === 'same-name' && c.contenders.length > 0 && <Contenders list={c.contenders} now={now} />}
+      <div className="table-wrap">
+        <table className="diff">
+          <caption className="visually-hidden">Versions side by side</caption>
+          <thead>
+            <tr>
+              <th scope="col">What</th>
+              {c.versions.map((v) => (
+                <th scope="col" key={v.index} className={v.provisionalWinner ? 'winner' : undefined}>
+                  <div>
+                    Version from <strong>{v.site}</strong>
+                    {v.provisionalWinner && <span className="badge"> provisional winner</span>}
+                  </div>
+                  <div className="muted small" title={formatDateTime(v.at)}>
+                    {v.by ?? 'unknown user'}, {relativeTime(v.at, now)}
+                  </div>
+                </th>
               ))}
-              {open && c.kind === 'update' && differing.length > 0 && (
-                <td>
-                  {r.differs && (
-                    <select
-                      aria-label={`Value of ${r.field} to keep`}
-                      value={picks[r.field] ?? ''}
-                      onChange={(e) => setPicks({ ...picks, [r.field]: Number(e.target.value) })}
-                    >
-                      <option value="">(unchanged)</option>
-                      {c.versions.map((v) => (
-                        <option key={v.index} value={v.index}>
-                          {v.site}
-                        </option>
-                      ))}
-                    </select>
-                  )}
-                </td>
+              {mergeable && (
+                <th scope="col">
+                  Merge: keep <span className="muted small">(pick a version per field, then “Merge”)</span>
+                </th>
               )}
             </tr>
-          ))}
-        </tbody>
-      </table>
-      {rows.length > differing.length && (
+          </thead>
+          <tbody>
+            {shown.map((r) => (
+              <tr key={r.field} className={r.differs ? 'differs' : undefined}>
+                <th scope="row">
+                  {r.label}
+                  {r.differs && <span className="visually-hidden"> (differs)</span>}
+                </th>
+                {r.values.map((v, i) => (
+                  <td key={c.versions[i]!.index} className={r.field === 'checksum' ? 'mono' : undefined}>
+                    {v}
+                  </td>
+                ))}
+                {mergeable && (
+                  <td>
+                    {r.differs && r.mergeField && (
+                      <select
+                        aria-label={`${r.label}: the version to keep`}
+                        value={picks[r.mergeField] ?? ''}
+                        onChange={(e) => setPicks({ ...picks, [r.mergeField!]: Number(e.target.value) })}
+                      >
+                        <option value="">as it stands now</option>
+                        {c.versions.map((v) => (
+                          <option key={v.index} value={v.index}>
+                            from {v.site}
+                          </option>
+                        ))}
+                      </select>
+                    )}
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {rows.length > differing.length && differing.length > 0 && (
         <button type="button" className="link" onClick={() => setShowAll(!showAll)} aria-expanded={showAll}>
           {showAll
-            ? 'Show only the fields that differ'
-            : `Show the ${rows.length - differing.length} fields that agree`}
+            ? 'Show only what differs'
+            : `Show the ${rows.length - differing.length} details that agree`}
         </button>
+      )}
+      {c.entry.type === 'file' && !c.entry.gone && c.entry.path && c.kind !== 'same-name' && (
+        <p className="small">
+          <a href={downloadHref(c.entry.path)} download>
+            Download the file as it stands now
+          </a>{' '}
+          <span className="muted">(only the standing version&apos;s bytes are kept)</span>
+        </p>
       )}
       {open && c.canDecide && (
         <section aria-labelledby={`${id}-decide`} className="decide">
@@ -175,20 +228,21 @@ function Detail({
                 ? 'Accept the new name'
                 : `Keep the provisional winner${winner ? ` (${winner.site})` : ''}`}
             </button>
-            {c.versions
-              .filter((v) => !v.provisionalWinner)
-              .map((v) => (
-                <button
-                  key={v.index}
-                  type="button"
-                  onClick={() => onDecide({ action: 'choose', version: v.index })}
-                  disabled={busy}
-                >
-                  Choose the version from {v.site}
-                </button>
-              ))}
+            {c.kind !== 'same-name' &&
+              c.versions
+                .filter((v) => !v.provisionalWinner)
+                .map((v) => (
+                  <button
+                    key={v.index}
+                    type="button"
+                    onClick={() => onDecide({ action: 'choose', version: v.index })}
+                    disabled={busy}
+                  >
+                    Choose the version from {v.site}
+                  </button>
+                ))}
           </div>
-          {c.kind === 'update' && Object.keys(picks).length > 0 && (
+          {mergeable && Object.keys(picks).length > 0 && (
             <button
               type="button"
               onClick={() => onDecide({ action: 'merge', value: mergeValue(c, picks) })}
@@ -210,6 +264,7 @@ function Detail({
                 id={`${id}-name`}
                 required
                 value={newName}
+                placeholder={c.entry.name ?? ''}
                 onChange={(e) => setNewName(e.target.value)}
               />
               <button type="submit" disabled={busy}>
@@ -222,5 +277,60 @@ function Detail({
       )}
       {open && !c.canDecide && <p className="muted">You may not decide this conflict.</p>}
     </>
+  );
+}
+
+/** Every record created under the contested name, as each is now. */
+function Contenders({ list, now }: { list: readonly ConflictContenderDto[]; now: Date }) {
+  return (
+    <div className="table-wrap">
+      <table className="contenders">
+        <caption>Everything created under this name</caption>
+        <thead>
+          <tr>
+            <th scope="col">Now named</th>
+            <th scope="col">Created at</th>
+            <th scope="col">By</th>
+            <th scope="col">When</th>
+            <th scope="col" className="num">
+              Size
+            </th>
+            <th scope="col">Checksum</th>
+            <th scope="col">Bytes</th>
+          </tr>
+        </thead>
+        <tbody>
+          {list.map((x) => (
+            <tr key={x.recordId} data-testid="contender">
+              <th scope="row">
+                {x.gone ? (
+                  <span className="muted">gone</span>
+                ) : (
+                  <>
+                    <EntryLink path={x.path} gone={x.trashed} />
+                    {x.kept && <span className="badge"> kept the name</span>}
+                    {x.trashed && <span className="muted"> (in the trash)</span>}
+                  </>
+                )}
+              </th>
+              <td>{x.site}</td>
+              <td>{x.createdBy ?? 'unknown user'}</td>
+              <td title={formatDateTime(x.createdAt)}>{relativeTime(x.createdAt, now)}</td>
+              <td className="num">{x.size === null ? '—' : formatBytes(x.size)}</td>
+              <td className="mono ellipsis" title={x.checksum ?? undefined}>
+                {x.checksum ? x.checksum.replace(/^sha256:/, '').slice(0, 12) + '…' : '—'}
+              </td>
+              <td>
+                {x.path && !x.gone && !x.trashed && (
+                  <a href={downloadHref(x.path)} download aria-label={`Download ${x.name ?? 'this file'}`}>
+                    Download
+                  </a>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

@@ -13,8 +13,7 @@ import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
-import { formatDateTime } from '../format';
-import { deadlineText, provisionalWinner, sitesOf } from './conflictDiff';
+import { deadlineText, groupByEntry, KIND_TEXT, sitesOf } from './conflictDiff';
 
 /**
  * Conflicts between sites: counts by kind, a filtered list (`/conflicts?status=&kind=&path=`),
@@ -59,6 +58,9 @@ export function ConflictsPage() {
     },
   });
   const selectedConflicts = items.filter((c) => selected.has(c.id));
+  const groups = groupByEntry(items);
+  const ordered = groups.flatMap((g) => g.items);
+  const follows = new Set(groups.flatMap((g) => g.items.slice(1).map((c) => c.id)));
   const sites = sitesOf(selectedConflicts);
   const now = new Date();
 
@@ -81,8 +83,13 @@ export function ConflictsPage() {
           </li>
           {CONFLICT_KINDS.map((k) => (
             <li key={k}>
-              <button type="button" className="link" onClick={() => setFilter('kind', k)}>
-                {k}: <strong>{summary.data.byKind[k] ?? 0}</strong>
+              <button
+                type="button"
+                className="link"
+                onClick={() => setFilter('kind', k)}
+                aria-label={`${KIND_TEXT[k]} (${k}): ${summary.data.byKind[k] ?? 0}`}
+              >
+                {KIND_TEXT[k]}: <strong>{summary.data.byKind[k] ?? 0}</strong>
               </button>
             </li>
           ))}
@@ -110,7 +117,7 @@ export function ConflictsPage() {
             <option value="">any</option>
             {CONFLICT_KINDS.map((k) => (
               <option key={k} value={k}>
-                {k}
+                {KIND_TEXT[k]}
               </option>
             ))}
           </select>
@@ -179,77 +186,99 @@ export function ConflictsPage() {
           )}
         </div>
       )}
-      <ListTable
-        className="list"
-        rows={items}
-        rowKey={(c) => c.id}
-        rowProps={() => ({ 'data-testid': 'conflict-row' })}
-        empty={null}
-        columns={[
-          {
-            id: 'select',
-            header: (
-              <input
-                type="checkbox"
-                aria-label="Select all decidable conflicts"
-                checked={
-                  items.some((c) => c.canDecide) &&
-                  items.filter((c) => c.canDecide).every((c) => selected.has(c.id))
-                }
-                onChange={(e) =>
-                  setSelected(
-                    e.target.checked ? new Set(items.filter((c) => c.canDecide).map((c) => c.id)) : new Set(),
-                  )
-                }
-              />
-            ),
-            headerClassName: 'check',
-            className: 'check',
-            cell: (c) => (
-              <input
-                type="checkbox"
-                aria-label={`Select conflict about ${conflictLabel(c)}`}
-                disabled={!c.canDecide}
-                checked={selected.has(c.id)}
-                onChange={() =>
-                  setSelected((prev) => {
-                    const next = new Set(prev);
-                    if (next.has(c.id)) next.delete(c.id);
-                    else next.add(c.id);
-                    return next;
-                  })
-                }
-              />
-            ),
-          },
-          {
-            id: 'what',
-            header: 'What',
-            cell: (c) => (
-              <>
-                <Link to={`/conflicts/${c.id}`}>{conflictLabel(c)}</Link>
-                {c.involvesMe && <span className="badge badge-mine small"> you</span>}
-              </>
-            ),
-          },
-          { id: 'kind', header: 'Kind', cell: (c) => c.kind },
-          { id: 'sites', header: 'Sites', cell: (c) => c.versions.map((v) => v.site).join(' vs ') },
-          {
-            id: 'winner',
-            header: 'Provisional winner',
-            cell: (c) => {
-              const winner = provisionalWinner(c);
-              return winner ? `${winner.site}${winner.by ? ` (${winner.by})` : ''}` : '—';
+      {groups.some((g) => g.items.length > 1) && (
+        <p className="muted small">
+          Conflicts about the same entry are listed together, the first of them named; “↳” marks the others.
+        </p>
+      )}
+      <div className="table-wrap">
+        <ListTable
+          className="list conflict-list"
+          rows={ordered}
+          rowKey={(c) => c.id}
+          rowProps={(c) => ({
+            'data-testid': 'conflict-row',
+            className: follows.has(c.id) ? 'grouped' : undefined,
+          })}
+          empty={null}
+          columns={[
+            {
+              id: 'select',
+              header: (
+                <input
+                  type="checkbox"
+                  aria-label="Select all decidable conflicts"
+                  checked={
+                    items.some((c) => c.canDecide) &&
+                    items.filter((c) => c.canDecide).every((c) => selected.has(c.id))
+                  }
+                  onChange={(e) =>
+                    setSelected(
+                      e.target.checked
+                        ? new Set(items.filter((c) => c.canDecide).map((c) => c.id))
+                        : new Set(),
+                    )
+                  }
+                />
+              ),
+              headerClassName: 'check',
+              className: 'check',
+              cell: (c) => (
+                <input
+                  type="checkbox"
+                  aria-label={`Select conflict about ${c.entry.label}`}
+                  disabled={!c.canDecide}
+                  checked={selected.has(c.id)}
+                  onChange={() =>
+                    setSelected((prev) => {
+                      const next = new Set(prev);
+                      if (next.has(c.id)) next.delete(c.id);
+                      else next.add(c.id);
+                      return next;
+                    })
+                  }
+                />
+              ),
             },
-          },
-          { id: 'opened', header: 'Opened', cell: (c) => formatDateTime(c.openedAt) },
-          {
-            id: 'status',
-            header: 'Status',
-            cell: (c) => (c.status === 'open' ? deadlineText(c.deadline, now) : c.status),
-          },
-        ]}
-      />
+            {
+              id: 'what',
+              header: 'About',
+              className: 'wrap',
+              cell: (c) => (
+                <>
+                  {follows.has(c.id) && <span aria-hidden="true">↳ </span>}
+                  <Link to={`/conflicts/${c.id}`} title={c.entry.path ?? undefined}>
+                    {c.entry.label}
+                  </Link>
+                  {c.entry.path && c.entry.type !== 'attribute' && (
+                    <div className="muted small ellipsis" title={c.entry.path}>
+                      {c.entry.path}
+                    </div>
+                  )}
+                  {c.involvesMe && <span className="badge badge-mine small"> you</span>}
+                </>
+              ),
+            },
+            {
+              id: 'changed',
+              header: 'What changed',
+              className: 'wrap',
+              cell: (c) => (
+                <>
+                  <span className="kind-tag">{KIND_TEXT[c.kind]}</span> {c.story}
+                </>
+              ),
+            },
+            { id: 'sites', header: 'Sites', cell: (c) => sitesText(c) },
+            {
+              id: 'status',
+              header: 'Decide within',
+              cell: (c) =>
+                c.status === 'open' ? deadlineText(c.deadline, now).replace(' left', '') : c.status,
+            },
+          ]}
+        />
+      </div>
       {list.hasNextPage && (
         <button type="button" onClick={() => void list.fetchNextPage()}>
           More
@@ -260,9 +289,13 @@ export function ConflictsPage() {
   );
 }
 
-/** What a conflict is about: the path, or the table and record of a row that has none. */
-function conflictLabel(c: ConflictDto): string {
-  return c.path ?? `${c.table} ${c.recordId}`;
+/** The sites with a version, each once: `lsu vs tulane`. */
+function sitesText(c: ConflictDto): string {
+  const sites =
+    c.kind === 'same-name' && c.contenders.length > 0
+      ? c.contenders.map((x) => x.site)
+      : c.versions.map((v) => v.site);
+  return [...new Set(sites)].join(' vs ');
 }
 
 /** Default decisions for a collection, applied after each cycle to open conflicts below it. */

@@ -1,18 +1,36 @@
 import { describe, expect, it } from 'vitest';
-import type { ConflictVersionDto } from '@tributary/shared';
+import type { ConflictDto, ConflictFactsDto, ConflictVersionDto } from '@tributary/shared';
 import {
   conflictDiff,
   deadlineText,
-  formatValue,
+  groupByEntry,
   mergeValue,
   provisionalWinner,
+  relativeTime,
   sitesOf,
 } from './conflictDiff';
+
+function facts(over: Partial<ConflictFactsDto> = {}): ConflictFactsDto {
+  return {
+    name: null,
+    location: null,
+    size: null,
+    checksum: null,
+    contentType: null,
+    attribute: null,
+    value: null,
+    unit: null,
+    other: {},
+    state: 'live',
+    ...over,
+  };
+}
 
 function version(
   index: number,
   site: string,
   values: Record<string, unknown> | null,
+  f: Partial<ConflictFactsDto>,
   winner = false,
 ): ConflictVersionDto {
   return {
@@ -23,62 +41,90 @@ function version(
     trashed: false,
     by: 'admin',
     values,
+    facts: facts(f),
     provisionalWinner: winner,
   };
 }
 
+const file = { location: '/p', size: 1000, checksum: 'sha256:aa', contentType: 'text/plain' };
 const rename = {
+  table: 'data_objects',
   versions: [
-    version(0, 'lsu', { id: '1', name: 'from-lsu.txt', size: 1000, owner: 'admin' }),
-    version(1, 'tulane', { id: '1', name: 'from-tulane.txt', size: 1000, owner: 'admin' }, true),
+    version(0, 'lsu', { id: '1', name: 'from-lsu.txt', trash_id: 0 }, { ...file, name: 'from-lsu.txt' }),
+    version(1, 'tulane', { id: '1', name: 'from-tulane.txt' }, { ...file, name: 'from-tulane.txt' }, true),
   ],
-  changedFields: ['name'],
+  differing: ['name'],
 };
 
 describe('conflictDiff', () => {
-  it('puts changed fields first, hides bookkeeping, keeps the rest by name', () => {
-    expect(conflictDiff(rename)).toEqual([
-      { field: 'name', values: ['from-lsu.txt', 'from-tulane.txt'], differs: true },
-      { field: 'owner', values: ['admin', 'admin'], differs: false },
-      { field: 'size', values: ['1000', '1000'], differs: false },
+  it('shows facts people compare, the differing one first, never internal columns', () => {
+    const rows = conflictDiff(rename);
+    expect(rows.map((r) => [r.label, r.values, r.differs])).toEqual([
+      ['Name', ['from-lsu.txt', 'from-tulane.txt'], true],
+      ['Folder', ['/p', '/p'], false],
+      ['Size', ['1000 B', '1000 B'], false],
+      ['Checksum', ['sha256:aa', 'sha256:aa'], false],
+      ['Type', ['text/plain', 'text/plain'], false],
+      ['State', ['in place', 'in place'], false],
+    ]);
+    expect(rows.map((r) => r.field)).not.toContain('trash_id');
+  });
+
+  it('shows a trashed version and an attribute value with its unit', () => {
+    const rows = conflictDiff({
+      table: 'metadata_triples',
+      versions: [
+        version(0, 'a', {}, { attribute: 'temp', value: '12', unit: 'K' }),
+        version(1, 'b', {}, { attribute: 'temp', value: '13', unit: 'K', state: 'trashed' }),
+      ],
+      differing: ['value', 'state'],
+    });
+    expect(rows.map((r) => [r.label, r.values])).toEqual([
+      ['Value', ['12', '13']],
+      ['State', ['in place', 'in the trash']],
+      ['Attribute', ['temp', 'temp']],
+      ['Unit', ['K', 'K']],
     ]);
   });
 
-  it('marks fields that differ even when the server did not list them', () => {
+  it('says which facts may be merged, by the record field they set', () => {
     const rows = conflictDiff({
-      versions: [version(0, 'a', { x: 1, y: 'p' }), version(1, 'b', { x: 2, y: 'p' })],
-      changedFields: [],
+      table: 'users',
+      versions: [
+        version(0, 'a', { display_name: 'A' }, { other: { 'display name': 'A', username: 'x' } }),
+        version(1, 'b', { display_name: 'B' }, { other: { 'display name': 'B', username: 'x' } }),
+      ],
+      differing: ['other.display name'],
     });
-    expect(rows.find((r) => r.field === 'x')?.differs).toBe(true);
-    expect(rows[0]!.field).toBe('x');
-  });
-
-  it('shows a deleted or trashed version', () => {
-    const del = { ...version(1, 'b', null), deleted: true };
-    const rows = conflictDiff({ versions: [version(0, 'a', { name: 'f' }), del], changedFields: ['name'] });
-    expect(rows).toEqual([{ field: 'name', values: ['f', 'deleted'], differs: true }]);
+    expect(rows.map((r) => [r.label, r.mergeField])).toEqual([
+      ['Display name', 'display_name'],
+      ['Username', null],
+      ['State', null],
+    ]);
   });
 });
 
 describe('helpers', () => {
-  it('formats values', () => {
-    expect(formatValue(null)).toBe('—');
-    expect(formatValue('')).toBe('""');
-    expect(formatValue({ a: 1 })).toBe('{"a":1}');
-    expect(formatValue(true)).toBe('true');
-  });
-
   it('finds the provisional winner and the sites', () => {
     expect(provisionalWinner(rename)?.site).toBe('tulane');
-    expect(sitesOf([rename, { versions: [version(0, 'uno', {})] }])).toEqual(['lsu', 'tulane', 'uno']);
+    expect(sitesOf([rename, { versions: [version(0, 'uno', {}, {})] }])).toEqual(['lsu', 'tulane', 'uno']);
   });
 
-  it('merges the picked values', () => {
-    expect(mergeValue(rename, { name: 0, size: 1 })).toEqual({ name: 'from-lsu.txt', size: 1000 });
+  it('merges the picked values by record field', () => {
+    expect(mergeValue(rename, { name: 0 })).toEqual({ name: 'from-lsu.txt' });
   });
 
-  it('describes the time to the deadline', () => {
+  it('groups conflicts about one entry, keeping the order of first appearance', () => {
+    const c = (id: string, recordId: string) => ({ id, table: 'data_objects', recordId }) as ConflictDto;
+    expect(
+      groupByEntry([c('1', 'a'), c('2', 'b'), c('3', 'a')]).map((g) => g.items.map((x) => x.id)),
+    ).toEqual([['1', '3'], ['2']]);
+  });
+
+  it('describes times relative to now and the time to the deadline', () => {
     const now = new Date('2026-11-21T10:00:00Z');
+    expect(relativeTime('2026-11-21T09:55:00Z', now)).toMatch(/5 minutes ago/);
+    expect(relativeTime('2026-11-21T13:00:00Z', now)).toMatch(/in 3 hours/);
     expect(deadlineText('2026-11-22T09:10:00Z', now)).toBe('23 h 10 min left');
     expect(deadlineText('2026-11-21T10:05:00Z', now)).toBe('5 min left');
     expect(deadlineText('2026-11-21T09:00:00Z', now)).toBe('past the deadline');

@@ -1,52 +1,101 @@
 /**
- * The side-by-side comparison of a conflict's versions, pure so it is unit-tested: one row per
- * field, the fields that differ first, values formatted for reading.
+ * The side-by-side comparison of a conflict's versions, pure so it is unit-tested: one row per fact a
+ * person compares (name, location, size, checksum, type, attribute, value, ...), the facts that
+ * differ first, internal columns (ids, `trash_id`, `updated_at`) never shown.
  */
-import type { ConflictDto, ConflictVersionDto } from '@tributary/shared';
+import type { ConflictDto, ConflictFactsDto, ConflictVersionDto } from '@tributary/shared';
+import { formatBytes } from '../format';
 
 export interface DiffRow {
+  /** The fact's key (`name`, `size`, `other.display name`). */
   field: string;
+  /** What people call it. */
+  label: string;
   /** One display value per version, in `versions` order. */
   values: string[];
   /** The versions disagree on this field. */
   differs: boolean;
+  /** The record field a merge sets from this fact, when people may merge it. */
+  mergeField: string | null;
 }
 
-/** Internal bookkeeping fields that mean nothing to people. */
-const HIDDEN = new Set(['id', 'version', 'stamp', 'origin_site', 'originSite', 'row_version']);
+const LABELS: Record<string, string> = {
+  name: 'Name',
+  location: 'Folder',
+  size: 'Size',
+  checksum: 'Checksum',
+  contentType: 'Type',
+  attribute: 'Attribute',
+  value: 'Value',
+  unit: 'Unit',
+  state: 'State',
+};
 
-export function formatValue(value: unknown): string {
-  if (value === null || value === undefined) return '—';
-  if (typeof value === 'string') return value === '' ? '""' : value;
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
-    return String(value);
-  return JSON.stringify(value);
+/** Facts people may merge, per table: fact key → record field (the API's MERGEABLE). */
+const MERGE_FIELDS: Record<string, Record<string, string>> = {
+  users: { 'other.display name': 'display_name', 'other.e-mail': 'email' },
+  project_groups: { 'other.description': 'description' },
+  memberships: { 'other.role': 'role' },
+  permissions: { 'other.level': 'level', 'other.applies below': 'recursive' },
+  data_objects: { contentType: 'content_type' },
+  conflict_policies: { 'other.policy': 'policy', 'other.site': 'site' },
+};
+
+const STATE_TEXT: Record<ConflictFactsDto['state'], string> = {
+  live: 'in place',
+  trashed: 'in the trash',
+  deleted: 'deleted',
+};
+
+function display(field: string, f: ConflictFactsDto): string | null {
+  if (field.startsWith('other.')) return f.other[field.slice('other.'.length)] ?? null;
+  switch (field) {
+    case 'size':
+      return f.size === null ? null : formatBytes(f.size);
+    case 'state':
+      return STATE_TEXT[f.state];
+    default: {
+      const v = f[field as keyof ConflictFactsDto];
+      return typeof v === 'string' ? v : null;
+    }
+  }
 }
 
-function versionState(v: ConflictVersionDto): string | null {
-  if (v.deleted) return 'deleted';
-  if (v.trashed) return 'in the trash';
-  return null;
+/** A fact's label: `display name` → `Display name`. */
+export function factLabel(field: string): string {
+  if (field.startsWith('other.')) {
+    const l = field.slice('other.'.length);
+    return l.charAt(0).toUpperCase() + l.slice(1);
+  }
+  return LABELS[field] ?? field;
 }
 
-/** Rows for every field any version has; differing fields first (in `changedFields` order), then the rest by name. */
-export function conflictDiff(conflict: Pick<ConflictDto, 'versions' | 'changedFields'>): DiffRow[] {
-  const fields = new Set<string>();
-  for (const v of conflict.versions) for (const k of Object.keys(v.values ?? {})) fields.add(k);
+/**
+ * Rows for every fact any version has: differing facts first (in `differing` order), then the rest
+ * in a fixed order. Facts no version has are left out.
+ */
+export function conflictDiff(conflict: Pick<ConflictDto, 'versions' | 'differing' | 'table'>): DiffRow[] {
+  const fields: string[] = Object.keys(LABELS).filter((k) => k !== 'state');
+  const others = new Set(conflict.versions.flatMap((v) => Object.keys(v.facts.other)));
+  fields.push(...[...others].sort().map((k) => `other.${k}`), 'state');
   const rows: DiffRow[] = [];
   for (const field of fields) {
-    if (HIDDEN.has(field)) continue;
-    const values = conflict.versions.map((v) =>
-      v.values === null ? (versionState(v) ?? '—') : formatValue(v.values[field]),
-    );
-    const differs = conflict.changedFields.includes(field) || new Set(values).size > 1;
-    rows.push({ field, values, differs });
+    const values = conflict.versions.map((v) => display(field, v.facts));
+    if (values.every((x) => x === null) && !conflict.differing.includes(field)) continue;
+    const differs = conflict.differing.includes(field);
+    rows.push({
+      field,
+      label: factLabel(field),
+      values: values.map((x) => x ?? '—'),
+      differs,
+      mergeField: MERGE_FIELDS[conflict.table]?.[field] ?? null,
+    });
   }
   const order = (r: DiffRow) => {
-    const i = conflict.changedFields.indexOf(r.field);
-    return r.differs ? (i === -1 ? conflict.changedFields.length : i) : Number.MAX_SAFE_INTEGER;
+    const i = conflict.differing.indexOf(r.field);
+    return i === -1 ? Number.MAX_SAFE_INTEGER : i;
   };
-  return rows.sort((a, b) => order(a) - order(b) || a.field.localeCompare(b.field));
+  return rows.sort((a, b) => order(a) - order(b));
 }
 
 /** The version that stands now: the decided one when known, else the provisional winner. */
@@ -64,7 +113,7 @@ export function deadlineText(deadline: string, now: Date): string {
   return `${Math.floor(min / 60)} h ${min % 60} min left`;
 }
 
-/** The merged record a `merge` decision sends: for each field, the value of the version picked for it. */
+/** The merged record a `merge` decision sends: for each merged fact, the record field's value in the version picked for it. */
 export function mergeValue(
   conflict: Pick<ConflictDto, 'versions'>,
   picks: Record<string, number>,
@@ -81,3 +130,45 @@ export function mergeValue(
 export function sitesOf(conflicts: Array<Pick<ConflictDto, 'versions'>>): string[] {
   return [...new Set(conflicts.flatMap((c) => c.versions.map((v) => v.site)))].sort();
 }
+
+/** Conflicts about one entry together (a rename and a metadata change of one file are two entries). */
+export interface ConflictGroup {
+  key: string;
+  items: ConflictDto[];
+}
+
+/** Groups a page of conflicts by the entry they are about, keeping the list's order of first appearance. */
+export function groupByEntry(items: readonly ConflictDto[]): ConflictGroup[] {
+  const groups = new Map<string, ConflictDto[]>();
+  for (const c of items) {
+    const key = `${c.table}:${c.recordId}`;
+    groups.set(key, [...(groups.get(key) ?? []), c]);
+  }
+  return [...groups.entries()].map(([key, list]) => ({ key, items: list }));
+}
+
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+
+/** A time relative to now, for people: `5 minutes ago`, `yesterday`, `in 3 hours`. */
+export function relativeTime(iso: string, now: Date): string {
+  const ms = Date.parse(iso) - now.getTime();
+  if (!Number.isFinite(ms)) return iso;
+  const abs = Math.abs(ms);
+  const steps: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+    ['second', 1000],
+    ['minute', 60_000],
+    ['hour', 3_600_000],
+    ['day', 86_400_000],
+  ];
+  let unit: Intl.RelativeTimeFormatUnit = 'second';
+  let size = 1000;
+  for (const [u, s] of steps) if (abs >= s) [unit, size] = [u, s];
+  return relative.format(Math.round(ms / size), unit);
+}
+
+/** The kind of conflict in people's words. */
+export const KIND_TEXT: Record<ConflictDto['kind'], string> = {
+  update: 'Changed at two sites',
+  delete: 'Changed and deleted',
+  'same-name': 'Same name created twice',
+};

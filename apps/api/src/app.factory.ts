@@ -80,7 +80,10 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
   app.use(async (req: express.Request, res: express.Response, next: express.NextFunction) => {
     if (
       (req.path.startsWith('/api/v1/data') && req.path !== '/api/v1/data/batch-read') ||
-      req.path.startsWith('/api/v1/replication/peer/')
+      req.path.startsWith('/api/v1/replication/peer/') ||
+      // WebDAV reads its own bodies: object bytes and XML (apps/api/src/dav).
+      req.path === '/dav' ||
+      req.path.startsWith('/dav/')
     )
       return next();
     if (req.path === '/api/v1/auth/login') return loginJson(req, res, next);
@@ -104,7 +107,7 @@ export async function createSiteApp(config: SiteConfig, connection: pg.ClientCon
     const indexHtml = path.join(portalDir, 'index.html');
     app.use((req: express.Request, res: express.Response, next: express.NextFunction) => {
       if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-      if (/^\/(api|metrics)(\/|$)/.test(req.path) || !req.accepts('html')) return next();
+      if (/^\/(api|metrics|dav)(\/|$)/.test(req.path) || !req.accepts('html')) return next();
       res.sendFile(indexHtml);
     });
   }

@@ -12,6 +12,7 @@ import { SITE_CONFIG, type SiteConfig } from './config/config';
 import { DatabaseModule } from './database/database.module';
 import { DATABASE_CONNECTION } from './database/sql-pool';
 import { DataModule } from './data/data.module';
+import { DavModule } from './dav/dav.module';
 import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
@@ -56,6 +57,7 @@ export class AppModule {
         PlacementModule,
         MoverModule,
         ScrubModule,
+        DavModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

@@ -99,6 +99,15 @@ export class AuthService {
     };
   }
 
+  /**
+   * The caller an API token stands for, checked as for `Authorization: Bearer` (unknown, revoked,
+   * expired, disabled account, confined to a deleted collection): for the WebDAV endpoint, where
+   * the token arrives as the password of Basic authentication.
+   */
+  principalFromToken(secret: string): Promise<Principal> {
+    return this.fromToken(secret);
+  }
+
   private async fromToken(secret: string): Promise<Principal> {
     if (!secret.startsWith(TOKEN_PREFIX)) {
       throw new DomainError(

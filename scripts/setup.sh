@@ -30,7 +30,9 @@ node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.ex
 # - rsync: the mount's tests check that a second `rsync -a` onto it sends nothing.
 # - autoconf automake libtool build-essential perl: pjdfstest, the POSIX file-system test suite the
 #   mount's tests run (built from ../shared/tools/pjdfstest below; perl's `prove` runs it).
-PACKAGES=(libstdc++6 passwd chromium libfuse-dev fuse python3 make g++ autoconf automake libtool build-essential perl rsync)
+# - litmus rclone davfs2: the WebDAV endpoint's tests (apps/api/src/dav/dav-clients.itest.ts): the
+#   litmus compliance suite, rclone's WebDAV backend, and a davfs2 mount.
+PACKAGES=(libstdc++6 passwd chromium libfuse-dev fuse python3 make g++ autoconf automake libtool build-essential perl rsync litmus rclone davfs2)
 
 missing=()
 if command -v dpkg >/dev/null; then

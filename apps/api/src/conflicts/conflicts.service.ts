@@ -469,6 +469,7 @@ export class ConflictsService implements OnModuleInit, BeforeApplicationShutdown
       if (record.kind !== 'same-name' || typeof record.detail.name !== 'string') continue;
       const found = await this.repo.contenders(record.tbl, record.detail.name, record.collection_id);
       for (const c of found) if (c.by) ids.users.push(c.by);
+      found.sort((a, b) => a.stamp - b.stamp || a.key.localeCompare(b.key));
       contests.set(
         record.id,
         found.map((c) => ({

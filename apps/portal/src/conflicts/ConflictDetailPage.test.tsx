@@ -121,7 +121,7 @@ describe('ConflictDetailPage (the conflict diff)', () => {
     const rows = within(table).getAllByRole('row').slice(1);
     expect(rows).toHaveLength(2);
     const cells = within(rows[0]!).getAllByRole('cell');
-    expect(within(rows[0]!).getByRole('rowheader').textContent).toBe('Name (differs)');
+    expect(within(rows[0]!).getByRole('rowheader').textContent).toBe('Name (differs) ≠');
     expect(cells.slice(0, 2).map((c) => c.textContent)).toEqual(['report-lsu.txt', 'report-tulane.txt']);
     expect(screen.getByText('the version from tulane')).toBeTruthy();
 
@@ -132,7 +132,7 @@ describe('ConflictDetailPage (the conflict diff)', () => {
         .getAllByRole('row')
         .slice(1)
         .map((r) => within(r).getByRole('rowheader').textContent),
-    ).toEqual(['Name (differs)', 'Type (differs)', 'Folder', 'Size', 'Checksum', 'State']);
+    ).toEqual(['Name (differs) ≠', 'Type (differs) ≠', 'Folder', 'Size', 'Checksum', 'State']);
     expect(table.textContent).not.toMatch(/trash_id|updated_at|content_type/);
   });
 

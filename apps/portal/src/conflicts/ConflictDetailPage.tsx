@@ -174,7 +174,15 @@ function Detail({
               <tr key={r.field} className={r.differs ? 'differs' : undefined}>
                 <th scope="row">
                   {r.label}
-                  {r.differs && <span className="visually-hidden"> (differs)</span>}
+                  {r.differs && (
+                    <>
+                      <span className="visually-hidden"> (differs)</span>
+                      <span aria-hidden="true" className="differs-mark">
+                        {' '}
+                        ≠
+                      </span>
+                    </>
+                  )}
                 </th>
                 {r.values.map((v, i) => (
                   <td key={c.versions[i]!.index} className={r.field === 'checksum' ? 'mono' : undefined}>

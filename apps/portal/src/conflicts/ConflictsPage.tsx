@@ -295,7 +295,7 @@ function sitesText(c: ConflictDto): string {
     c.kind === 'same-name' && c.contenders.length > 0
       ? c.contenders.map((x) => x.site)
       : c.versions.map((v) => v.site);
-  return [...new Set(sites)].join(' vs ');
+  return [...new Set(sites)].sort().join(' vs ');
 }
 
 /** Default decisions for a collection, applied after each cycle to open conflicts below it. */

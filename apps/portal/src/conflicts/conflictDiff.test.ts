@@ -114,11 +114,17 @@ describe('helpers', () => {
     expect(mergeValue(rename, { name: 0 })).toEqual({ name: 'from-lsu.txt' });
   });
 
-  it('groups conflicts about one entry, keeping the order of first appearance', () => {
-    const c = (id: string, recordId: string) => ({ id, table: 'data_objects', recordId }) as ConflictDto;
-    expect(
-      groupByEntry([c('1', 'a'), c('2', 'b'), c('3', 'a')]).map((g) => g.items.map((x) => x.id)),
-    ).toEqual([['1', '3'], ['2']]);
+  it('groups conflicts about one file (its rename and its attributes), keeping the order of first appearance', () => {
+    const c = (id: string, table: string, recordId: string, path: string | null, on: string | null = null) =>
+      ({ id, table, recordId, entry: { path, on } }) as ConflictDto;
+    const groups = groupByEntry([
+      c('1', 'data_objects', 'a', '/p/x.csv'),
+      c('2', 'data_objects', 'b', '/p/y.csv'),
+      c('3', 'metadata_triples', 't', '/p/x.csv', '/p/x.csv'),
+      c('4', 'users', 'u', null),
+      c('5', 'users', 'u', null),
+    ]);
+    expect(groups.map((g) => g.items.map((x) => x.id))).toEqual([['1', '3'], ['2'], ['4', '5']]);
   });
 
   it('describes times relative to now and the time to the deadline', () => {

@@ -137,11 +137,18 @@ export interface ConflictGroup {
   items: ConflictDto[];
 }
 
-/** Groups a page of conflicts by the entry they are about, keeping the list's order of first appearance. */
-export function groupByEntry(items: readonly ConflictDto[]): ConflictGroup[] {
+/**
+ * Groups a page of conflicts by the file or folder they are about (a rename of a file and a change of
+ * one of its attributes together; records outside the namespace by record), keeping the list's order
+ * of first appearance.
+ */
+export function groupByEntry(
+  items: readonly Pick<ConflictDto, 'table' | 'recordId' | 'entry'>[],
+): ConflictGroup[] {
   const groups = new Map<string, ConflictDto[]>();
-  for (const c of items) {
-    const key = `${c.table}:${c.recordId}`;
+  for (const c of items as ConflictDto[]) {
+    const place = c.entry.on ?? c.entry.path;
+    const key = place ? `path:${place}` : `${c.table}:${c.recordId}`;
     groups.set(key, [...(groups.get(key) ?? []), c]);
   }
   return [...groups.entries()].map(([key, list]) => ({ key, items: list }));

@@ -88,7 +88,11 @@ export function SearchPage() {
         {results.error && <ServerQueryError error={results.error} />}
         {first && (
           <p role="status" className="count">
-            {first.total === 1 ? '1 result' : `${(first.total ?? items.length).toLocaleString()} results`}
+            {first.totalIsEstimate
+              ? `about ${(first.total ?? items.length).toLocaleString()} results`
+              : first.total === 1
+                ? '1 result'
+                : `${(first.total ?? items.length).toLocaleString()} results`}
           </p>
         )}
         {results.isFetching && !results.isFetchingNextPage && <p role="status">Searching…</p>}

@@ -135,6 +135,7 @@ function registerQuery(program: Command, io: CliIO): void {
     .option('--collections', 'find collections instead of objects')
     .option('-n, --limit <n>', 'most results (default 100; 0 only counts)', intArg('--limit', 0, 100_000))
     .option('--triples', "show each result's triples (with --json)")
+    .option('--exact', 'count every match exactly (a broad result is otherwise estimated: "about N")')
     .description('find objects by metadata (docs/metadata.md has the grammar)')
     .addHelpText(
       'after',
@@ -145,7 +146,13 @@ function registerQuery(program: Command, io: CliIO): void {
         io,
         async (
           ctx: CliContext,
-          options: { scope?: string; collections?: boolean; limit?: number; triples?: boolean },
+          options: {
+            scope?: string;
+            collections?: boolean;
+            limit?: number;
+            triples?: boolean;
+            exact?: boolean;
+          },
           q: string,
         ) => {
           const service = await ctx.service();
@@ -153,6 +160,7 @@ function registerQuery(program: Command, io: CliIO): void {
           const items: MetadataHitDto[] = [];
           let cursor: string | undefined;
           let total: number | undefined;
+          let estimate = false;
           do {
             const page = await service.client.queryMetadata({
               q,
@@ -162,19 +170,23 @@ function registerQuery(program: Command, io: CliIO): void {
               cursor,
               withTriples: options.triples === true,
               count: total === undefined,
+              exact: options.exact === true,
             });
-            total ??= page.total;
+            if (total === undefined && page.total !== undefined) {
+              total = page.total;
+              estimate = page.totalIsEstimate === true;
+            }
             items.push(...page.items);
             cursor = page.nextCursor;
           } while (cursor && items.length < want);
           ctx.result(
-            { total: total ?? items.length, items },
+            { total: total ?? items.length, totalIsEstimate: estimate, items },
             () =>
               items.map((i) => `${sanitize(i.path)}${i.kind === 'collection' ? '/' : ''}\n`).join('') +
               (ctx.options.quiet
                 ? ''
                 : items.length < (total ?? 0)
-                  ? `(${items.length} of ${total} shown: raise --limit)\n`
+                  ? `(${items.length} of ${estimate ? `about ${total!.toLocaleString('en-US')}` : total} shown: raise --limit${estimate ? ', --exact for the exact count' : ''})\n`
                   : ''),
           );
         },

@@ -64,6 +64,7 @@ export function siteBanner(sites: SiteReady[]): string {
       `Tributary site "${s.siteId}" is running.`,
       `  portal    ${s.url}/`,
       `  API       ${s.url}/api/v1        docs ${s.url}/api/docs`,
+      `  WebDAV    ${s.url}/dav/          (username and an API token; docs/webdav.md)`,
       `  health    ${s.url}/api/health    metrics ${s.url}/metrics    replication ${s.url}/api/v1/replication/status`,
       `  catalog   ${s.catalog}` +
         (s.appliedMigrations ? `, applied ${s.appliedMigrations} migration(s)` : ''),

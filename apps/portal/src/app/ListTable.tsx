@@ -63,48 +63,51 @@ export function ListTable<T>({
   if (rows.length === 0 && empty !== undefined) {
     return empty === null ? null : <p className="muted">{empty}</p>;
   }
+  // The wrapper lets a wide table scroll inside itself on a narrow screen, never the page.
   return (
-    <table className={className}>
-      {caption !== undefined && (
-        <caption className={captionHidden ? 'visually-hidden' : undefined}>{caption}</caption>
-      )}
-      <thead>
-        <tr>
-          {columns.map((c) => (
-            <th key={c.id} scope="col" className={c.headerClassName}>
-              {c.headerHidden ? <span className="visually-hidden">{c.header}</span> : c.header}
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((row) => {
-          const key = rowKey(row);
-          const spanning = spanningRow?.(row);
-          if (spanning !== undefined && spanning !== null && spanning !== false) {
+    <div className="table-wrap">
+      <table className={className}>
+        {caption !== undefined && (
+          <caption className={captionHidden ? 'visually-hidden' : undefined}>{caption}</caption>
+        )}
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th key={c.id} scope="col" className={c.headerClassName}>
+                {c.headerHidden ? <span className="visually-hidden">{c.header}</span> : c.header}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row) => {
+            const key = rowKey(row);
+            const spanning = spanningRow?.(row);
+            if (spanning !== undefined && spanning !== null && spanning !== false) {
+              return (
+                <tr key={key} {...rowProps?.(row)}>
+                  <td colSpan={columns.length}>{spanning}</td>
+                </tr>
+              );
+            }
             return (
               <tr key={key} {...rowProps?.(row)}>
-                <td colSpan={columns.length}>{spanning}</td>
+                {columns.map((c) =>
+                  c.rowHeader ? (
+                    <th key={c.id} scope="row" className={c.className}>
+                      {c.cell(row)}
+                    </th>
+                  ) : (
+                    <td key={c.id} className={c.className}>
+                      {c.cell(row)}
+                    </td>
+                  ),
+                )}
               </tr>
             );
-          }
-          return (
-            <tr key={key} {...rowProps?.(row)}>
-              {columns.map((c) =>
-                c.rowHeader ? (
-                  <th key={c.id} scope="row" className={c.className}>
-                    {c.cell(row)}
-                  </th>
-                ) : (
-                  <td key={c.id} className={c.className}>
-                    {c.cell(row)}
-                  </td>
-                ),
-              )}
-            </tr>
-          );
-        })}
-      </tbody>
-    </table>
+          })}
+        </tbody>
+      </table>
+    </div>
   );
 }

@@ -61,6 +61,15 @@ export function BrowsePage() {
     enabled: activeName !== null && loadedActive === undefined && !listing.isPending,
   });
   const active = loadedActive ?? activeStat.data ?? null;
+  // Entries of this folder with an open conflict (about them or one of their attributes).
+  const conflicts = useQuery({
+    queryKey: ['conflicts', 'in', path],
+    queryFn: ({ signal }) => api.listConflicts({ status: 'open', path, limit: 100 }, signal),
+    refetchInterval: 30_000,
+  });
+  const conflicted = new Set(
+    (conflicts.data?.items ?? []).flatMap((c) => [c.entry.path, c.entry.on].filter((x) => x !== null)),
+  );
 
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['children'] });
   const move = useMutation({
@@ -119,7 +128,7 @@ export function BrowsePage() {
   }
 
   return (
-    <div className="browse">
+    <div className={active ? 'browse with-details' : 'browse'}>
       <aside className="tree-pane" aria-label="Folders">
         <FolderTree current={path} onDropPaths={moveInto} />
       </aside>
@@ -161,6 +170,7 @@ export function BrowsePage() {
               order={order}
               selected={selected}
               activeName={activeName}
+              conflicted={conflicted}
               loadingMore={listing.isFetching}
               onShowRows={listing.showRows}
               onSort={(s) =>
@@ -356,6 +366,8 @@ function EntryTable(props: {
   order: 'asc' | 'desc';
   selected: Set<string>;
   activeName: string | null;
+  /** Paths of entries with an open conflict. */
+  conflicted: ReadonlySet<string>;
   loadingMore: boolean;
   /** The rows in view changed: load their pages. */
   onShowRows: (start: number, end: number) => void;
@@ -461,9 +473,10 @@ function EntryTable(props: {
   }
 
   const allSelected = loaded.length > 0 && loaded.every((e) => selected.has(e.path));
-  const sortHeader = (key: Sort, label: string) => (
+  const sortHeader = (key: Sort, label: string, className?: string) => (
     <th
       scope="col"
+      className={className}
       aria-sort={props.sort === key ? (props.order === 'asc' ? 'ascending' : 'descending') : 'none'}
     >
       <button type="button" className="sort" onClick={() => props.onSort(key)}>
@@ -506,10 +519,16 @@ function EntryTable(props: {
             </th>
             {sortHeader('name', 'Name')}
             {sortHeader('size', 'Size')}
-            <th scope="col">Owner</th>
-            {sortHeader('modified', 'Modified')}
-            <th scope="col">Site</th>
-            <th scope="col">Replicas</th>
+            <th scope="col" className="col-owner">
+              Owner
+            </th>
+            {sortHeader('modified', 'Modified', 'col-modified')}
+            <th scope="col" className="col-site" title="The site holding the bytes">
+              Site
+            </th>
+            <th scope="col" className="col-replicas" title="How many sites hold a copy">
+              Copies
+            </th>
             <th scope="col">
               <span className="visually-hidden">Actions</span>
             </th>
@@ -536,6 +555,7 @@ function EntryTable(props: {
                 index={index}
                 selected={selected.has(entry.path)}
                 active={props.activeName === entry.name}
+                conflicted={props.conflicted.has(entry.path)}
                 renaming={renaming === entry.path}
                 dragPaths={selected.has(entry.path) ? [...selected] : [entry.path]}
                 tabStop={index === Math.min(current, total - 1)}
@@ -573,6 +593,7 @@ function Row({
   renaming,
   dragPaths,
   tabStop,
+  conflicted,
   onFocus,
   onKeyDown,
   onToggle,
@@ -588,6 +609,7 @@ function Row({
   renaming: boolean;
   dragPaths: string[];
   tabStop: boolean;
+  conflicted: boolean;
   onFocus: () => void;
   onKeyDown: (e: KeyboardEvent<HTMLTableRowElement>) => void;
   onToggle: () => void;
@@ -624,14 +646,26 @@ function Row({
         {renaming ? (
           <RenameForm entry={entry} onDone={onRenameDone} />
         ) : isCollection ? (
-          <Link to={browseHref(entry.path)} tabIndex={-1}>
+          <Link to={browseHref(entry.path)} tabIndex={-1} title={entry.name}>
             <FolderIcon />
             {entry.name}
           </Link>
         ) : (
-          <button type="button" className="link" tabIndex={-1} onClick={onOpen}>
+          <button type="button" className="link" tabIndex={-1} onClick={onOpen} title={entry.name}>
+            <FileIcon name={entry.name} link={entry.kind === 'symlink'} />
             {entry.name}
           </button>
+        )}
+        {conflicted && !renaming && (
+          <Link
+            to={`/conflicts?path=${encodeURIComponent(entry.path)}`}
+            className="conflict-mark"
+            tabIndex={-1}
+            aria-label={`${entry.name} has an open conflict`}
+            title="An open conflict between sites: see and decide it"
+          >
+            conflict
+          </Link>
         )}
         {entry.kind === 'symlink' && !renaming && (
           <span className="link-target" title="Symbolic link: its target, as written (not followed)">
@@ -641,10 +675,12 @@ function Row({
         )}
       </td>
       <td className="num">{entry.kind === 'object' ? formatBytes(entry.size) : '—'}</td>
-      <td>{entry.owner}</td>
-      <td>{formatDateTime(entry.modifiedAt)}</td>
-      <td>{entry.site ?? '—'}</td>
-      <td className="num">{isCollection ? '—' : entry.replicaCount}</td>
+      <td className="col-owner">{entry.owner}</td>
+      <td className="col-modified">
+        <time dateTime={entry.modifiedAt}>{formatDateTime(entry.modifiedAt)}</time>
+      </td>
+      <td className="col-site">{entry.site ?? '—'}</td>
+      <td className="num col-replicas">{isCollection ? '—' : entry.replicaCount}</td>
       <td>
         <div className="actions">
           <button type="button" onClick={onRename} aria-label={`Rename ${entry.name}`} tabIndex={-1}>
@@ -663,6 +699,42 @@ function Row({
         </div>
       </td>
     </tr>
+  );
+}
+
+/** Kinds of files people tell apart at a glance, by the name's extension. */
+const FILE_KINDS: Array<[RegExp, string, string]> = [
+  [/\.(csv|tsv|xlsx?|parquet)$/i, 'table', 'M2 2h12v12H2zM2 6h12M2 10h12M6 2v12'],
+  [
+    /\.(json|ya?ml|toml|xml)$/i,
+    'structured text',
+    'M6 2C4 2 5 7 3 8c2 1 1 6 3 6M10 2c2 0 1 5 3 6-2 1-1 6-3 6',
+  ],
+  [/\.(png|jpe?g|gif|webp|svg|tiff?)$/i, 'image', 'M2 3h12v10H2zM2 11l4-4 3 3 2-2 3 3'],
+  [
+    /\.(fits?|fts|h5|hdf5?|nc|zarr)$/i,
+    'scientific data',
+    'M8 1l6 3.5v7L8 15l-6-3.5v-7zM2 4.5 8 8l6-3.5M8 8v7',
+  ],
+  [/\.(tar|gz|tgz|zip|bz2|xz|7z|zst)$/i, 'archive', 'M3 2h10v12H3zM8 2v2M8 5v2M8 8v2'],
+  [/\.(txt|md|log|rst)$/i, 'text', 'M3 2h7l3 3v9H3zM5 7h6M5 9.5h6M5 12h4'],
+  [/\.(py|r|jl|m|c|h|cpp|rs|go|js|ts|sh|ipynb)$/i, 'code', 'M6 4 2 8l4 4M10 4l4 4-4 4'],
+];
+
+/** An icon for the kind of file, from its name (a generic page for the rest). */
+function FileIcon({ name, link }: { name: string; link: boolean }) {
+  const [, kind, d] = FILE_KINDS.find(([re]) => re.test(name)) ?? [null, 'file', 'M3 2h7l3 3v9H3zM10 2v3h3'];
+  return (
+    <svg
+      className={`file-icon file-${kind.replace(/ /g, '-')}`}
+      width="16"
+      height="16"
+      viewBox="0 0 16 16"
+      aria-hidden="true"
+    >
+      <title>{link ? `link to ${kind}` : kind}</title>
+      <path d={d} />
+    </svg>
   );
 }
 

@@ -58,7 +58,7 @@ function Node({
         >
           {expanded ? '▾' : '▸'}
         </button>
-        <Link to={browseHref(path)} aria-current={current === path ? 'page' : undefined}>
+        <Link to={browseHref(path)} aria-current={current === path ? 'page' : undefined} title={path}>
           {name}
         </Link>
       </div>

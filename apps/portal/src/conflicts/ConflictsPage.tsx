@@ -191,94 +191,90 @@ export function ConflictsPage() {
           Conflicts about the same entry are listed together, the first of them named; “↳” marks the others.
         </p>
       )}
-      <div className="table-wrap">
-        <ListTable
-          className="list conflict-list"
-          rows={ordered}
-          rowKey={(c) => c.id}
-          rowProps={(c) => ({
-            'data-testid': 'conflict-row',
-            className: follows.has(c.id) ? 'grouped' : undefined,
-          })}
-          empty={null}
-          columns={[
-            {
-              id: 'select',
-              header: (
-                <input
-                  type="checkbox"
-                  aria-label="Select all decidable conflicts"
-                  checked={
-                    items.some((c) => c.canDecide) &&
-                    items.filter((c) => c.canDecide).every((c) => selected.has(c.id))
-                  }
-                  onChange={(e) =>
-                    setSelected(
-                      e.target.checked
-                        ? new Set(items.filter((c) => c.canDecide).map((c) => c.id))
-                        : new Set(),
-                    )
-                  }
-                />
-              ),
-              headerClassName: 'check',
-              className: 'check',
-              cell: (c) => (
-                <input
-                  type="checkbox"
-                  aria-label={`Select conflict about ${c.entry.label}`}
-                  disabled={!c.canDecide}
-                  checked={selected.has(c.id)}
-                  onChange={() =>
-                    setSelected((prev) => {
-                      const next = new Set(prev);
-                      if (next.has(c.id)) next.delete(c.id);
-                      else next.add(c.id);
-                      return next;
-                    })
-                  }
-                />
-              ),
-            },
-            {
-              id: 'what',
-              header: 'About',
-              className: 'wrap',
-              cell: (c) => (
-                <>
-                  {follows.has(c.id) && <span aria-hidden="true">↳ </span>}
-                  <Link to={`/conflicts/${c.id}`} title={c.entry.path ?? undefined}>
-                    {c.entry.label}
-                  </Link>
-                  {c.entry.path && c.entry.type !== 'attribute' && (
-                    <div className="muted small ellipsis" title={c.entry.path}>
-                      {c.entry.path}
-                    </div>
-                  )}
-                  {c.involvesMe && <span className="badge badge-mine small"> you</span>}
-                </>
-              ),
-            },
-            {
-              id: 'changed',
-              header: 'What changed',
-              className: 'wrap',
-              cell: (c) => (
-                <>
-                  <span className="kind-tag">{KIND_TEXT[c.kind]}</span> {c.story}
-                </>
-              ),
-            },
-            { id: 'sites', header: 'Sites', cell: (c) => sitesText(c) },
-            {
-              id: 'status',
-              header: 'Decide within',
-              cell: (c) =>
-                c.status === 'open' ? deadlineText(c.deadline, now).replace(' left', '') : c.status,
-            },
-          ]}
-        />
-      </div>
+      <ListTable
+        className="list conflict-list"
+        rows={ordered}
+        rowKey={(c) => c.id}
+        rowProps={(c) => ({
+          'data-testid': 'conflict-row',
+          className: follows.has(c.id) ? 'grouped' : undefined,
+        })}
+        empty={null}
+        columns={[
+          {
+            id: 'select',
+            header: (
+              <input
+                type="checkbox"
+                aria-label="Select all decidable conflicts"
+                checked={
+                  items.some((c) => c.canDecide) &&
+                  items.filter((c) => c.canDecide).every((c) => selected.has(c.id))
+                }
+                onChange={(e) =>
+                  setSelected(
+                    e.target.checked ? new Set(items.filter((c) => c.canDecide).map((c) => c.id)) : new Set(),
+                  )
+                }
+              />
+            ),
+            headerClassName: 'check',
+            className: 'check',
+            cell: (c) => (
+              <input
+                type="checkbox"
+                aria-label={`Select conflict about ${c.entry.label}`}
+                disabled={!c.canDecide}
+                checked={selected.has(c.id)}
+                onChange={() =>
+                  setSelected((prev) => {
+                    const next = new Set(prev);
+                    if (next.has(c.id)) next.delete(c.id);
+                    else next.add(c.id);
+                    return next;
+                  })
+                }
+              />
+            ),
+          },
+          {
+            id: 'what',
+            header: 'About',
+            className: 'wrap',
+            cell: (c) => (
+              <>
+                {follows.has(c.id) && <span aria-hidden="true">↳ </span>}
+                <Link to={`/conflicts/${c.id}`} title={c.entry.path ?? undefined}>
+                  {c.entry.label}
+                </Link>
+                {c.entry.path && c.entry.type !== 'attribute' && (
+                  <div className="muted small ellipsis" title={c.entry.path}>
+                    {c.entry.path}
+                  </div>
+                )}
+                {c.involvesMe && <span className="badge badge-mine small"> you</span>}
+              </>
+            ),
+          },
+          {
+            id: 'changed',
+            header: 'What changed',
+            className: 'wrap',
+            cell: (c) => (
+              <>
+                <span className="kind-tag">{KIND_TEXT[c.kind]}</span> {c.story}
+              </>
+            ),
+          },
+          { id: 'sites', header: 'Sites', cell: (c) => sitesText(c) },
+          {
+            id: 'status',
+            header: 'Decide within',
+            cell: (c) =>
+              c.status === 'open' ? deadlineText(c.deadline, now).replace(' left', '') : c.status,
+          },
+        ]}
+      />
       {list.hasNextPage && (
         <button type="button" onClick={() => void list.fetchNextPage()}>
           More

@@ -1,4 +1,4 @@
-import { All, Controller, Logger, Req, Res } from '@nestjs/common';
+import { All, Controller, Logger, Options, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { ErrorCode } from '@tributary/shared';
 import type { Request, Response } from 'express';
@@ -35,6 +35,15 @@ export class DavController {
     private readonly dav: DavService,
     private readonly auth: DavAuth,
   ) {}
+
+  /**
+   * Windows' WebDAV redirector asks the server's root with OPTIONS before it maps a drive, whatever
+   * the URL's path: tell it WebDAV is here.
+   */
+  @Options()
+  root(@Res() res: Response): void {
+    this.dav.options(res);
+  }
 
   @All(['dav', 'dav/*path'])
   async handle(@Req() req: Request, @Res() res: Response): Promise<void> {

@@ -224,7 +224,7 @@ describe('WebDAV: methods', () => {
   });
 
   it('refuses PROPFIND at depth infinity, or without Depth, with propfind-finite-depth', async () => {
-    for (const headers of [{ depth: 'infinity' }, {}]) {
+    for (const headers of [{ depth: 'infinity' }, {}] as Record<string, string>[]) {
       const res = expectDav(await dav('PROPFIND', `${base()}/`, { headers }), 403);
       expect(res.text).toContain('<D:propfind-finite-depth/>');
     }

@@ -425,9 +425,19 @@ export class DavService {
         `cannot ${move ? 'move' : 'copy'} ${r.path} into itself (${destination})`,
       );
     }
+    if (isWithin(r.path, destination)) {
+      throw new DavError(
+        409,
+        ErrorCode.MoveIntoItself,
+        `${destination} holds ${r.path}; it cannot be replaced by what it holds`,
+      );
+    }
     const source = await this.stat(r.principal, r.path);
+    // MOVE of a collection is always of all of it (RFC 4918 section 9.9.2).
     const depth =
-      source.kind === 'collection' && !move ? depthOf(r.req, ['0', 'infinity'], 'infinity') : 'infinity';
+      source.kind !== 'collection'
+        ? 'infinity'
+        : depthOf(r.req, move ? ['infinity'] : ['0', 'infinity'], 'infinity');
     const existing = await this.find(r.principal, destination);
     if (existing && !overwrite) {
       throw new DavError(412, DavCode.DestinationExists, `${destination} exists and Overwrite is F`);

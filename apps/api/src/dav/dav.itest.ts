@@ -234,6 +234,16 @@ describe('WebDAV: methods', () => {
     expectDav(await dav('PUT', `${base()}/no/such/parent.txt`, { body: 'x' }), 409);
     expectDav(await dav('MKCOL', `${base()}/no/such`), 409);
     expectDav(await dav('MKCOL', base()), 405);
+    // Onto itself or what holds it.
+    expectDav(await dav('MKCOL', `${base()}/inner`), 201);
+    expectDav(
+      await dav('MOVE', `${base()}/inner`, { headers: { destination: `${base()}/inner/deeper` } }),
+      409,
+    );
+    expectDav(await dav('MOVE', `${base()}/inner`, { headers: { destination: base() } }), 409);
+    expectDav(await dav('COPY', `${base()}/inner`, { headers: { destination: `${base()}/inner` } }), 403);
+    // Windows asks the server's root before mapping a drive.
+    expect(expectDav(await dav('OPTIONS', '/', { auth: null }), 200).headers.get('dav')).toBe('1, 2');
     const bad = expectDav(await propfind(`${base()}/`, '0', '<D:propfind xmlns:D="DAV:"><D:prop>'), 400);
     expect(bad.text).toContain('XML_INVALID');
     const doctype = '<!DOCTYPE x [<!ENTITY a "b">]><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>';

@@ -52,7 +52,7 @@ interface Reply<T = unknown> {
 }
 
 /** A caller of the API: a session (cookie and CSRF token) or a bearer token. */
-class Client {
+export class Client {
   constructor(
     private readonly baseUrl: string,
     private readonly headers: Record<string, string>,
@@ -120,7 +120,7 @@ async function timedRuns(runs: number, call: () => Promise<unknown>): Promise<nu
 }
 
 /** Builds the catalog in SQL: collections, objects, triples (in batches, triggers on, capture off). */
-async function build(site: BenchSite, admin: Client, sql: pg.Client, objects: number): Promise<void> {
+export async function build(site: BenchSite, admin: Client, sql: pg.Client, objects: number): Promise<void> {
   const collections = Math.ceil(objects / PER_COLLECTION);
   const paths = Array.from({ length: collections }, (_, j) =>
     j === 1 ? `${BASE}/g1/deep/a/b/c1` : `${BASE}/g${j % 10}/c${j}`,

@@ -39,6 +39,11 @@ export interface Areas {
    * sees every object in scope.
    */
   granted: string[] | null;
+  /**
+   * With `granted`: the objects granted to the caller or their groups one by one, when there are at
+   * most 10,000 of them (null: more, checked per object in `permissions`).
+   */
+  direct?: string[] | null;
 }
 
 /** A total and whether it was estimated from a sample (docs/metadata.md, "Broad queries"). */
@@ -103,7 +108,12 @@ export class MetadataQueryRepository {
    * FROM and WHERE of the entries that are live, in scope, visible to the caller and match the
    * condition. `e` is the entry (a data object or a collection).
    */
-  private filter(spec: QuerySpec, params: SqlParams, from = `${tableOf(spec.kind)} e`): string {
+  private filter(
+    spec: QuerySpec,
+    params: SqlParams,
+    from = `${tableOf(spec.kind)} e`,
+    probes = false,
+  ): string {
     const col = spec.kind === 'object' ? 'object_id' : 'collection_id';
     const where: string[] = ['e.trash_id = 0'];
     const v = spec.visibility;
@@ -115,12 +125,15 @@ export class MetadataQueryRepository {
       } else {
         const user = params.add(v.userId.toString());
         const groups = (v.groupIds.length ? v.groupIds : [0n]).map(String);
-        const own = `(e.owner_id = ${user} OR EXISTS (SELECT 1 FROM permissions p WHERE p.object_id = e.id AND (p.user_id = ${user} OR p.group_id = ANY(${params.add(groups, '::bigint[]')})) AND p.level >= ${params.add(v.level)}::"PermissionLevel"))`;
+        const granted = areas.direct
+          ? `e.id = ANY(${params.add(areas.direct, '::bigint[]')})`
+          : `EXISTS (SELECT 1 FROM permissions p WHERE p.object_id = e.id AND (p.user_id = ${user} OR p.group_id = ANY(${params.add(groups, '::bigint[]')})) AND p.level >= ${params.add(v.level)}::"PermissionLevel")`;
+        const own = `(e.owner_id = ${user} OR ${granted})`;
         where.push(
           `(e.collection_id = ANY(${params.add(areas.granted, '::bigint[]')}) OR ${inScope ? `(${inScope} AND ${own})` : own})`,
         );
       }
-      if (spec.where) where.push(new ConditionCompiler(params, col).predicate(spec.where, 'e.id'));
+      if (spec.where) where.push(new ConditionCompiler(params, col, probes).predicate(spec.where, 'e.id'));
       return `FROM ${from} WHERE ${where.join(' AND ')}`;
     }
     // Path conditions on the collection holding an object, or on the collection itself.
@@ -173,15 +186,26 @@ export class MetadataQueryRepository {
     const wholeScope = v.all || v.roots.some((r) => isWithin(top, r));
     const grantedRoots = wholeScope ? [] : v.roots.filter((r) => isWithin(r, top));
     if (top === '/' && wholeScope) return { ...spec, areas: { scope: null, granted: null } };
-    const { rows } = await this.sql.pool.query<{ scope: string[] | null; granted: string[] | null }>(
+    const groups = (v.groupIds.length ? v.groupIds : [0n]).map(String);
+    const { rows } = await this.sql.pool.query<{
+      scope: string[] | null;
+      granted: string[] | null;
+      direct: string[] | null;
+      many: boolean;
+    }>(
       `WITH RECURSIVE s(id) AS (
          SELECT id FROM collections WHERE trash_id = 0 AND path = $1 AND $1 <> '/'
          UNION ALL SELECT c.id FROM collections c JOIN s ON c.parent_id = s.id WHERE c.trash_id = 0),
        g(id) AS (
          SELECT id FROM collections WHERE trash_id = 0 AND path = ANY($2::text[])
          UNION ALL SELECT c.id FROM collections c JOIN g ON c.parent_id = g.id WHERE c.trash_id = 0)
-       SELECT (SELECT array_agg(id) FROM s) AS scope, (SELECT array_agg(id) FROM g) AS granted`,
-      [top, grantedRoots],
+       SELECT (SELECT array_agg(id) FROM s) AS scope, (SELECT array_agg(id) FROM g) AS granted,
+              d.direct, coalesce(cardinality(d.direct), 0) > 10000 AS many
+         FROM (SELECT array_agg(object_id) AS direct FROM (
+                 SELECT DISTINCT p.object_id FROM permissions p
+                  WHERE $3 AND p.object_id IS NOT NULL AND (p.user_id = $4 OR p.group_id = ANY($5::bigint[]))
+                    AND p.level >= $6::"PermissionLevel" LIMIT 10001) x) d`,
+      [top, grantedRoots, !wholeScope, v.userId.toString(), groups, v.level],
     );
     const r = rows[0]!;
     return {
@@ -189,12 +213,32 @@ export class MetadataQueryRepository {
       areas: {
         scope: top === '/' ? null : (r.scope ?? []),
         granted: wholeScope ? null : (r.granted ?? []),
+        direct: wholeScope || r.many ? null : (r.direct ?? []),
       },
     };
   }
 
+  /**
+   * Objects walked in name order before a page gives up on the walk (`walkedByName`); at least 20
+   * times the page's size.
+   */
+  walkLimit = 2_000;
+
   async page(spec: QuerySpec): Promise<QueryHit[]> {
     if (spec.limit === 0) return [];
+    if (spec.kind === 'object' && spec.sort === 'name' && spec.where && spec.areas) {
+      const walked = await this.pageFrom(spec, true);
+      if (walked) return walked;
+    }
+    return (await this.pageFrom(spec, false))!;
+  }
+
+  /**
+   * The page from the walk in name order (`walk`; null when the walk ended before the page was
+   * full, so the matches are sparse and the other way is the better one) or from the terms or the
+   * planner's choice.
+   */
+  private async pageFrom(spec: QuerySpec, walk: boolean): Promise<QueryHit[] | null> {
     const params = new SqlParams();
     const sort = SORT_EXPR[spec.kind][spec.sort];
     const dir = spec.order === 'asc' ? 'ASC' : 'DESC';
@@ -208,31 +252,72 @@ export class MetadataQueryRepository {
         ? `(SELECT CASE WHEN c.path = '/' THEN '/' ELSE c.path || '/' END FROM collections c WHERE c.id = e.collection_id) || e.name`
         : 'e.path';
     const sizeExpr = spec.kind === 'object' ? 'e.size' : '0::bigint';
+    const walkLimit = Math.max(this.walkLimit, 20 * spec.limit);
     // The sort and the limit on the entry's id and sort key alone (for objects sorted by name an
     // index-only lookup per match, or the terms rows' names), then the page's other columns for its
     // rows only.
+    const ctes = walk
+      ? this.walkedByName(spec, params, dir, keyset, walkLimit)
+      : (this.sortedByTerms(spec, params, dir, keyset) ?? this.sortedByEntry(spec, params, dir, keyset));
+    const columns = `e.id, e.name, ${pathExpr} AS path, ${sizeExpr} AS size, e.updated_at, p.sort_value`;
     const { rows } = await this.sql.pool.query<{
-      id: string;
+      id: string | null;
       name: string;
       path: string;
       size: string;
       updated_at: Date;
       sort_value: string;
+      walked?: string;
     }>(
-      `${this.sortedByTerms(spec, params, dir, keyset) ?? this.sortedByEntry(spec, params, dir, keyset)}
-       SELECT e.id, e.name, ${pathExpr} AS path, ${sizeExpr} AS size, e.updated_at, p.sort_value
+      walk
+        ? `${ctes}
+       SELECT k.walked, ${columns}
+         FROM (SELECT count(*) AS walked FROM w) k
+         LEFT JOIN (p JOIN data_objects e ON e.id = p.id) ON true
+        ORDER BY p.sort_key ${dir}, p.id ${dir}`
+        : `${ctes}
+       SELECT ${columns}
          FROM p JOIN ${tableOf(spec.kind)} e ON e.id = p.id
         ORDER BY p.sort_key ${dir}, p.id ${dir}`,
       params.values,
     );
-    return rows.map((r) => ({
-      id: BigInt(r.id),
+    const hits = rows.filter((r) => r.id !== null);
+    if (walk && hits.length < spec.limit && Number(rows[0]!.walked) >= walkLimit) return null;
+    return hits.map((r) => ({
+      id: BigInt(r.id!),
       name: r.name,
       path: r.path,
       size: BigInt(r.size),
       updatedAt: r.updated_at,
       sortValue: r.sort_value,
     }));
+  }
+
+  /**
+   * `WITH w, p(id, sort_key, sort_value)`: the first `walkLimit` objects the caller may read in scope,
+   * in name order (an index-only walk of (trash_id, name, id, collection_id, owner_id), or for a small
+   * scope its objects sorted), each then probed for the condition in that order until the page is
+   * full. When a good share of the scope matches, a page costs about a page's worth of probes however
+   * many objects match, where collecting every match to sort them grows with the matches (issue 34).
+   * Which of the two to take is not left to the planner: its estimate of how many objects match a
+   * number range mixes every attribute's numbers, and a scope's matches are often not a random share
+   * of the catalog's.
+   */
+  private walkedByName(
+    spec: QuerySpec,
+    params: SqlParams,
+    dir: string,
+    keyset: Keyset,
+    walkLimit: number,
+  ): string {
+    const scoped: QuerySpec = { ...spec, where: null };
+    const probes = new ConditionCompiler(params, 'object_id', true).predicate(spec.where!, 'w.id');
+    return `WITH w AS MATERIALIZED (
+       SELECT e.id, e.name ${this.filter(scoped, params)}${keyset('e.name', 'e.id')}
+        ORDER BY e.name ${dir}, e.id ${dir} LIMIT ${params.add(walkLimit)}),
+     p AS (
+       SELECT w.id, w.name AS sort_key, w.name AS sort_value FROM w WHERE ${probes}
+        ORDER BY w.name ${dir}, w.id ${dir} LIMIT ${params.add(spec.limit)})`;
   }
 
   /** `WITH p(id, sort_key, sort_value)`: the page's entries, sorted and limited in the entries' table. */
@@ -381,69 +466,66 @@ export class MetadataQueryRepository {
   }
 
   /**
-   * Matches counted exactly before a total is estimated instead (docs/metadata.md, "Broad
-   * queries"): counting a match costs a probe or two, so this bounds the exact count's time. A
-   * property so tests can lower it.
+   * Above this many matches (as a sample estimates them) a total is an estimate unless the exact
+   * one is asked for (docs/metadata.md, "Broad queries"): counting a match costs a probe or two, so
+   * this bounds an exact count's time. A property so tests can lower it.
    */
   exactLimit = 5_000;
   /** About how many objects a sample reads (a fraction of `data_objects`' pages). */
-  sampleRows = 10_000;
+  sampleRows = 5_000;
+  /** Scopes with at most this many readable objects (estimated) are counted by probing each. */
+  probeScopeLimit = 20_000;
   private tableRows: { rows: number; at: number } | null = null;
-
-  /**
-   * The total as `count: true` gives it: exact when at most `exactLimit` entries match (counted
-   * with a limit, so a broad result costs no more than that), otherwise null: the caller estimates
-   * it from a sample (`sample`). The count and the limit run in one statement over the same filter
-   * as the page.
-   */
-  async cappedCount(spec: QuerySpec): Promise<number | null> {
-    const params = new SqlParams();
-    const { rows } = await this.sql.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM (SELECT 1 ${this.filter(spec, params)} LIMIT ${params.add(this.exactLimit + 1)}) x`,
-      params.values,
-    );
-    const n = Number(rows[0]!.n);
-    return n > this.exactLimit ? null : n;
-  }
 
   /**
    * The total and the facets of an object query estimated from a random sample of the catalog:
    * `TABLESAMPLE SYSTEM` reads a fraction of `data_objects`' pages (about `sampleRows` objects),
-   * the query's whole filter (liveness, scope, visibility, condition) picks the matches among
-   * them, and their counts are scaled by the fraction, as a search engine's sampled aggregations
-   * are. The sample's pages are chosen by a seed taken from the query, so asking again (the next
-   * page) gives the same figures while the catalog is unchanged. `atLeast` is what the capped
-   * count proved. Only readable, live objects are in the sample, so nothing else is counted.
+   * the query's filter picks those the caller may read in scope, each is probed for the condition,
+   * and the counts are scaled by the fraction, as a search engine's sampled aggregations are. Also
+   * how many objects the caller may read in scope (`readable`), which decides how an exact count
+   * runs. The pages are chosen by a seed taken from the query, so asking again (the next page) gives
+   * the same figures while the catalog is unchanged. Only readable, live objects are in the sample, so
+   * nothing else is counted. A fraction of 1 (a small catalog) reads every page: exact figures.
    */
   async sample(
     spec: QuerySpec,
     attributes: string[],
     limit: number,
-    atLeast: number,
-  ): Promise<SampledResult> {
+  ): Promise<SampledResult & { readable: number }> {
     const fraction = Math.min(1, this.sampleRows / Math.max(1, await this.objectRows()));
     const params = new SqlParams();
     const percent = params.add(fraction * 100, '::float4');
     const seed = params.add(seedOf(JSON.stringify([spec.where, spec.scope, spec.areas ?? null])), '::float8');
     const from = `data_objects e TABLESAMPLE SYSTEM (${percent}) REPEATABLE (${seed})`;
-    const filter = this.filter(spec, params, from);
-    const attrs = params.add(attributes, '::text[]');
+    const readable = this.filter({ ...spec, where: null }, params, from);
+    const condition = spec.where
+      ? new ConditionCompiler(params, 'object_id', true).predicate(spec.where, 'r.id')
+      : 'true';
+    // The facets' triples are looked up per sampled match (a probe of the (object_id, attribute)
+    // index), not joined: the sample is small and the attributes' triples are many.
+    const facetPart = attributes.length
+      ? `UNION ALL
+       SELECT f.attribute, f.value_type, min(f.value), count(*) FROM s
+        CROSS JOIN LATERAL (SELECT f.attribute, f.value_type, f.value, f.num, f.time FROM metadata_triples f
+                             WHERE f.object_id = s.id AND f.attribute = ANY(${params.add(attributes, '::text[]')}) OFFSET 0) f
+        GROUP BY f.attribute, f.value_type, CASE WHEN f.value_type = 'text' THEN f.value END, f.num, f.time`
+      : '';
     const { rows } = await this.sql.pool.query<{
       attribute: string | null;
       type: MetadataValueType | null;
       value: string | null;
       n: string;
     }>(
-      `WITH s AS MATERIALIZED (SELECT e.id ${filter})
-       SELECT NULL AS attribute, NULL AS type, NULL AS value, count(*) AS n FROM s
-       UNION ALL
-       SELECT f.attribute, f.value_type, min(f.value), count(DISTINCT f.object_id) FROM s
-         JOIN metadata_triples f ON f.object_id = s.id AND f.attribute = ANY(${attrs})
-        GROUP BY f.attribute, f.value_type, CASE WHEN f.value_type = 'text' THEN f.value END, f.num, f.time`,
+      `WITH r AS MATERIALIZED (SELECT e.id ${readable}),
+       s AS MATERIALIZED (SELECT r.id FROM r WHERE ${condition})
+       SELECT NULL AS attribute, 'readable' AS type, NULL AS value, count(*) AS n FROM r
+       UNION ALL SELECT NULL, 'matches', NULL, count(*) FROM s
+       ${facetPart}`,
       params.values,
     );
     const scale = (n: number): number => (fraction >= 1 ? n : Math.round(n / fraction));
-    const hits = Number(rows.find((r) => r.attribute === null)!.n);
+    const count = (type: string): number =>
+      Number(rows.find((r) => r.attribute === null && r.type === type)!.n);
     const facets = new Map<string, FacetCount[]>(attributes.map((a) => [a, []]));
     for (const r of rows) {
       if (r.attribute === null) continue;
@@ -459,16 +541,53 @@ export class MetadataQueryRepository {
       facets.set(a, list.slice(0, limit));
     }
     return {
-      total: { n: fraction >= 1 ? hits : Math.max(atLeast, scale(hits)), estimate: fraction < 1 },
+      total: { n: scale(count('matches')), estimate: fraction < 1 },
       facets,
+      readable: scale(count('readable')),
     };
   }
 
   /**
-   * The total (when `count`) and the facets of a query: exact when that is cheap (at most
-   * `exactLimit` matches, or a facet the kept counts answer) or when `exact` is asked for;
-   * otherwise estimated from a sample (`sample`) and marked so. Collections are counted exactly
-   * (there are far fewer of them than objects).
+   * The exact total of an object query whose scope holds few readable objects (`probeScopeLimit`):
+   * each is probed for the condition, rather than each match of the condition in the catalog being
+   * probed for the scope (a common value in a small scope). The planner cannot weigh the two: its
+   * estimates of a range's matches mix every attribute's numbers.
+   */
+  private async countInScope(spec: QuerySpec): Promise<number> {
+    const params = new SqlParams();
+    const readable = this.filter({ ...spec, where: null }, params);
+    const condition = spec.where
+      ? new ConditionCompiler(params, 'object_id', true).predicate(spec.where, 'r.id')
+      : 'true';
+    const { rows } = await this.sql.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM (SELECT e.id ${readable} OFFSET 0) r WHERE ${condition}`,
+      params.values,
+    );
+    return Number(rows[0]!.n);
+  }
+
+  /**
+   * How many triples of the whole catalog match the condition, counted from its indexes alone up to
+   * `cap + 1` (an object with two matching values counts twice): whether the exact count should
+   * start from the matches or from the scope.
+   */
+  private async matchesUpTo(where: Condition, cap: number): Promise<number> {
+    const params = new SqlParams();
+    const ids = new ConditionCompiler(params, 'object_id').idSet(where);
+    const { rows } = await this.sql.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM (${ids} LIMIT ${params.add(cap + 1)}) m`,
+      params.values,
+    );
+    return Number(rows[0]!.n);
+  }
+
+  /**
+   * The total (when `count`) and the facets of a query. A sample (`sample`) comes first: when it
+   * estimates more than `exactLimit` matches, its figures are the answer, marked as estimates; when
+   * fewer, the exact total (probing each readable object of a small scope, else as the page's filter
+   * does) and exact facets. `exact` asks for the exact figures whatever they cost; facets the kept
+   * counts answer (every object, no condition, a caller who sees everything) are always exact.
+   * Collections are counted exactly (there are far fewer of them than objects).
    */
   async summary(
     spec: QuerySpec,
@@ -477,34 +596,34 @@ export class MetadataQueryRepository {
     const exactFacets = (): Promise<FacetCount[][]> =>
       Promise.all(want.facets.map((a) => this.facet(spec, a, want.facetLimit)));
     const kept = isUnrestricted(spec) && !spec.where && spec.kind === 'object';
-    if (want.exact || spec.kind !== 'object' || (!want.count && (kept || !want.facets.length))) {
+    const exactly = async (readable: number | null): Promise<{ total?: Total; facets: FacetCount[][] }> => {
       const [n, facets] = await Promise.all([
-        want.count ? this.count(spec) : Promise.resolve(undefined),
+        !want.count
+          ? Promise.resolve(undefined)
+          : readable !== null && spec.areas && spec.where && readable <= this.probeScopeLimit
+            ? this.matchesUpTo(spec.where, readable).then((m) =>
+                m > readable ? this.countInScope(spec) : this.count(spec),
+              )
+            : this.count(spec),
         exactFacets(),
       ]);
-      return {
-        ...(n === undefined ? {} : { total: { n, estimate: false } }),
-        facets,
-        facetsAreEstimates: false,
-      };
+      return { ...(n === undefined ? {} : { total: { n, estimate: false } }), facets };
+    };
+    if (want.exact || spec.kind !== 'object' || (!want.count && (kept || !want.facets.length))) {
+      return { ...(await exactly(null)), facetsAreEstimates: false };
     }
-    const capped = await this.cappedCount(spec);
-    if (capped !== null) {
-      const facets = await exactFacets();
-      return {
-        ...(want.count ? { total: { n: capped, estimate: false } } : {}),
-        facets,
-        facetsAreEstimates: false,
-      };
+    const sampled = await this.sample(spec, kept ? [] : want.facets, want.facetLimit);
+    if (!sampled.total.estimate) {
+      // The sample read every page: its figures are exact.
+      const facets = kept ? await exactFacets() : want.facets.map((a) => sampled.facets.get(a) ?? []);
+      return { ...(want.count ? { total: sampled.total } : {}), facets, facetsAreEstimates: false };
     }
-    const [sampled, keptFacets] = await Promise.all([
-      this.sample(spec, kept ? [] : want.facets, want.facetLimit, this.exactLimit + 1),
-      kept ? exactFacets() : Promise.resolve(null),
-    ]);
+    if (sampled.total.n <= this.exactLimit)
+      return { ...(await exactly(sampled.readable)), facetsAreEstimates: false };
     return {
       ...(want.count ? { total: sampled.total } : {}),
-      facets: keptFacets ?? want.facets.map((a) => sampled.facets.get(a) ?? []),
-      facetsAreEstimates: !kept && sampled.total.estimate,
+      facets: kept ? await exactFacets() : want.facets.map((a) => sampled.facets.get(a) ?? []),
+      facetsAreEstimates: !kept,
     };
   }
 

@@ -41,6 +41,11 @@ export class ConditionCompiler {
   constructor(
     private readonly params: SqlParams,
     private readonly column: TargetColumn,
+    /**
+     * Every condition a probe per entry (`EXISTS ... OFFSET 0`, `or` as OR of probes): for a
+     * sample of entries, where a semi-join would read every match of the condition to keep a few.
+     */
+    private readonly probes = false,
   ) {}
 
   private next(prefix: string): string {
@@ -55,17 +60,29 @@ export class ConditionCompiler {
   }
 
   /** The condition a single triple row `t` must meet for a leaf (for `!=`: the equality it must not meet). */
-  private tripleCondition(t: string, leaf: Extract<Condition, { kind: 'leaf' }>): string {
+  private tripleCondition(t: string, leaf: Extract<Condition, { kind: 'leaf' }>, probe = false): string {
     const a = (): string => this.params.add(leaf.attribute);
+    // In a probe of one entry, a range or a pattern is checked on the entry's triples of the
+    // attribute (the (object_id, attribute) index: one descent), not searched in the value's index:
+    // there the entry's id only filters the range, so each probe would read every value in it. The
+    // no-op expressions keep the value indexes out of the plan.
+    const col = (ty: TypedValue['type']): string =>
+      !probe
+        ? `${t}.${COLUMN[ty]}`
+        : ty === 'text'
+          ? `(${t}.value || '')`
+          : ty === 'number'
+            ? `(${t}.num + 0)`
+            : `(${t}.time + interval '0')`;
     switch (leaf.op) {
       case 'exists':
         return this.anyType(t, leaf.attribute);
       case 'like':
-        return `(${t}.${PRESENT.text} AND ${t}.attribute = ${a()} AND ${t}.value LIKE ${this.params.add(leaf.pattern)})`;
+        return `(${t}.${PRESENT.text} AND ${t}.attribute = ${a()} AND ${col('text')} LIKE ${this.params.add(leaf.pattern)})`;
       case 'between': {
         const [lo, hi] = leaf.values as [TypedValue, TypedValue];
         const ty = lo.type;
-        return `(${t}.${PRESENT[ty]} AND ${t}.attribute = ${a()} AND ${t}.${COLUMN[ty]} BETWEEN ${this.params.add(literal(lo), CAST[ty])} AND ${this.params.add(literal(hi), CAST[ty])})`;
+        return `(${t}.${PRESENT[ty]} AND ${t}.attribute = ${a()} AND ${col(ty)} BETWEEN ${this.params.add(literal(lo), CAST[ty])} AND ${this.params.add(literal(hi), CAST[ty])})`;
       }
       case 'in': {
         const byType = new Map<TypedValue['type'], (string | number)[]>();
@@ -79,7 +96,8 @@ export class ConditionCompiler {
       default: {
         const v = leaf.values[0]!;
         const op = leaf.op === '!=' ? '=' : leaf.op;
-        return `(${t}.${PRESENT[v.type]} AND ${t}.attribute = ${a()} AND ${t}.${COLUMN[v.type]} ${op} ${this.params.add(literal(v), CAST[v.type])})`;
+        const c = op === '=' ? `${t}.${COLUMN[v.type]}` : col(v.type);
+        return `(${t}.${PRESENT[v.type]} AND ${t}.attribute = ${a()} AND ${c} ${op} ${this.params.add(literal(v), CAST[v.type])})`;
       }
     }
   }
@@ -173,20 +191,23 @@ export class ConditionCompiler {
 
   /** A predicate on the entry whose id is `id`. */
   predicate(node: Condition, id: string, probe = false): string {
+    if (this.probes && node.kind !== 'leaf') {
+      return `(${node.children.map((c) => this.predicate(c, id, true)).join(node.kind === 'and' ? ' AND ' : ' OR ')})`;
+    }
     if (node.kind !== 'leaf') {
       return node.kind === 'and' ? this.conjunction(node.children, id) : `${id} IN (${this.idSet(node)})`;
     }
     // `OFFSET 0` keeps PostgreSQL from turning the EXISTS into a join: it stays a probe per entry.
-    const tail = probe ? ' OFFSET 0' : '';
+    const tail = probe || this.probes ? ' OFFSET 0' : '';
     const t = this.next('t');
     if (node.op === '!=') {
       const u = this.next('t');
       return (
         `(EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.anyType(t, node.attribute)}${tail})` +
-        ` AND NOT EXISTS (SELECT 1 FROM metadata_triples ${u} WHERE ${u}.${this.column} = ${id} AND ${this.tripleCondition(u, node)}))`
+        ` AND NOT EXISTS (SELECT 1 FROM metadata_triples ${u} WHERE ${u}.${this.column} = ${id} AND ${this.tripleCondition(u, node)}${this.probes ? tail : ''}))`
       );
     }
-    return `EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.tripleCondition(t, node)}${tail})`;
+    return `EXISTS (SELECT 1 FROM metadata_triples ${t} WHERE ${t}.${this.column} = ${id} AND ${this.tripleCondition(t, node, probe || this.probes)}${tail})`;
   }
 
   /** A query returning the ids of matching entries (duplicates possible; used under IN). */

@@ -34,9 +34,14 @@ replication cycle) and placement rules (docs/placement.md):
   scrub_vs_sha256         an unthrottled scrub pass over the 10,000 files against sha256sum over the
                           same files; goal >= 0.7
   --json    one JSON object on stdout, nothing else
-  --quick   smaller (128 MiB, 1,000 files, 3 trials): a smoke check`;
+  --quick   smaller (128 MiB, 1,000 files, 3 trials): a smoke check
+  --only    a comma-separated list of steps to run (replicate, small, failover, scrub; scrub needs
+            small); the others print null
+  --trace   the small-files step prints each site's good copies every second
+BENCH_SITE_NODE_ARGS (for example "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to each site's node.`;
 
 const SITES = ['lsu', 'tulane', 'uno'] as const;
+const STEPS = ['replicate', 'small', 'failover', 'scrub'] as const;
 type SiteId = (typeof SITES)[number];
 const PEER_DOWN_MS = 1500;
 
@@ -50,7 +55,13 @@ interface Site {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { json: { type: 'boolean' }, quick: { type: 'boolean' }, help: { type: 'boolean' } },
+    options: {
+      json: { type: 'boolean' },
+      quick: { type: 'boolean' },
+      only: { type: 'string' },
+      trace: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
   });
   if (values.help) {
     console.log(USAGE);
@@ -63,6 +74,10 @@ async function main(): Promise<void> {
   const bigBytes = (quick ? 128 : 1024) * 1024 * 1024;
   const smallFiles = quick ? 1000 : 10_000;
   const trials = quick ? 3 : 7;
+  const steps = new Set(values.only ? values.only.split(',').map((s) => s.trim()) : STEPS);
+  for (const s of steps)
+    if (!(STEPS as readonly string[]).includes(s)) throw new Error(`--only: no step ${s}`);
+  if (steps.has('scrub') && !steps.has('small')) throw new Error('--only: scrub needs small');
 
   const root = await fs.mkdtemp(path.join(os.tmpdir(), 'tributary-bench-placement-'));
   await fs.chmod(root, 0o755);
@@ -85,10 +100,18 @@ async function main(): Promise<void> {
       'the token at tulane',
     );
 
-    const big = await benchReplicate(root, home, bigBytes, lsu, tulane, token, say);
-    const small = await benchSmallFiles(home, smallFiles, lsu, [tulane, uno], say);
-    const failover = await benchFailover(home, trials, lsu, uno, token, say);
-    const scrub = await benchScrub(lsu, home, say);
+    const big = steps.has('replicate')
+      ? await benchReplicate(root, home, bigBytes, lsu, tulane, token, say)
+      : { moverSeconds: NaN, directSeconds: NaN };
+    const small = steps.has('small')
+      ? await benchSmallFiles(home, smallFiles, lsu, [tulane, uno], say, values.trace === true)
+      : { seconds: NaN, baselineRate: NaN };
+    const failover = steps.has('failover')
+      ? await benchFailover(home, trials, lsu, uno, token, say)
+      : { first: [], after: [] };
+    const scrub = steps.has('scrub')
+      ? await benchScrub(lsu, home, say)
+      : { scrubMiBs: NaN, sha256sumMiBs: NaN, ratio: NaN };
 
     const figures = {
       replicate_bytes: bigBytes,
@@ -179,6 +202,7 @@ async function startSites(
     // One site as a process (what a deployment runs per machine); it reports SiteReady over IPC.
     const child = fork(require.resolve('@tributary/api/site'), [], {
       env: { ...process.env, ...env },
+      execArgv: process.env.BENCH_SITE_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     await new Promise<void>((resolve, reject) => {
@@ -268,6 +292,7 @@ async function benchSmallFiles(
   lsu: Site,
   others: Site[],
   say: (l: string) => void,
+  trace: boolean,
 ): Promise<{ seconds: number; baselineRate: number }> {
   const dir = `${home}/bench-small`;
   await lsu.client!.makeCollection(dir);
@@ -297,9 +322,25 @@ async function benchSmallFiles(
     await fs.rm(copyDir, { recursive: true, force: true });
 
     const t0 = performance.now();
+    const tracing = trace
+      ? setInterval(() => {
+          void Promise.all(others.map(async (s) => `${s.id} ${await traceCounts(s, dir)}`)).then(
+            (counts) => say(`  ${((performance.now() - t0) / 1000).toFixed(1)} s: ${counts.join(', ')}`),
+            () => undefined,
+          );
+          void longQueries(lsu).then(
+            (lines) => lines.forEach((l) => say(`    ${l}`)),
+            () => undefined,
+          );
+        }, 1000)
+      : undefined;
     await lsu.client!.postJson('/api/v1/placement/rules', JSON.stringify({ path: dir, copies: 3 }));
-    for (const s of others) {
-      await until(async () => (await goodCopies(s, dir)) === files, 600, `every copy good at ${s.id}`, 50);
+    try {
+      for (const s of others) {
+        await until(async () => (await goodCopies(s, dir)) === files, 600, `every copy good at ${s.id}`, 50);
+      }
+    } finally {
+      clearInterval(tracing);
     }
     const seconds = (performance.now() - t0) / 1000;
     say(
@@ -419,6 +460,36 @@ async function objectCount(site: Site, dir: string): Promise<number> {
     [dir],
   );
   return r.rows[0]!.n;
+}
+
+/** For --trace: whether the site has the rule, its rows for the files, and how many are good. */
+async function traceCounts(site: Site, dir: string): Promise<string> {
+  const r = await site.pool.query<{ rules: number; rows: number; good: number }>(
+    `SELECT (SELECT count(*)::int FROM placement_rules) AS rules, count(r.id)::int AS rows,
+            count(r.id) FILTER (WHERE r.status = 'good' AND r.checksum = o.checksum)::int AS good
+       FROM replicas r JOIN data_objects o ON o.id = r.object_id JOIN collections c ON c.id = o.collection_id
+      WHERE c.path = $1 AND r.site_id = $2`,
+    [dir, site.id],
+  );
+  const t = r.rows[0]!;
+  return `rule ${t.rules > 0 ? 'yes' : 'no'}, rows ${t.rows}, good ${t.good}`;
+}
+
+/** For --trace: statements running for more than a second in any site's catalog. */
+async function longQueries(site: Site): Promise<string[]> {
+  const r = await site.pool.query<{
+    db: string;
+    s: number;
+    state: string;
+    wait: string | null;
+    query: string;
+  }>(
+    `SELECT datname AS db, extract(epoch FROM now() - query_start)::float AS s, state,
+            wait_event_type || ':' || wait_event AS wait, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query
+       FROM pg_stat_activity
+      WHERE state <> 'idle' AND pid <> pg_backend_pid() AND now() - query_start > interval '1 second'`,
+  );
+  return r.rows.map((q) => `slow ${q.db} ${q.s.toFixed(1)} s ${q.state} ${q.wait ?? ''}: ${q.query}`);
 }
 
 /** Good copies of the current bytes at the site itself, in its own catalog. */

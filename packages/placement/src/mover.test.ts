@@ -120,6 +120,40 @@ describe('Mover', () => {
     expect(mover.status().bytesTotal).toBe(60 + 5 * MiB);
   });
 
+  it('paced passes space planning and trimming by ten times their last cost; copies are not held back', async () => {
+    const { clock, catalog, transfers, mover } = setup();
+    let surplusCalls = 0;
+    catalog.plan = () => {
+      catalog.plans += 1;
+      clock.advance(300); // a plan of a large catalog: 300 ms
+      return Promise.resolve({ added: 0, staled: 0 });
+    };
+    catalog.surplus = () => {
+      surplusCalls += 1;
+      clock.advance(100);
+      return Promise.resolve([]);
+    };
+    await mover.pass({ paced: true });
+    expect([catalog.plans, surplusCalls]).toEqual([1, 1]);
+    // 1 s after the plan started: not due (3 s), but the due copies start.
+    clock.advance(600);
+    catalog.jobs = [job('1', 10)];
+    expect(await mover.pass({ paced: true })).toMatchObject({ started: 1 });
+    await mover.idle();
+    expect(transfers.batches).toEqual([{ ids: ['1'], source: 'a' }]);
+    expect([catalog.plans, surplusCalls]).toEqual([1, 1]);
+    // The trim (100 ms) is due 1 s after its start, the plan 3 s after its start.
+    clock.advance(1000);
+    await mover.pass({ paced: true });
+    expect([catalog.plans, surplusCalls]).toEqual([1, 2]);
+    clock.advance(2000);
+    await mover.pass({ paced: true });
+    expect(catalog.plans).toBe(2);
+    // A pass asked for directly (tests, the API) always plans and trims.
+    await mover.pass();
+    expect([catalog.plans, surplusCalls]).toEqual([3, 4]);
+  });
+
   it('keeps to the concurrency across passes and does not take a row twice', async () => {
     const { catalog, transfers, mover } = setup({ concurrency: 2 });
     transfers.hold = true;

@@ -136,6 +136,8 @@ export interface PassReport {
 }
 
 const MiB = 1024 * 1024;
+/** A scan (planning, trimming) waits this many times its last duration before it runs again. */
+const SCAN_SPACING = 10;
 
 /**
  * The mover of one site (docs/placement.md, "The mover"): every interval a pass plans (rows for
@@ -207,7 +209,7 @@ export class Mover {
     this.loop = (async () => {
       while (!signal.aborted) {
         try {
-          await this.pass();
+          await this.pass({ paced: true });
         } catch (err) {
           if (!signal.aborted) this.options.logger?.warn(`placement pass failed: ${message(err)}`);
         }
@@ -234,17 +236,47 @@ export class Mover {
     }
   }
 
-  /** One pass (plan, copy, trim); passes never overlap (a second caller gets the running one). */
-  pass(): Promise<PassReport> {
-    this.passing ??= this.runPass().finally(() => (this.passing = undefined));
+  /**
+   * One pass (plan, copy, trim); passes never overlap (a second caller gets the running one).
+   * `paced` (the passes of `start`): planning and trimming, which read every rule's subtree, are
+   * skipped while their last run's cost says they are not due (see `scanDue`).
+   */
+  pass(options: { paced?: boolean } = {}): Promise<PassReport> {
+    this.passing ??= this.runPass(options.paced === true).finally(() => (this.passing = undefined));
     return this.passing;
   }
 
-  private async runPass(): Promise<PassReport> {
-    const { added, staled } = await this.catalog.plan();
+  private async runPass(paced: boolean): Promise<PassReport> {
+    const { added, staled } =
+      !paced || this.scanDue('plan')
+        ? await this.scan('plan', () => this.catalog.plan())
+        : { added: 0, staled: 0 };
     const { started, objects } = await this.copyInTurn();
-    const trimmed = await this.trim();
+    const trimmed = !paced || this.scanDue('trim') ? await this.scan('trim', () => this.trim()) : 0;
     return { added, staled, started, objects, trimmed };
+  }
+
+  /** When each scan last started and how long it took. */
+  private readonly scans = new Map<'plan' | 'trim', { startedAt: number; ms: number }>();
+
+  /**
+   * Whether a scan may run again: a scan's cost grows with the catalog, so it waits at least
+   * SCAN_SPACING times its last duration from its last start, and the scans take at most a
+   * tenth of the mover's time however large the catalog. Copies are not held back: a finished
+   * transfer starts the next due copies at once.
+   */
+  private scanDue(kind: 'plan' | 'trim'): boolean {
+    const last = this.scans.get(kind);
+    return !last || this.clock.now() - last.startedAt >= last.ms * SCAN_SPACING;
+  }
+
+  private async scan<T>(kind: 'plan' | 'trim', work: () => Promise<T>): Promise<T> {
+    const startedAt = this.clock.now();
+    try {
+      return await work();
+    } finally {
+      this.scans.set(kind, { startedAt, ms: this.clock.now() - startedAt });
+    }
   }
 
   /** Starts due copies in the free slots; does not wait for them. */

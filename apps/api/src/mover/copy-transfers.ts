@@ -24,8 +24,6 @@ export const PEER_PLACEMENT_PATH = '/api/v1/replication/peer/placement';
 export const MAX_BATCH_IDS = 500;
 
 const MiB = 1024 * 1024;
-/** Small objects of a batch staged (written and fsynced) at once. */
-const STAGE_CONCURRENCY = 16;
 /** A body that sends nothing for this long is given up (the peer hangs). */
 const IDLE_MS = 30_000;
 
@@ -141,39 +139,53 @@ export class CopyTransfers implements MoverTransfers {
       await res.body?.cancel();
       throw new Error(`${source} answered the batch request with ${res.status}`);
     }
-    // Each object is staged (hashed, fsynced) as it arrives, several at once; then all of them are
-    // recorded in one transaction, so a batch costs one commit rather than one per object.
-    const staged: Array<{ job: CopyJob; file: StagedFile }> = [];
-    const staging = new Set<Promise<void>>();
+    // The objects are gathered as they arrive, then staged together (written, hashed, made durable
+    // in one flush) and recorded in one transaction: a batch costs one flush and one commit rather
+    // than an fsync and a commit per object.
+    const received: Array<{ job: CopyJob; bytes: Buffer }> = [];
+    const taken = new Set<string>();
     try {
       const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
       for await (const { header, bytes } of readFrames(body, this.o.smallBytes)) {
         const job = byObject.get(header.id);
-        if (!job || out.has(job.replicaId) || staged.some((s) => s.job === job)) continue;
+        if (!job || out.has(job.replicaId) || taken.has(job.replicaId)) continue;
         if ('error' in header) {
           out.set(job.replicaId, new Error(`${source}: ${header.error}`));
           continue;
         }
         await context.received(job.replicaId, bytes.length);
-        const task: Promise<void> = this.stageSmall(job, bytes).then(
-          (file) => void staged.push({ job, file }),
-          (err: unknown) => void out.set(job.replicaId, toError(err)),
-        );
-        staging.add(task);
-        void task.finally(() => staging.delete(task));
-        if (staging.size >= STAGE_CONCURRENCY) await Promise.race(staging);
+        taken.add(job.replicaId);
+        received.push({ job, bytes });
       }
     } catch (err) {
-      await Promise.all(staging);
-      if (context.signal.aborted) {
-        await Promise.all(staged.map((s) => s.file.discard().catch(() => undefined)));
-        throw err;
-      }
+      if (context.signal.aborted) throw err;
       const cut = new Error(`the batch answer from ${source} broke off: ${toError(err).message}`);
       for (const job of jobs)
-        if (!out.has(job.replicaId) && !staged.some((s) => s.job === job)) out.set(job.replicaId, cut);
+        if (!out.has(job.replicaId) && !taken.has(job.replicaId)) out.set(job.replicaId, cut);
     }
-    await Promise.all(staging);
+    if (received.length === 0) return out;
+    let files: StagedFile[];
+    try {
+      files = await this.o.storage.stageAll(received.map((r) => r.bytes));
+    } catch (err) {
+      for (const { job } of received) out.set(job.replicaId, toError(err));
+      return out;
+    }
+    const staged: Array<{ job: CopyJob; file: StagedFile }> = [];
+    for (const [i, { job }] of received.entries()) {
+      const file = files[i]!;
+      if (file.size === job.size && file.sha256 === hexOf(job.checksum)) {
+        staged.push({ job, file });
+        continue;
+      }
+      await file.discard().catch(() => undefined);
+      out.set(
+        job.replicaId,
+        new Error(
+          `the ${file.size} bytes received hash to ${file.sha256}, not ${job.checksum} (${job.size} bytes)`,
+        ),
+      );
+    }
     for (const [replicaId, result] of await this.finishMany(staged)) out.set(replicaId, result);
     return out;
   }
@@ -199,19 +211,6 @@ export class CopyTransfers implements MoverTransfers {
     const store = this.o.storage.copies;
     for (const id of await store.list()) if (id.startsWith(`r${copy.replicaId}-`)) await store.remove(id);
     return true;
-  }
-
-  /** One small object's bytes into storage's staging, hashed and fsynced, checked against its checksum. */
-  private async stageSmall(job: CopyJob, bytes: Buffer): Promise<StagedFile> {
-    const staged = await this.o.storage.stage(Readable.from([bytes]), {
-      maxBytes: job.size,
-      expectedBytes: job.size,
-    });
-    if (staged.sha256 !== hexOf(job.checksum)) {
-      await staged.discard();
-      throw new Error(`the bytes received hash to ${staged.sha256}, not ${job.checksum}`);
-    }
-    return staged;
   }
 
   /**

@@ -4,13 +4,14 @@ import { StorageModule } from '../storage/storage.module';
 import { MoverController } from './mover.controller';
 import { MoverRepository } from './mover.repository';
 import { MoverService } from './mover.service';
+import { PeerBatchSource } from './peer-batch';
 import { PeerPlacementController } from './peer-placement.controller';
 
 /** The mover (docs/placement.md, "The mover"): copies wanted here, surplus copies trimmed. */
 @Module({
   imports: [NamespaceModule, StorageModule],
   controllers: [MoverController, PeerPlacementController],
-  providers: [MoverRepository, MoverService],
+  providers: [MoverRepository, MoverService, PeerBatchSource],
   exports: [MoverService],
 })
 export class MoverModule {}

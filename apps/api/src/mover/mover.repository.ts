@@ -134,6 +134,11 @@ export class MoverRepository {
     return res.rowCount ?? 0;
   }
 
+  /** Refreshes the planner's statistics of replicas (after a plan added many rows). */
+  async analyzeCopies(): Promise<void> {
+    await this.sql.query('ANALYZE replicas');
+  }
+
   /**
    * Good rows here whose checksum is no longer the object's become `stale`. Checked again under the
    * objects' locks, in a snapshot taken after them: an update of the bytes here changes the object
@@ -171,22 +176,28 @@ export class MoverRepository {
       size: string;
       checksum: string;
       attempts: number;
-      sources: string[];
     }>(
-      `SELECT r.id::text, r.object_id::text, ${OBJECT_PATH} AS path, o.size::text, o.checksum, r.attempts,
-              ARRAY(SELECT g.site_id FROM replicas g
-                     WHERE g.object_id = o.id AND g.site_id <> $1 AND g.status = 'good' AND g.checksum = o.checksum
-                     ORDER BY g.site_id) AS sources
-         FROM replicas r
+      // This site's due rows first, on their own (one scan of the site's index): joined in one
+      // statement, a planner whose statistics still said this site had no rows (a rule planned
+      // thousands a moment ago) probed that index once per object, and took a minute.
+      `WITH mine AS MATERIALIZED (
+         SELECT r.id, r.object_id, r.attempts, r.updated_at FROM replicas r
+          WHERE r.site_id = $1 AND r.status IN ('pending', 'copying', 'stale', 'suspect', 'failed')
+            AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
+            AND NOT (r.id = ANY($3::bigint[]))
+       )
+       SELECT r.id::text, r.object_id::text, ${OBJECT_PATH} AS path, o.size::text, o.checksum, r.attempts
+         FROM mine r
          JOIN data_objects o ON o.id = r.object_id
          JOIN collections c ON c.id = o.collection_id
-        WHERE r.site_id = $1 AND r.status IN ('pending', 'copying', 'stale', 'suspect', 'failed')
-          AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
-          AND o.trash_id = 0 AND o.link_target IS NULL
-          AND NOT (r.id = ANY($3::bigint[]))
+        WHERE o.trash_id = 0 AND o.link_target IS NULL
         ORDER BY r.updated_at, r.id
         LIMIT $2`,
       [siteId, limit, skip],
+    );
+    const sources = await this.sourcesOf(
+      rows.map((r) => ({ objectId: r.object_id, checksum: r.checksum })),
+      siteId,
     );
     return rows.map((r) => ({
       replicaId: r.id,
@@ -195,8 +206,32 @@ export class MoverRepository {
       size: Number(r.size),
       checksum: r.checksum,
       attempts: r.attempts,
-      sources: r.sources,
+      sources: sources.get(r.object_id) ?? [],
     }));
+  }
+
+  /**
+   * Sites other than `siteId` with a good copy of each object's current bytes, by object id: one
+   * query over the objects' ids as an array, not a subquery per due row (planned as a scan of
+   * replicas per row while the statistics described a smaller table).
+   */
+  private async sourcesOf(
+    objects: ReadonlyArray<{ objectId: string; checksum: string }>,
+    siteId: string,
+  ): Promise<Map<string, string[]>> {
+    if (!objects.length) return new Map();
+    const { rows } = await this.sql.query<{ object_id: string; site_id: string; checksum: string }>(
+      `SELECT object_id::text, site_id, checksum FROM replicas
+        WHERE object_id = ANY($1::bigint[]) AND site_id <> $2 AND status = 'good'
+        ORDER BY object_id, site_id`,
+      [objects.map((o) => o.objectId), siteId],
+    );
+    const current = new Map(objects.map((o) => [o.objectId, o.checksum]));
+    const out = new Map<string, string[]>();
+    for (const r of rows)
+      if (current.get(r.object_id) === r.checksum)
+        out.set(r.object_id, [...(out.get(r.object_id) ?? []), r.site_id]);
+    return out;
   }
 
   /**
@@ -455,6 +490,29 @@ export class MoverRepository {
     );
     const r = rows[0];
     return r ? { key: r.physical_path, size: Number(r.size), checksum: r.checksum } : null;
+  }
+
+  /** This site's good copies of the current bytes of these objects (one query for a batch), by object id. */
+  async goodCurrentCopies(
+    objectIds: readonly string[],
+    siteId: string,
+  ): Promise<Map<string, { key: string; size: number; checksum: string }>> {
+    if (!objectIds.length) return new Map();
+    const { rows } = await this.sql.query<{
+      object_id: string;
+      physical_path: string;
+      size: string;
+      checksum: string;
+    }>(
+      `SELECT r.object_id::text, r.physical_path, r.size::text, r.checksum
+         FROM replicas r JOIN data_objects o ON o.id = r.object_id
+        WHERE r.object_id = ANY($1::bigint[]) AND r.site_id = $2 AND r.status = 'good'
+          AND r.checksum = o.checksum AND o.trash_id = 0`,
+      [objectIds, siteId],
+    );
+    return new Map(
+      rows.map((r) => [r.object_id, { key: r.physical_path, size: Number(r.size), checksum: r.checksum }]),
+    );
   }
 
   /** Which of these rows of this site still wait for bytes (their copy drafts are worth keeping). */

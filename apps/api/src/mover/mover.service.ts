@@ -30,6 +30,8 @@ import { MoverRepository } from './mover.repository';
 const MiB = 1024 * 1024;
 /** Objects up to this size are copied in batches. */
 export const SMALL_OBJECT_BYTES = 1 * MiB;
+/** Rows planned in one pass above which the statistics of replicas are refreshed at once. */
+const ANALYZE_AFTER_ROWS = 1000;
 
 /**
  * This site's mover (docs/placement.md, "The mover"): the engine of packages/placement on this
@@ -144,6 +146,14 @@ export class MoverService implements OnApplicationBootstrap, BeforeApplicationSh
     let added = 0;
     for (const rule of await this.repo.liveRules())
       added += await this.repo.planRule(rule, this.site.siteId, this.site.resourceId);
+    // Thousands of new rows at once: the statistics are refreshed now rather than when autovacuum
+    // next looks (up to a minute), so the queries that follow are planned for the table as it is.
+    if (added >= ANALYZE_AFTER_ROWS)
+      await this.repo
+        .analyzeCopies()
+        .catch((err: unknown) =>
+          this.logger.warn(`could not refresh the statistics of replicas: ${String(err)}`),
+        );
     const staled = await this.repo.markStale(this.site.siteId);
     return { added, staled };
   }

@@ -1,6 +1,5 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController, ApiTags } from '@nestjs/swagger';
-import { encodeFrameHeader } from '@tributary/placement';
 import { ErrorCode } from '@tributary/shared';
 import type { Request, Response } from 'express';
 import { once } from 'node:events';
@@ -8,11 +7,9 @@ import { z } from 'zod';
 import { Public } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { PeerAuthService } from '../replication/peer-auth.service';
-import { SiteContext } from '../sites/site-context';
-import { StorageService } from '../storage/storage.service';
 import { MAX_BATCH_IDS } from './copy-transfers';
-import { MoverRepository } from './mover.repository';
-import { MoverService, SMALL_OBJECT_BYTES } from './mover.service';
+import { MoverService } from './mover.service';
+import { PeerBatchSource } from './peer-batch';
 
 const BatchQuerySchema = z.object({
   ids: z
@@ -37,9 +34,7 @@ const KeepRequestSchema = z
 export class PeerPlacementController {
   constructor(
     private readonly auth: PeerAuthService,
-    private readonly repo: MoverRepository,
-    private readonly storage: StorageService,
-    private readonly site: SiteContext,
+    private readonly batchSource: PeerBatchSource,
     private readonly mover: MoverService,
   ) {}
 
@@ -63,26 +58,8 @@ export class PeerPlacementController {
       return;
     }
     res.status(200).setHeader('Content-Type', 'application/octet-stream');
-    for (const id of parsed.data.ids) {
+    for await (const frame of this.batchSource.frames(parsed.data.ids)) {
       if (res.destroyed) return;
-      const copy = await this.repo.goodCurrentCopy(id, this.site.siteId);
-      let bytes: Buffer | undefined;
-      let error = copy ? undefined : 'no good copy of the current bytes here';
-      if (copy && copy.size > SMALL_OBJECT_BYTES) error = 'too large for a batch';
-      if (copy && !error) {
-        try {
-          const chunks: Buffer[] = [];
-          for await (const chunk of this.storage.open(copy.key) as AsyncIterable<Buffer>) chunks.push(chunk);
-          bytes = Buffer.concat(chunks);
-          if (bytes.length !== copy.size) error = 'the file here is not the size the catalog says';
-        } catch {
-          error = 'the file here cannot be read';
-        }
-      }
-      const frame =
-        bytes && !error
-          ? [encodeFrameHeader({ id, size: bytes.length, checksum: copy!.checksum }), bytes]
-          : [encodeFrameHeader({ id, error: error ?? 'unknown' })];
       for (const part of frame) if (!res.write(part)) await once(res, 'drain');
     }
     res.end();

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalFsDriver } from './local-fs.driver';
-import { DraftGoneError, StagingError } from './storage-driver';
+import { DraftGoneError, ObjectTooLargeError, StagingError } from './storage-driver';
 
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
 
@@ -114,5 +114,45 @@ describe('LocalFsDriver drafts', () => {
     ).rejects.toBeInstanceOf(DraftGoneError);
     await expect(driver.drafts.create('../objects/x')).rejects.toThrow(/invalid draft id/);
     await expect(driver.drafts.remove('.hidden')).rejects.toThrow(/invalid draft id/);
+  });
+});
+
+describe('LocalFsDriver stageAll and readSmall (many small objects at once)', () => {
+  let root: string;
+  let driver: LocalFsDriver;
+
+  beforeEach(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'tributary-fs-'));
+    driver = new LocalFsDriver(root);
+    await driver.init();
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  // 3 (fsync each) and 40 (one flush of the file system) bodies.
+  it.each([3, 40])(
+    'stages %i bodies hashed, commits them under keys and reads them back whole',
+    async (n) => {
+      const bodies = Array.from({ length: n }, (_, i) => Buffer.from(`body ${i} `.repeat(i + 1)));
+      const staged = await driver.stageAll(bodies);
+      expect(staged.map((s) => [s.size, s.sha256])).toEqual(bodies.map((b) => [b.length, sha256(b)]));
+      expect(await readdir(path.join(root, '.staging'))).toHaveLength(n);
+      await Promise.all(staged.map((s, i) => s.commit(`k${i}`)));
+      expect(await readdir(path.join(root, '.staging'))).toEqual([]);
+      for (const [i, body] of bodies.entries())
+        expect(await driver.readSmall(`k${i}`, body.length)).toEqual(body);
+      // Staged bytes discarded before a commit leave nothing.
+      const dropped = await driver.stageAll([Buffer.from('x')]);
+      await dropped[0]!.discard();
+      expect(await readdir(path.join(root, '.staging'))).toEqual([]);
+    },
+  );
+
+  it('readSmall refuses a file larger than asked and a key that is not a plain name', async () => {
+    const [staged] = await driver.stageAll([Buffer.alloc(100, 1)]);
+    await staged!.commit('big');
+    await expect(driver.readSmall('big', 99)).rejects.toBeInstanceOf(ObjectTooLargeError);
+    await expect(driver.readSmall('../big', 1000)).rejects.toThrow(/invalid storage key/);
   });
 });

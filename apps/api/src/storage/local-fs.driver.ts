@@ -3,9 +3,11 @@ import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { receiveFile, sendFile } from './file-io';
+import { FileSystemFlush } from './file-system-flush';
 import {
   DraftGoneError,
   type DraftStore,
+  ObjectTooLargeError,
   type DraftWriter,
   type StagedFile,
   StagingError,
@@ -15,6 +17,9 @@ import {
 /** Storage keys and draft ids: one plain file name, never hidden. */
 const NAME = /^[A-Za-z0-9._-]+$/;
 const isName = (name: string): boolean => NAME.test(name) && !name.startsWith('.');
+
+/** Small files of one stageAll written at once. */
+const STAGE_ALL_WRITERS = 16;
 
 /** Reads of a draft's bytes back (hashing them): larger pieces than a stream's default. */
 const DRAFT_READ_BYTES = 1024 * 1024;
@@ -30,12 +35,14 @@ export class LocalFsDriver implements StorageDriver {
   private readonly staging: string;
   /** Shard directories known to exist, so a commit is one rename. */
   private readonly shards = new Set<string>();
+  private readonly flush: FileSystemFlush;
   readonly drafts: LocalDrafts;
   readonly copies: LocalDrafts;
 
   constructor(root: string) {
     this.root = path.resolve(root);
     this.staging = path.join(this.root, '.staging');
+    this.flush = new FileSystemFlush(this.staging);
     this.drafts = new LocalDrafts(path.join(this.root, '.uploads'), (key) => this.prepare(key));
     this.copies = new LocalDrafts(path.join(this.root, '.copies'), (key) => this.prepare(key));
   }
@@ -88,10 +95,38 @@ export class LocalFsDriver implements StorageDriver {
         `received ${size} bytes, but Content-Length said ${limits.expectedBytes}`,
       );
     }
+    return this.staged(tempPath, size, hash.digest('hex'));
+  }
+
+  async stageAll(bodies: readonly Buffer[]): Promise<StagedFile[]> {
+    const paths = bodies.map(() => path.join(this.staging, randomUUID()));
+    const written: string[] = [];
+    try {
+      for (let at = 0; at < bodies.length; at += STAGE_ALL_WRITERS) {
+        await Promise.all(
+          bodies.slice(at, at + STAGE_ALL_WRITERS).map(async (body, i) => {
+            const file = paths[at + i]!;
+            written.push(file);
+            await fs.writeFile(file, body, { flag: 'wx', mode: 0o600 });
+          }),
+        );
+      }
+      await this.flush.files(paths);
+    } catch (err) {
+      await Promise.all(written.map((f) => fs.rm(f, { force: true })));
+      throw err;
+    }
+    return bodies.map((body, i) =>
+      this.staged(paths[i]!, body.length, createHash('sha256').update(body).digest('hex')),
+    );
+  }
+
+  /** Durable bytes in staging, as the StagedFile that commits (renames) or discards them. */
+  private staged(tempPath: string, size: number, sha256: string): StagedFile {
     let committed = false;
     return {
       size,
-      sha256: hash.digest('hex'),
+      sha256,
       open: () => createReadStream(tempPath),
       commit: async (key) => {
         await fs.rename(tempPath, await this.prepare(key));
@@ -116,6 +151,25 @@ export class LocalFsDriver implements StorageDriver {
 
   open(key: string, range?: { start: number; end: number }): Readable {
     return createReadStream(this.resolve(key), range ? { start: range.start, end: range.end } : {});
+  }
+
+  async readSmall(key: string, maxBytes: number): Promise<Buffer> {
+    const handle = await fs.open(this.resolve(key), 'r');
+    try {
+      const { size } = await handle.stat();
+      if (size > maxBytes) throw new ObjectTooLargeError(key, size);
+      const bytes = Buffer.allocUnsafe(size);
+      let filled = 0;
+      while (filled < size) {
+        const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      // A file cut short meanwhile answers with what it holds; the caller checks the size.
+      return filled === size ? bytes : bytes.subarray(0, filled);
+    } finally {
+      await handle.close();
+    }
   }
 
   send(key: string, range: { start: number; end: number } | undefined, out: Writable): Promise<number> {

@@ -22,6 +22,17 @@ export class StagingError extends Error {
   }
 }
 
+/** readSmall found more bytes than the caller takes at once. */
+export class ObjectTooLargeError extends Error {
+  constructor(
+    readonly key: string,
+    readonly size: number,
+  ) {
+    super(`${key} holds ${size} bytes, more than a small read takes`);
+    this.name = 'ObjectTooLargeError';
+  }
+}
+
 /** A draft that does not exist (never made, removed, or lost when the site stopped). */
 export class DraftGoneError extends Error {
   constructor(readonly id: string) {
@@ -85,8 +96,18 @@ export interface StorageDriver {
   init(): Promise<void>;
   /** Streams `source` into staging, never holding it whole in memory. */
   stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile>;
+  /**
+   * Small bodies already in memory into staging, hashed, all durable before it resolves (together,
+   * which costs far less than one at a time). All or nothing: on a failure none stays.
+   */
+  stageAll(bodies: readonly Buffer[]): Promise<StagedFile[]>;
   /** Reads `[start, end]` (inclusive) or the whole object. */
   open(key: string, range?: { start: number; end: number }): Readable;
+  /**
+   * A small object's bytes at once (cheaper than a stream when there are many); rejects with
+   * ObjectTooLargeError when it holds more than `maxBytes`.
+   */
+  readSmall(key: string, maxBytes: number): Promise<Buffer>;
   /**
    * Writes `[start, end]` (inclusive) or the whole object to `out`, leaving it open; resolves with
    * the bytes sent. For downloads: cheaper than `open` piped to `out` (no buffer per piece).

@@ -35,8 +35,18 @@ export class StorageService implements OnModuleInit {
     return this.driver.stage(source, limits);
   }
 
+  /** Small bodies in memory, staged and made durable together (see StorageDriver.stageAll). */
+  stageAll(bodies: readonly Buffer[]): Promise<StagedFile[]> {
+    return this.driver.stageAll(bodies);
+  }
+
   open(key: string, range?: { start: number; end: number }): Readable {
     return this.driver.open(key, range);
+  }
+
+  /** A small object's bytes at once (see StorageDriver.readSmall). */
+  readSmall(key: string, maxBytes: number): Promise<Buffer> {
+    return this.driver.readSmall(key, maxBytes);
   }
 
   send(key: string, range: { start: number; end: number } | undefined, out: Writable): Promise<number> {

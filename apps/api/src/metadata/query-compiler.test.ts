@@ -27,8 +27,28 @@ describe('ConditionCompiler', () => {
     );
     // Only the pattern is left, as a probe per candidate (OFFSET 0: not turned into a join).
     expect(sql.match(/EXISTS/g)).toHaveLength(1);
-    expect(sql).toMatch(/t\d+\.value LIKE \$6\) OFFSET 0\)\)$/);
+    // A probe of one object reads its triples of the attribute, not the pattern's range of values.
+    expect(sql).toMatch(/\(t\d+\.value \|\| ''\) LIKE \$6\) OFFSET 0\)\)$/);
     expect(values).toEqual(['filetype', 'fits', 'project', 'coast-017', 'name', 'obj%']);
+  });
+
+  it('in probe mode makes every condition a probe of the one entry, ranges off the value indexes', () => {
+    const params = new SqlParams();
+    const sql = new ConditionCompiler(params, 'object_id', true).predicate(
+      checkCondition(
+        parseQueryText("(kind = half or level between 1 and 9) and kind != rare and run prefix 'r0'"),
+      ),
+      'w.id',
+    );
+    // No semi-join over the matches (no IN), every EXISTS kept as a probe (OFFSET 0).
+    expect(sql).not.toContain(' IN (');
+    expect(sql.match(/EXISTS/g)).toHaveLength(5);
+    expect(sql.match(/OFFSET 0/g)).toHaveLength(5);
+    expect(sql).toContain(' OR ');
+    // An equality keeps its exact index descent; a range and a pattern go through (object_id, attribute).
+    expect(sql).toContain('t1.value = $2');
+    expect(sql).toContain('(t2.num + 0) BETWEEN $4::float8 AND $5::float8');
+    expect(sql).toMatch(/\(t\d+\.value \|\| ''\) LIKE \$\d+/);
   });
 
   it('says when the terms drive a condition on objects: one text equality, or two or more in a conjunction', () => {

@@ -1160,6 +1160,8 @@ export interface components {
             withTriples: boolean;
             /** @default true */
             count: boolean;
+            /** @default false */
+            exact: boolean;
         };
         PlacementRuleRequestDto: {
             path: string;
@@ -1743,9 +1745,11 @@ export interface components {
             items: components["schemas"]["MetadataHitDto"][];
             nextCursor?: string;
             total?: number;
+            totalIsEstimate?: boolean;
             facets?: {
                 [key: string]: components["schemas"]["FacetValueDto"][];
             };
+            facetsAreEstimates?: boolean;
         };
         MetadataAttributesDto: {
             attributes: string[];

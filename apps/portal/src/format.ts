@@ -97,3 +97,22 @@ export function formatDateTime(iso: string): string {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? iso : dateTime.format(date);
 }
+
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+
+/** A time relative to now, for people: `5 minutes ago`, `yesterday`, `in 3 hours`. */
+export function relativeTime(iso: string, now: Date): string {
+  const ms = Date.parse(iso) - now.getTime();
+  if (!Number.isFinite(ms)) return iso;
+  const abs = Math.abs(ms);
+  const steps: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+    ['second', 1000],
+    ['minute', 60_000],
+    ['hour', 3_600_000],
+    ['day', 86_400_000],
+  ];
+  let unit: Intl.RelativeTimeFormatUnit = 'second';
+  let size = 1000;
+  for (const [u, s] of steps) if (abs >= s) [unit, size] = [u, s];
+  return relative.format(Math.round(ms / size), unit);
+}

@@ -4,7 +4,7 @@ import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
 import { useSession } from '../app/session';
-import { formatDateTime } from '../format';
+import { When } from '../app/When';
 
 /** The signed-in user: who they are, their groups, and a password change. */
 export function AccountPage() {
@@ -27,7 +27,9 @@ export function AccountPage() {
         <dt>Administrator</dt>
         <dd>{user.isAdmin ? 'yes' : 'no'}</dd>
         <dt>Since</dt>
-        <dd>{formatDateTime(user.createdAt)}</dd>
+        <dd>
+          <When iso={user.createdAt} />
+        </dd>
       </dl>
       <ChangePassword />
     </section>

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
-import { formatDateTime } from '../format';
+import { When } from '../app/When';
 
 /** Administration: users (create, disable, make admin) and project groups (create, members). */
 export function AdminPage() {
@@ -117,7 +117,7 @@ function Users() {
           { id: 'username', header: 'Username', cell: (u) => u.username },
           { id: 'name', header: 'Name', cell: (u) => u.displayName },
           { id: 'groups', header: 'Groups', cell: (u) => u.groups.join(', ') },
-          { id: 'created', header: 'Created', cell: (u) => formatDateTime(u.createdAt) },
+          { id: 'created', header: 'Created', cell: (u) => <When iso={u.createdAt} /> },
           {
             id: 'admin',
             header: 'Administrator',

@@ -65,7 +65,8 @@ export function ListTable<T>({
   }
   // The wrapper lets a wide table scroll inside itself on a narrow screen, never the page.
   return (
-    <div className="table-wrap">
+    // Focusable, so a keyboard can scroll it when it is wider than the screen.
+    <div className="table-wrap" tabIndex={0}>
       <table className={className}>
         {caption !== undefined && (
           <caption className={captionHidden ? 'visually-hidden' : undefined}>{caption}</caption>

@@ -5,15 +5,7 @@ import { formatMode, joinPath, type EntryDto } from '@tributary/shared';
 import { api, downloadHref } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
-import {
-  baseName,
-  breadcrumbs,
-  browseHref,
-  formatBytes,
-  formatDateTime,
-  parentPath,
-  pathFromSplat,
-} from '../format';
+import { baseName, breadcrumbs, browseHref, formatBytes, parentPath, pathFromSplat } from '../format';
 import { CopiesPanel } from '../placement/CopiesPanel';
 import { ObjectCopies } from '../placement/ObjectCopies';
 import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
@@ -22,6 +14,7 @@ import { filesFromDrop, filesFromInput, UploadPanel, useUploads, type Uploads } 
 import { rowWindow } from './virtualRows';
 import { useListing } from './useListing';
 import { DRAG_TYPE, dropTarget } from './dnd';
+import { When } from '../app/When';
 
 const ROW = 36;
 type Sort = 'name' | 'size' | 'modified';
@@ -677,7 +670,7 @@ function Row({
       <td className="num">{entry.kind === 'object' ? formatBytes(entry.size) : '—'}</td>
       <td className="col-owner">{entry.owner}</td>
       <td className="col-modified">
-        <time dateTime={entry.modifiedAt}>{formatDateTime(entry.modifiedAt)}</time>
+        <When iso={entry.modifiedAt} />
       </td>
       <td className="col-site">{entry.site ?? '—'}</td>
       <td className="num col-replicas">{isCollection ? '—' : entry.replicaCount}</td>
@@ -811,9 +804,13 @@ function Details({ entry, onClose }: { entry: EntryDto; onClose: () => void }) {
           {formatMode(entry.kind, entry.mode)} ({entry.mode.toString(8).padStart(4, '0')})
         </dd>
         <dt>File time</dt>
-        <dd title={entry.mtime}>{formatDateTime(entry.mtime)}</dd>
+        <dd>
+          <When iso={entry.mtime} />
+        </dd>
         <dt>Record changed</dt>
-        <dd>{formatDateTime(entry.modifiedAt)}</dd>
+        <dd>
+          <When iso={entry.modifiedAt} />
+        </dd>
         {entry.kind === 'object' && (
           <>
             <dt>Checksum</dt>

@@ -5,15 +5,9 @@ import type { ConflictContenderDto, ConflictDecisionRequest, ConflictDto } from 
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { useTitle } from '../app/Layout';
-import { baseName, browseHref, formatBytes, formatDateTime, parentPath } from '../format';
-import {
-  conflictDiff,
-  deadlineText,
-  KIND_TEXT,
-  mergeValue,
-  provisionalWinner,
-  relativeTime,
-} from './conflictDiff';
+import { baseName, browseHref, formatBytes, parentPath } from '../format';
+import { conflictDiff, deadlineText, KIND_TEXT, mergeValue, provisionalWinner } from './conflictDiff';
+import { When } from '../app/When';
 
 /** One conflict in people's terms: what happened, the versions side by side, and the decision. */
 export function ConflictDetailPage() {
@@ -102,11 +96,12 @@ function Detail({
         <dt>Status</dt>
         <dd data-testid="conflict-status">{c.status}</dd>
         <dt>Noticed</dt>
-        <dd title={formatDateTime(c.openedAt)}>{relativeTime(c.openedAt, now)}</dd>
+        <dd>
+          <When iso={c.openedAt} relative />
+        </dd>
         <dt>Decide by</dt>
         <dd>
-          {formatDateTime(c.deadline)}{' '}
-          {open && <span className="muted">({deadlineText(c.deadline, now)})</span>}
+          <When iso={c.deadline} /> {open && <span className="muted">({deadlineText(c.deadline, now)})</span>}
         </dd>
         <dt>Stands for now</dt>
         <dd>
@@ -141,11 +136,11 @@ function Detail({
             : c.decision.by
               ? ` by ${c.decision.by}`
               : ''}{' '}
-          at {c.decision.site}, {formatDateTime(c.decision.at)}.
+          at {c.decision.site}, <When iso={c.decision.at} />.
         </p>
       )}
-      {c.kind === 'same-name' && c.contenders.length > 0 && <Contenders list={c.contenders} now={now} />}
-      <div className="table-wrap">
+      {c.kind === 'same-name' && c.contenders.length > 0 && <Contenders list={c.contenders} />}
+      <div className="table-wrap" tabIndex={0}>
         <table className="diff">
           <caption className="visually-hidden">Versions side by side</caption>
           <thead>
@@ -157,8 +152,8 @@ function Detail({
                     Version from <strong>{v.site}</strong>
                     {v.provisionalWinner && <span className="badge"> provisional winner</span>}
                   </div>
-                  <div className="muted small" title={formatDateTime(v.at)}>
-                    {v.by ?? 'unknown user'}, {relativeTime(v.at, now)}
+                  <div className="muted small">
+                    {v.by ?? 'unknown user'}, <When iso={v.at} relative />
                   </div>
                 </th>
               ))}
@@ -289,9 +284,9 @@ function Detail({
 }
 
 /** Every record created under the contested name, as each is now. */
-function Contenders({ list, now }: { list: readonly ConflictContenderDto[]; now: Date }) {
+function Contenders({ list }: { list: readonly ConflictContenderDto[] }) {
   return (
-    <div className="table-wrap">
+    <div className="table-wrap" tabIndex={0}>
       <table className="contenders">
         <caption>Everything created under this name</caption>
         <thead>
@@ -323,7 +318,9 @@ function Contenders({ list, now }: { list: readonly ConflictContenderDto[]; now:
               </th>
               <td>{x.site}</td>
               <td>{x.createdBy ?? 'unknown user'}</td>
-              <td title={formatDateTime(x.createdAt)}>{relativeTime(x.createdAt, now)}</td>
+              <td>
+                <When iso={x.createdAt} relative />
+              </td>
               <td className="num">{x.size === null ? '—' : formatBytes(x.size)}</td>
               <td className="mono ellipsis" title={x.checksum ?? undefined}>
                 {x.checksum ? x.checksum.replace(/^sha256:/, '').slice(0, 12) + '…' : '—'}

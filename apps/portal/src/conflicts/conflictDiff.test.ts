@@ -6,9 +6,9 @@ import {
   groupByEntry,
   mergeValue,
   provisionalWinner,
-  relativeTime,
   sitesOf,
 } from './conflictDiff';
+import { relativeTime } from '../format';
 
 function facts(over: Partial<ConflictFactsDto> = {}): ConflictFactsDto {
   return {

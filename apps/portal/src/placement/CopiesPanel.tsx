@@ -5,8 +5,9 @@ import { Link } from 'react-router';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable, type ListColumn } from '../app/ListTable';
-import { browseHref, formatDateTime } from '../format';
+import { browseHref } from '../format';
 import { describeRule, EMPTY_RULE_FORM, isExpired, ruleRequest, type RuleForm } from './rules';
+import { When } from '../app/When';
 
 /**
  * A collection's placement rules (docs/placement.md): its own and those inherited from the
@@ -54,7 +55,7 @@ export function CopiesPanel({ path }: { path: string }) {
       cell: (r) =>
         r.expiresAt ? (
           <>
-            {formatDateTime(r.expiresAt)} {isExpired(r) && <span className="muted">(expired)</span>}
+            <When iso={r.expiresAt} /> {isExpired(r) && <span className="muted">(expired)</span>}
           </>
         ) : (
           <span className="muted">no end</span>

@@ -4,8 +4,8 @@ import type { CopyDto } from '@tributary/shared';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
-import { formatDateTime } from '../format';
 import { copyStateLabel } from './rules';
+import { When } from '../app/When';
 
 /** Copies still moving are polled; settled ones are not. */
 const MOVING = new Set(['pending', 'copying', 'stale', 'suspect', 'failed']);
@@ -45,7 +45,7 @@ export function ObjectCopies({ path }: { path: string }) {
               {
                 id: 'verified',
                 header: 'Verified',
-                cell: (x: CopyDto) => (x.verifiedAt ? formatDateTime(x.verifiedAt) : '—'),
+                cell: (x: CopyDto) => (x.verifiedAt ? <When iso={x.verifiedAt} /> : '—'),
               },
               { id: 'error', header: 'Error', cell: (x: CopyDto) => x.error ?? '' },
             ]}

@@ -4,7 +4,8 @@ import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
-import { formatBytes, formatDateTime } from '../format';
+import { formatBytes } from '../format';
+import { When } from '../app/When';
 
 const POLL_MS = 2_000;
 
@@ -79,7 +80,7 @@ export function TransfersPage() {
                   </>
                 ),
               },
-              { id: 'started', header: 'Started', cell: (t) => formatDateTime(t.startedAt) },
+              { id: 'started', header: 'Started', cell: (t) => <When iso={t.startedAt} /> },
             ]}
           />
           <h2>Failed</h2>
@@ -98,7 +99,7 @@ export function TransfersPage() {
               {
                 id: 'next',
                 header: 'Next attempt',
-                cell: (f) => (f.nextAttemptAt ? formatDateTime(f.nextAttemptAt) : '—'),
+                cell: (f) => (f.nextAttemptAt ? <When iso={f.nextAttemptAt} /> : '—'),
               },
             ]}
           />

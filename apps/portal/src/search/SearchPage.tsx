@@ -6,11 +6,12 @@ import { ApiError, api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
-import { browseHref, formatBytes, formatDateTime, parentPath } from '../format';
+import { browseHref, formatBytes, parentPath } from '../format';
 import { rememberAttributes } from './attributes';
 import { narrow, validateQuery } from './queryAssist';
 import { QueryForm } from './QueryForm';
 import { SavedSearches } from './SavedSearches';
+import { When } from '../app/When';
 
 const MAX_FACETS = 8;
 
@@ -125,7 +126,7 @@ export function SearchPage() {
               className: 'num',
               cell: (it) => (it.kind === 'object' ? formatBytes(it.size) : '—'),
             },
-            { id: 'modified', header: 'Modified', cell: (it) => formatDateTime(it.modifiedAt) },
+            { id: 'modified', header: 'Modified', cell: (it) => <When iso={it.modifiedAt} /> },
             {
               id: 'metadata',
               header: 'Metadata',

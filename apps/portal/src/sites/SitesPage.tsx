@@ -3,8 +3,9 @@ import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
-import { formatDateTime, formatDuration } from '../format';
+import { formatDuration } from '../format';
 import { historyOf, sparkline } from './lagHistory';
+import { When } from '../app/When';
 
 const POLL_MS = 5_000;
 /** How far back the lag chart looks. */
@@ -107,7 +108,7 @@ export function SitesPage() {
               {
                 id: 'lastExchange',
                 header: 'Last exchange',
-                cell: (p) => (p.lastSuccessAt ? formatDateTime(p.lastSuccessAt) : 'never'),
+                cell: (p) => (p.lastSuccessAt ? <When iso={p.lastSuccessAt} /> : 'never'),
               },
               {
                 id: 'lastError',
@@ -117,7 +118,10 @@ export function SitesPage() {
                     <span className="error">
                       {p.lastError}
                       {p.lastErrorAt && (
-                        <span className="muted small"> ({formatDateTime(p.lastErrorAt)})</span>
+                        <span className="muted small">
+                          {' '}
+                          (<When iso={p.lastErrorAt} />)
+                        </span>
                       )}
                     </span>
                   ) : (
@@ -136,7 +140,7 @@ export function SitesPage() {
             rows={s.cycles.slice(0, 10)}
             rowKey={(c) => c.startedAt}
             columns={[
-              { id: 'started', header: 'Started', cell: (c) => formatDateTime(c.startedAt) },
+              { id: 'started', header: 'Started', cell: (c) => <When iso={c.startedAt} /> },
               { id: 'duration', header: 'Duration', className: 'num', cell: (c) => `${c.durationMs} ms` },
               {
                 id: 'applied',

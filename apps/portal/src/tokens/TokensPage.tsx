@@ -6,8 +6,8 @@ import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { useSession } from '../app/session';
-import { formatDateTime } from '../format';
 import { curlExample, expiryFromDate } from './curl';
+import { When } from '../app/When';
 
 /** API tokens: create (the secret shown once, with copy and a curl example), list with last use, revoke. */
 export function TokensPage() {
@@ -48,16 +48,16 @@ export function TokensPage() {
             { id: 'name', header: 'Name', cell: (t) => t.name },
             { id: 'scope', header: 'Scope', cell: (t) => t.scope },
             { id: 'collection', header: 'Collection', cell: (t) => t.collection ?? 'everything' },
-            { id: 'created', header: 'Created', cell: (t) => formatDateTime(t.createdAt) },
+            { id: 'created', header: 'Created', cell: (t) => <When iso={t.createdAt} /> },
             {
               id: 'expires',
               header: 'Expires',
-              cell: (t) => (t.expiresAt ? formatDateTime(t.expiresAt) : 'never'),
+              cell: (t) => (t.expiresAt ? <When iso={t.expiresAt} /> : 'never'),
             },
             {
               id: 'lastUsed',
               header: 'Last used',
-              cell: (t) => (t.lastUsedAt ? formatDateTime(t.lastUsedAt) : 'never'),
+              cell: (t) => (t.lastUsedAt ? <When iso={t.lastUsedAt} /> : 'never'),
             },
             { id: 'status', header: 'Status', cell: tokenStatus },
             {

@@ -4,7 +4,8 @@ import { ApiError, api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
-import { browseHref, formatDateTime, parentPath } from '../format';
+import { browseHref, parentPath } from '../format';
+import { When } from '../app/When';
 
 /** What was deleted, by whom, from which site; restore; purge once every site has applied the delete. */
 export function TrashPage() {
@@ -60,7 +61,7 @@ export function TrashPage() {
             cell: (t) => (t.kind === 'collection' ? 'folder' : t.kind === 'symlink' ? 'link' : 'file'),
           },
           { id: 'deletedBy', header: 'Deleted by', cell: (t) => t.deletedBy },
-          { id: 'deletedAt', header: 'When', cell: (t) => formatDateTime(t.deletedAt) },
+          { id: 'deletedAt', header: 'When', cell: (t) => <When iso={t.deletedAt} /> },
           { id: 'site', header: 'At site', cell: (t) => t.deletedAtSite },
           {
             id: 'actions',

@@ -37,6 +37,8 @@ const ROUNDS = process.env.WAN_FAULT_ROUNDS ? Number(process.env.WAN_FAULT_ROUND
 const PROFILE = wanProfile(process.env.WAN_FAULT_PROFILE ?? 'regional');
 /** How long each fault stays on before it is lifted. */
 const ROUND_MS = 2500;
+/** How much longer a fault stays on when the sites have not yet met it. */
+const FAULT_EVIDENCE_MS = 30_000;
 /** Objects each site uploads per batch, and batches per round. */
 const PER_BATCH = 25;
 
@@ -169,16 +171,27 @@ describe('replication across a faulty WAN', () => {
       }
       applied.push(`${fault} ${from}<->${to}`);
       const before = await exchanges(from, to);
+      // The fault must bite: a cut or a reset fails an exchange, a blackhole holds changes back.
+      // It stays on for the round, and longer if the sites (slow on a busy machine) have not yet
+      // tried the link: up to FAULT_EVIDENCE_MS more.
+      const bitten = (now: { errors: string; backlog: number }): boolean =>
+        fault === 'cut' || fault === 'reset'
+          ? now.errors !== before.errors
+          : fault === 'blackhole'
+            ? now.backlog > 0
+            : true;
       await sleep(ROUND_MS);
-      const during = await exchanges(from, to);
+      let during = await exchanges(from, to);
+      const deadline = Date.now() + FAULT_EVIDENCE_MS;
+      while (!bitten(during) && Date.now() < deadline) {
+        await sleep(250);
+        during = await exchanges(from, to);
+      }
       await Promise.all(pair.map((l) => l.clearFaults()));
-      // The fault bit: a cut or a reset failed an exchange; a blackhole held the changes back.
-      if (fault === 'cut' || fault === 'reset')
-        expect(during.errors, `${fault} ${from}<->${to}: a failed exchange recorded`).not.toEqual(
-          before.errors,
-        );
-      if (fault === 'blackhole')
-        expect(during.backlog, `blackhole ${from}<->${to}: changes held back`).toBeGreaterThan(0);
+      expect(
+        bitten(during),
+        `${fault} ${from}<->${to} left no trace: ${JSON.stringify({ before, during })}`,
+      ).toBe(true);
       await sleep(300);
     }
     writing = false;

@@ -30,7 +30,8 @@ replication cycle) and placement rules (docs/placement.md):
                           is good at both other sites; goal >= 1,000 files/s
   failover_first_read_ms  the first read at uno of an object held at lsu and tulane after lsu is
                           stopped (SIGSTOP), p95 over the trials; goal <= 2,000 ms
-  failover_read_p95_ms    the reads after it; goal <= 50 ms
+  failover_read_p95_ms    the reads after it; goal <= 50 ms (printed with the same reads before lsu
+                          stopped, every site up, as their baseline)
   scrub_vs_sha256         an unthrottled scrub pass over the 10,000 files against sha256sum over the
                           same files; goal >= 0.7
   --json    one JSON object on stdout, nothing else
@@ -108,7 +109,7 @@ async function main(): Promise<void> {
       : { seconds: NaN, baselineRate: NaN };
     const failover = steps.has('failover')
       ? await benchFailover(home, trials, lsu, uno, token, say)
-      : { first: [], after: [] };
+      : { first: [], after: [], up: [] };
     const scrub = steps.has('scrub')
       ? await benchScrub(lsu, home, say)
       : { scrubMiBs: NaN, sha256sumMiBs: NaN, ratio: NaN };
@@ -129,6 +130,8 @@ async function main(): Promise<void> {
       failover_first_read_ms_all: failover.first.map(round),
       failover_read_p95_ms: round(percentile(failover.after, 0.95)),
       failover_read_p50_ms: round(percentile(failover.after, 0.5)),
+      all_up_read_p95_ms: round(percentile(failover.up, 0.95)),
+      all_up_read_p50_ms: round(percentile(failover.up, 0.5)),
       scrub_mib_s: round(scrub.scrubMiBs),
       sha256sum_mib_s: round(scrub.sha256sumMiBs),
       scrub_vs_sha256: round(scrub.ratio),
@@ -153,7 +156,7 @@ async function main(): Promise<void> {
         `failover_first_read_ms  ${figures.failover_first_read_ms} (goal <= 2000; p95 of ${trials} trials: ${figures.failover_first_read_ms_all.join(', ')})`,
       );
       say(
-        `failover_read_p95_ms    ${figures.failover_read_p95_ms} (goal <= 50; p50 ${figures.failover_read_p50_ms})`,
+        `failover_read_p95_ms    ${figures.failover_read_p95_ms} (goal <= 50; p50 ${figures.failover_read_p50_ms}; the same reads with every site up: p95 ${figures.all_up_read_p95_ms}, p50 ${figures.all_up_read_p50_ms})`,
       );
       say(
         `scrub_vs_sha256         ${figures.scrub_vs_sha256} (goal >= 0.7; scrub ${figures.scrub_mib_s} MiB/s, sha256sum ${figures.sha256sum_mib_s} MiB/s)`,
@@ -365,7 +368,7 @@ async function benchFailover(
   uno: Site,
   token: string,
   say: (l: string) => void,
-): Promise<{ first: number[]; after: number[] }> {
+): Promise<{ first: number[]; after: number[]; up: number[] }> {
   const dir = `${home}/bench-failover`;
   await lsu.client!.makeCollection(dir);
   const perTrial = 20;
@@ -387,8 +390,15 @@ async function benchFailover(
   );
   const first: number[] = [];
   const after: number[] = [];
+  const up: number[] = [];
   for (let t = 0; t < trials; t++) {
     const mine = names.slice(t * perTrial, (t + 1) * perTrial);
+    // The baseline: the same reads at uno with every site up (served through lsu, the first holder).
+    for (const name of mine.slice(1)) {
+      const r0 = performance.now();
+      await readAll(uno.url, token, `${dir}/${name}`);
+      up.push(performance.now() - r0);
+    }
     lsu.child.kill('SIGSTOP');
     try {
       const t0 = performance.now();
@@ -407,7 +417,7 @@ async function benchFailover(
   say(
     `failover: first reads ${first.map((x) => x.toFixed(0)).join(', ')} ms; ${after.length} reads after them`,
   );
-  return { first, after };
+  return { first, after, up };
 }
 
 async function benchScrub(

@@ -296,6 +296,38 @@ describe('WebDAV: methods', () => {
     );
   });
 
+  it('COPY of a collection copies symbolic links as links, and answers 207 naming a member it could not copy', async () => {
+    const dir = `${base()}/tree`;
+    const apiDir = `/home/${alice.username}/methods/tree`;
+    expectDav(await dav('MKCOL', dir), 201);
+    expectDav(await dav('PUT', `${dir}/ok.txt`, { body: 'fine' }), 201);
+    expectDav(await dav('PUT', `${dir}/lost.txt`, { body: 'gone' }), 201);
+    const link = await alice.client.post('/api/v1/namespace/symlinks', {
+      path: `${apiDir}/link`,
+      target: 'ok.txt',
+    });
+    expectStatus(link, 201);
+    // The only copy of lost.txt's bytes is no longer good: nothing can serve it.
+    await site.query(
+      `UPDATE replicas SET status = 'failed' WHERE object_id = (
+         SELECT o.id FROM data_objects o JOIN collections c ON c.id = o.collection_id
+          WHERE c.path = $1 AND o.name = 'lost.txt')`,
+      [apiDir],
+    );
+    const copy = expectDav(await dav('COPY', dir, { headers: { destination: `${base()}/tree-copy` } }), 207);
+    expect(copy.text).toContain(`<D:href>${base()}/tree-copy/lost.txt</D:href><D:status>HTTP/1.1 503`);
+    expect(copy.text).not.toContain('ok.txt');
+    expect((await dav('GET', `${base()}/tree-copy/ok.txt`)).text).toBe('fine');
+    expectDav(await propfind(`${base()}/tree-copy/lost.txt`, '0'), 404);
+    const copiedLink = await alice.client.get<{ kind: string; linkTarget: string }>(
+      '/api/v1/namespace/stat',
+      {
+        query: { path: `/home/${alice.username}/methods/tree-copy/link` },
+      },
+    );
+    expect(expectStatus(copiedLink, 200).body).toMatchObject({ kind: 'symlink', linkTarget: 'ok.txt' });
+  });
+
   it('honours locks: writes need the token, other users are refused, timeouts expire', async () => {
     const file = `${base()}/locked.txt`;
     expectDav(await dav('PUT', file, { body: 'one' }), 201);

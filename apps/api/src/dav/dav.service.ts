@@ -36,6 +36,7 @@ import {
   propKey,
   responseXml,
   ROOT_NS,
+  statusResponseXml,
   serialize,
   TRIB_NS,
   XML_HEADER,
@@ -449,31 +450,60 @@ export class DavService {
       await this.namespace.delete(r.principal, destination);
       this.locks.releaseWithin(destination);
     }
+    const failed: { path: string; collection: boolean; error: DavError }[] = [];
     try {
       if (move) {
         await this.namespace.move(r.principal, r.path, destination);
         this.locks.releaseWithin(r.path);
       } else {
-        await this.copyEntry(r.principal, source, destination, depth === 'infinity');
+        await this.copyEntry(r.principal, source, destination, depth === 'infinity', failed);
       }
     } catch (err) {
       throw parentMissingAs409(err);
     }
+    if (failed.length > 0) {
+      // RFC 4918 section 9.8.5: the members that could not be copied, named by where they would
+      // have gone (as the RFC's example does), each with its status; the rest was copied.
+      const body = multistatusXml(
+        failed.map((f) => statusResponseXml(hrefOf(f.path, f.collection), f.error.status, f.error.message)),
+      );
+      r.res.status(207).setHeader('Content-Type', 'application/xml; charset=utf-8');
+      r.res.end(body);
+      return;
+    }
     r.res.status(existing ? 204 : 201).end();
   }
 
-  /** Copies an entry (a collection with its members when `deep`) and its dead properties. */
-  private async copyEntry(principal: Principal, source: EntryDto, to: string, deep: boolean): Promise<void> {
+  /**
+   * Copies an entry (a collection with its members when `deep`) and its dead properties. A member
+   * that cannot be copied (unreadable, its bytes unreachable) is recorded in `failed` and skipped;
+   * a failure of the entry itself is thrown.
+   */
+  private async copyEntry(
+    principal: Principal,
+    source: EntryDto,
+    to: string,
+    deep: boolean,
+    failed: { path: string; collection: boolean; error: DavError }[],
+  ): Promise<void> {
     let copied: EntryDto;
     if (source.kind === 'collection') {
       copied = await this.namespace.createCollection(principal, to, false);
       if (deep) {
         for await (const page of this.children(principal, source.path)) {
           for (const child of page) {
-            await this.copyEntry(principal, child, `${to}/${child.name}`, true);
+            try {
+              await this.copyEntry(principal, child, `${to}/${child.name}`, true, failed);
+            } catch (err) {
+              const error = asDavError(err);
+              if (!error) throw err;
+              failed.push({ path: `${to}/${child.name}`, collection: child.kind === 'collection', error });
+            }
           }
         }
       }
+    } else if (source.kind === 'symlink' && source.linkTarget !== null) {
+      copied = await this.namespace.createSymlink(principal, to, source.linkTarget, undefined);
     } else {
       const { object, source: bytes } = await this.reads.openForRead(principal, source.path);
       const body = object.size > 0n ? await this.reads.read(bytes) : Readable.from([]);

@@ -20,7 +20,6 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { runCli } from '@tributary/agent/embedding';
 import {
   latencySummary,
   makeTree,
@@ -31,6 +30,7 @@ import {
   type RequestProfile,
   type Tree,
 } from './small-files';
+import { runTrib } from './trib';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -455,21 +455,11 @@ async function main(): Promise<void> {
       );
     }
 
-    const trib = async (...args: string[]): Promise<void> => {
-      let errors = '';
-      const code = await runCli(['--json', ...args], {
-        stdout: { write: () => true },
-        stderr: { write: (chunk: string) => ((errors += chunk), true) },
-        env: {
-          ...process.env,
-          TRIBUTARY_AGENT_HOME: path.join(scratch, 'agent-home'),
-          TRIBUTARY_SITE: site!.url,
-          TRIBUTARY_TOKEN: site!.token,
-        },
-        cwd: scratch,
-      });
-      if (code !== 0) throw new Error(`trib ${args.join(' ')} exited with ${code}: ${errors.trim()}`);
-    };
+    const trib = (...args: string[]): Promise<void> =>
+      runTrib(
+        { siteUrl: site!.url, token: site!.token, agentHome: path.join(scratch, 'agent-home'), cwd: scratch },
+        args,
+      );
 
     let directPutS: number | null = null;
     let directGetS: number | null = null;

@@ -1,17 +1,18 @@
 import 'reflect-metadata';
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { runCli } from '@tributary/agent/embedding';
 import { freePort, migrate, startEmbeddedPostgres, type EmbeddedServer } from '@tributary/api/embedding';
 import { ApiConnection, downloadFile } from '@tributary/buffer';
 import { prng } from '@tributary/testkit/prng';
 import { startWan, WAN_PROFILES, type Wan, type WanProfile } from '@tributary/testkit/wan';
 import { BenchClient, httpTransport } from './client';
 import { pairKeys, siteSettings } from './federation-settings';
+import { startSiteProcess, stopSiteProcess } from './site-process';
+import { runTrib } from './trib';
 
 const USAGE = `npm run bench:wan -- [--json] [--quick] [--only write,read,latency,parallel]
 
@@ -219,7 +220,7 @@ async function main(): Promise<void> {
         figures.parallel_8_streams_s = round(p.parallel);
         figures.parallel_over_single_wan = round(p.single / p.parallel);
       }
-      await Promise.all(fed.sites.map((s) => stopSite(s.child)));
+      await Promise.all(fed.sites.map((s) => stopSiteProcess(s.child)));
     }
 
     const small = sets[0]!;
@@ -261,7 +262,7 @@ async function main(): Promise<void> {
       say(`load average (1 min): ${loadStart} at the start, ${out.load_average_end} at the end`);
     }
   } finally {
-    await Promise.all(running.map((s) => stopSite(s.child)));
+    await Promise.all(running.map((s) => stopSiteProcess(s.child)));
     await wan?.close().catch(() => undefined);
     await server?.stop().catch(() => undefined);
     await fs.rm(root, { recursive: true, force: true }).catch(() => undefined);
@@ -334,7 +335,7 @@ async function startSetup(
           .filter((p) => p !== id)
           .map((p) => ({ id: p, url: `http://127.0.0.1:${peerPorts.get(`${id}-${p}`)}`, key: key(id, p) })),
       );
-    const child = await startSite(id, env);
+    const child = await startSiteProcess(id, env);
     const site = { id, child };
     sites.push(site);
     running.push(site);
@@ -357,36 +358,6 @@ async function startSetup(
     }, 90_000);
   }
   return { setup, url: { local: localUrl, remote: clientLink.url }, token, home, sites };
-}
-
-async function startSite(id: string, env: Record<string, string>): Promise<ChildProcess> {
-  const child = fork(require.resolve('@tributary/api/site'), [], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`site ${id} did not start within 120 s`)), 120_000);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`site ${id} exited before it was ready (${signal ?? `code ${code ?? '?'}`})`));
-    });
-    child.on('message', (m: unknown) => {
-      if ((m as { type?: unknown } | null)?.type !== 'ready') return;
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-  child.removeAllListeners('exit');
-  return child;
-}
-
-async function stopSite(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -449,20 +420,11 @@ function get(set: DataSet, remote: string, target: string): string[] {
 }
 
 /** Runs trib in this process against the setup's site, local or across the WAN. */
-async function trib(fed: Federation, where: Where, root: string, args: string[]): Promise<void> {
-  let errors = '';
-  const code = await runCli(['--json', ...args], {
-    stdout: { write: () => true },
-    stderr: { write: (chunk: string) => ((errors += chunk), true) },
-    env: {
-      ...process.env,
-      TRIBUTARY_AGENT_HOME: path.join(root, 'agent-home'),
-      TRIBUTARY_SITE: fed.url[where],
-      TRIBUTARY_TOKEN: fed.token,
-    },
-    cwd: root,
-  });
-  if (code !== 0) throw new Error(`trib ${args.join(' ')} (${where}) exited with ${code}: ${errors.trim()}`);
+function trib(fed: Federation, where: Where, root: string, args: string[]): Promise<void> {
+  return runTrib(
+    { siteUrl: fed.url[where], token: fed.token, agentHome: path.join(root, 'agent-home'), cwd: root },
+    args,
+  );
 }
 
 async function timed(run: () => Promise<void>): Promise<number> {

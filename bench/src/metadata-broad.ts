@@ -184,6 +184,14 @@ export async function broadBench(options: BroadOptions): Promise<Record<string, 
   const site = await localSite('thread');
   const sql = new pg.Client(site.connection);
   sql.on('error', () => undefined);
+  // Interrupted: the site and its embedded PostgreSQL go with the bench (the temp directory too).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.removeAllListeners(signal);
+    process.once(signal, () => {
+      say(`\n${signal}: cleaning up`);
+      void site.close().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    });
+  }
   try {
     say(`site: ${site.description}`);
     await sql.connect();

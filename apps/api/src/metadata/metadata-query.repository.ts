@@ -18,6 +18,11 @@ export interface QuerySpec {
   after: { value: string; id: bigint } | null;
   visibility: Visibility;
   /**
+   * For object queries with a condition: its matches in the whole catalog, counted up to
+   * `broadFrom + 1` (`resolveAreas`); Infinity without a condition.
+   */
+  matches?: number;
+  /**
    * For object queries: the collections whose objects the query may return, resolved once per
    * request (`resolveAreas`). Without it the scope and the grants are matched on the collections'
    * paths per object.
@@ -180,6 +185,22 @@ export class MetadataQueryRepository {
    */
   async resolveAreas(spec: QuerySpec): Promise<QuerySpec> {
     if (spec.kind !== 'object') return spec;
+    const [resolved, matches] = await Promise.all([
+      this.areasOf(spec),
+      spec.where ? this.matchesUpTo(spec.where, this.broadFrom) : Promise.resolve(Infinity),
+    ]);
+    return { ...resolved, matches };
+  }
+
+  /**
+   * How many matches of the condition in the whole catalog make a query broad (counted from its
+   * index alone, up to this number plus one): a broad query's page walks the scope in name order
+   * and its total starts from a sample; a narrower one's page and total start from the matches,
+   * which is then cheap (and keeps issue 5's selective queries as they were).
+   */
+  broadFrom = 5_000;
+
+  private async areasOf(spec: QuerySpec): Promise<QuerySpec> {
     const v = spec.visibility;
     const confined = v.confinedTo ?? '/';
     const top = isWithin(spec.scope, confined) ? spec.scope : confined;
@@ -219,14 +240,21 @@ export class MetadataQueryRepository {
   }
 
   /**
-   * Objects walked in name order before a page gives up on the walk (`walkedByName`); at least 20
-   * times the page's size.
+   * Objects walked in name order before a page gives up on the walk (`walkedByName`); at least twice
+   * the page's size.
    */
   walkLimit = 2_000;
 
   async page(spec: QuerySpec): Promise<QueryHit[]> {
     if (spec.limit === 0) return [];
-    if (spec.kind === 'object' && spec.sort === 'name' && spec.where && spec.areas) {
+    const walkLimit = Math.max(this.walkLimit, 2 * spec.limit);
+    if (
+      spec.kind === 'object' &&
+      spec.sort === 'name' &&
+      spec.where &&
+      spec.areas &&
+      (spec.matches ?? Infinity) > walkLimit
+    ) {
       const walked = await this.pageFrom(spec, true);
       if (walked) return walked;
     }
@@ -252,7 +280,7 @@ export class MetadataQueryRepository {
         ? `(SELECT CASE WHEN c.path = '/' THEN '/' ELSE c.path || '/' END FROM collections c WHERE c.id = e.collection_id) || e.name`
         : 'e.path';
     const sizeExpr = spec.kind === 'object' ? 'e.size' : '0::bigint';
-    const walkLimit = Math.max(this.walkLimit, 20 * spec.limit);
+    const walkLimit = Math.max(this.walkLimit, 2 * spec.limit);
     // The sort and the limit on the entry's id and sort key alone (for objects sorted by name an
     // index-only lookup per match, or the terms rows' names), then the page's other columns for its
     // rows only.
@@ -612,6 +640,9 @@ export class MetadataQueryRepository {
     if (want.exact || spec.kind !== 'object' || (!want.count && (kept || !want.facets.length))) {
       return { ...(await exactly(null)), facetsAreEstimates: false };
     }
+    // Few matches in the whole catalog: counting them exactly is cheap.
+    if ((spec.matches ?? Infinity) <= this.exactLimit)
+      return { ...(await exactly(null)), facetsAreEstimates: false };
     const sampled = await this.sample(spec, kept ? [] : want.facets, want.facetLimit);
     if (!sampled.total.estimate) {
       // The sample read every page: its figures are exact.
@@ -631,7 +662,10 @@ export class MetadataQueryRepository {
   private async objectRows(): Promise<number> {
     if (this.tableRows && Date.now() - this.tableRows.at < 60_000) return this.tableRows.rows;
     const { rows } = await this.sql.pool.query<{ n: string }>(
-      `SELECT greatest(reltuples, 0)::bigint AS n FROM pg_class WHERE oid = 'data_objects'::regclass`,
+      // Never analyzed (reltuples -1): about 50 objects per page.
+      `SELECT (CASE WHEN reltuples >= 0 THEN reltuples
+                    ELSE pg_relation_size(oid) / current_setting('block_size')::int * 50 END)::bigint AS n
+         FROM pg_class WHERE oid = 'data_objects'::regclass`,
     );
     this.tableRows = { rows: Number(rows[0]!.n), at: Date.now() };
     return this.tableRows.rows;

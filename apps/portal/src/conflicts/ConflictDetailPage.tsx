@@ -101,7 +101,12 @@ function Detail({
         </dd>
         <dt>Decide by</dt>
         <dd>
-          <When iso={c.deadline} /> {open && <span className="muted">({deadlineText(c.deadline, now)})</span>}
+          <When iso={c.deadline} />{' '}
+          {open && (
+            <time className="muted" dateTime={c.deadline}>
+              ({deadlineText(c.deadline, now)})
+            </time>
+          )}
         </dd>
         <dt>Stands for now</dt>
         <dd>

@@ -271,7 +271,11 @@ export function ConflictsPage() {
             id: 'status',
             header: 'Decide within',
             cell: (c) =>
-              c.status === 'open' ? deadlineText(c.deadline, now).replace(' left', '') : c.status,
+              c.status === 'open' ? (
+                <time dateTime={c.deadline}>{deadlineText(c.deadline, now).replace(' left', '')}</time>
+              ) : (
+                c.status
+              ),
           },
         ]}
       />

@@ -6,6 +6,7 @@ import { useTitle } from '../app/Layout';
 import { formatDuration } from '../format';
 import { historyOf, sparkline } from './lagHistory';
 import { When } from '../app/When';
+import { Link } from 'react-router';
 
 const POLL_MS = 5_000;
 /** How far back the lag chart looks. */
@@ -44,8 +45,11 @@ export function SitesPage() {
         <>
           <p>
             This is site <strong data-testid="this-site">{s.site}</strong>. Replication is{' '}
-            {s.running ? 'running' : 'stopped'}, every {formatDuration(s.cycleSeconds)}; {s.pendingCapture}{' '}
-            local changes wait to be extracted; {s.conflicts} conflicts recorded by the engine.{' '}
+            {s.running ? 'running' : 'stopped'}, every {formatDuration(s.cycleSeconds)};{' '}
+            {plural(s.pendingCapture, 'local change waits', 'local changes wait')} to be extracted. The engine
+            has met {plural(s.conflicts, 'concurrent change', 'concurrent changes')} so far; most settle by
+            themselves (a file time, a rename both sites agree on), and those people decide are on the{' '}
+            <Link to="/conflicts">Conflicts</Link> page.{' '}
             <button type="button" onClick={() => cycle.mutate()} disabled={cycle.isPending}>
               {cycle.isPending ? 'Running a cycle…' : 'Run a cycle now'}
             </button>
@@ -147,14 +151,16 @@ export function SitesPage() {
                 header: 'Applied',
                 className: 'num',
                 cell: (c) =>
-                  `${c.injected.changes} changes` +
-                  (c.injected.conflicts > 0 ? `, ${c.injected.conflicts} conflicts` : ''),
+                  plural(c.injected.changes, 'change', 'changes') +
+                  (c.injected.conflicts > 0
+                    ? `, ${plural(c.injected.conflicts, 'concurrent change', 'concurrent changes')}`
+                    : ''),
               },
               {
                 id: 'extracted',
                 header: 'Extracted',
                 className: 'num',
-                cell: (c) => `${c.extracted.changes} changes`,
+                cell: (c) => plural(c.extracted.changes, 'change', 'changes'),
               },
               {
                 id: 'sent',
@@ -173,4 +179,9 @@ export function SitesPage() {
       )}
     </section>
   );
+}
+
+/** `1 change`, `3 changes`. */
+function plural(n: number, one: string, many: string): string {
+  return `${n.toLocaleString()} ${n === 1 ? one : many}`;
 }

@@ -2,19 +2,20 @@ import { ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { ThrottlerException, ThrottlerGuard } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
+import { SignInFailures } from './sign-in-failures';
 
 /**
  * Limits login attempts per client address and username together (the module's throttler), and
  * failed attempts per client address whatever the usernames, so one address cannot spray many
  * names. Successful sign-ins do not count against the address: a classroom behind one NAT may all
  * sign in at once. The address is `req.ip`, which believes X-Forwarded-For only from
- * TRUSTED_PROXIES (app.factory.ts).
+ * TRUSTED_PROXIES (app.factory.ts). The failures per address are counted with WebDAV's failed
+ * Basic sign-ins (SignInFailures).
  */
 @Injectable()
 export class LoginThrottlerGuard extends ThrottlerGuard {
   @Inject(SITE_CONFIG) private readonly config!: SiteConfig;
-  /** Times of recent failed attempts per address, oldest first. */
-  private readonly failures = new Map<string, number[]>();
+  @Inject(SignInFailures) private readonly failures!: SignInFailures;
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
@@ -22,15 +23,14 @@ export class LoginThrottlerGuard extends ThrottlerGuard {
     const res = http.getResponse<Response>();
     const address = String(req.ip);
     const now = Date.now();
-    const recent = this.recent(address, now);
+    const recent = this.failures.recent(address, now);
     if (recent.length >= this.config.loginAddressRateLimit) {
-      const oldest = recent[0] ?? now;
-      res.setHeader('Retry-After', String(Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000))));
+      res.setHeader('Retry-After', String(this.failures.retryAfterSeconds(recent, now)));
       throw new ThrottlerException('too many failed sign-ins from this address');
     }
     const allowed = await super.canActivate(context);
     res.once('finish', () => {
-      if (res.statusCode === 401) this.recordFailure(address);
+      if (res.statusCode === 401) this.failures.record(address);
     });
     return allowed;
   }
@@ -39,26 +39,5 @@ export class LoginThrottlerGuard extends ThrottlerGuard {
     const body = req.body as { username?: unknown } | undefined;
     const username = typeof body?.username === 'string' ? body.username.toLowerCase() : '';
     return Promise.resolve(`${String(req.ip)}|${username}`);
-  }
-
-  private get windowMs(): number {
-    return this.config.loginRateWindowMs;
-  }
-
-  private recent(address: string, now: number): number[] {
-    const times = this.failures.get(address);
-    if (!times) return [];
-    while (times.length && (times[0] ?? 0) <= now - this.windowMs) times.shift();
-    if (!times.length) this.failures.delete(address);
-    return times;
-  }
-
-  private recordFailure(address: string): void {
-    const now = Date.now();
-    // Addresses seen once and never again would otherwise stay for the life of the process.
-    if (this.failures.size > 10_000) for (const a of [...this.failures.keys()]) this.recent(a, now);
-    const times = this.recent(address, now);
-    times.push(now);
-    this.failures.set(address, times);
   }
 }

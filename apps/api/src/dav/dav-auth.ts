@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { AuthService } from '../auth/auth.service';
 import { TOKEN_PREFIX } from '../auth/secrets';
+import { SignInFailures } from '../auth/sign-in-failures';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
@@ -10,19 +11,17 @@ import { DavError } from './dav.errors';
 /**
  * Who a WebDAV request comes from: Basic authentication with the username and an API token as the
  * password (what Finder, Explorer, rclone and davfs2 send), `Authorization: Bearer <token>`, or
- * the portal's session cookie. Failed Basic attempts count against the same limits as the
- * portal's sign-in (LOGIN_RATE_LIMIT per address and username, LOGIN_ADDRESS_RATE_LIMIT per
- * address, within LOGIN_RATE_WINDOW_SECONDS); past them, every attempt from there is 429 until the
- * window has passed. Successful requests do not count: a mount sends its credentials on every
- * request.
+ * the portal's session cookie. Failed Basic attempts count against the portal's sign-in limits:
+ * per address together with failed portal sign-ins (SignInFailures, LOGIN_ADDRESS_RATE_LIMIT), and
+ * per address and username (LOGIN_RATE_LIMIT), within LOGIN_RATE_WINDOW_SECONDS; past either,
+ * every attempt from there is 429 until the window has passed. Successful requests do not count: a
+ * mount sends its credentials on every request.
  */
 @Injectable()
 export class DavAuth {
-  /** Times of recent failures, per address and per address-and-username, oldest first. */
-  private readonly failures = new Map<string, number[]>();
-
   constructor(
     private readonly auth: AuthService,
+    private readonly failures: SignInFailures,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
   ) {}
 
@@ -83,8 +82,8 @@ export class DavAuth {
 
   private assertNotLimited(address: string, username: string): void {
     const now = Date.now();
-    const byAddress = this.recent(address, now);
-    const byName = this.recent(`${address}|${username}`, now);
+    const byAddress = this.failures.recent(address, now);
+    const byName = this.failures.recent(nameKey(address, username), now);
     const full =
       byAddress.length >= this.config.loginAddressRateLimit
         ? byAddress
@@ -92,7 +91,7 @@ export class DavAuth {
           ? byName
           : null;
     if (!full) return;
-    const retry = Math.max(1, Math.ceil(((full[0] ?? now) + this.config.loginRateWindowMs - now) / 1000));
+    const retry = this.failures.retryAfterSeconds(full, now);
     throw new DavError(
       429,
       'RATE_LIMITED',
@@ -102,22 +101,12 @@ export class DavAuth {
     );
   }
 
-  private recent(key: string, now: number): number[] {
-    const times = this.failures.get(key);
-    if (!times) return [];
-    while (times.length && (times[0] ?? 0) <= now - this.config.loginRateWindowMs) times.shift();
-    if (!times.length) this.failures.delete(key);
-    return times;
-  }
-
   private recordFailure(address: string, username: string): void {
-    const now = Date.now();
-    // Keys seen once and never again would otherwise stay for the life of the process.
-    if (this.failures.size > 10_000) for (const k of [...this.failures.keys()]) this.recent(k, now);
-    for (const key of [address, `${address}|${username}`]) {
-      const times = this.recent(key, now);
-      times.push(now);
-      this.failures.set(key, times);
-    }
+    this.failures.record(address, nameKey(address, username));
   }
+}
+
+/** The key of WebDAV's failures per address and username (the portal's throttler keeps its own). */
+function nameKey(address: string, username: string): string {
+  return `dav|${address}|${username}`;
 }

@@ -369,3 +369,32 @@ describe('WebDAV: methods', () => {
     expect(Number(available?.[1])).toBeGreaterThan(0);
   });
 });
+
+describe('WebDAV: failed sign-ins counted with the portal', () => {
+  let limited: TestSite;
+  beforeAll(async () => {
+    limited = await startTestSite({ LOGIN_RATE_LIMIT: '1000', LOGIN_ADDRESS_RATE_LIMIT: '4' });
+  });
+  afterAll(async () => {
+    await limited?.close();
+  });
+
+  it('stops an address that fails at the portal and over WebDAV once both together reach the limit', async () => {
+    const account = await limited.createAccount();
+    const login = (password: string) =>
+      limited.anonymous().post('/api/v1/auth/login', { username: account.username, password });
+    const davTry = async (secret: string): Promise<number> =>
+      (
+        await fetch(`${limited.url}/dav/`, {
+          method: 'PROPFIND',
+          headers: { depth: '0', authorization: basic(account.username, secret) },
+        })
+      ).status;
+    expect((await login('wrong-password-1')).status).toBe(401);
+    expect((await login('wrong-password-2')).status).toBe(401);
+    expect(await davTry('trib_wrong-1')).toBe(401);
+    expect(await davTry('trib_wrong-2')).toBe(401);
+    expect(await davTry('trib_wrong-3')).toBe(429);
+    expect((await login(account.password)).status).toBe(429);
+  });
+});

@@ -155,6 +155,9 @@ describe('broad metadata queries for every caller and scope', () => {
     // Small limits, so totals and facets a sample puts over 12 matches are estimates.
     repo.exactLimit = 12;
     repo.sampleRows = 40;
+    // And a short walk: common values' pages walk the scope in name order, rarer ones do not.
+    repo.broadFrom = 20;
+    repo.walkLimit = 30;
     await site.query('ANALYZE data_objects');
   }, 120_000);
 
@@ -172,7 +175,7 @@ describe('broad metadata queries for every caller and scope', () => {
     const [total, page, facet] = await Promise.all([
       site.query<{ n: string }>(`SELECT count(*) AS n ${from} WHERE ${where}`),
       site.query<{ id: string }>(
-        `SELECT o.id ${from} WHERE ${where} ORDER BY o.name COLLATE "C", o.id LIMIT 25`,
+        `SELECT o.id ${from} WHERE ${where} ORDER BY o.name COLLATE "C", o.id LIMIT 50`,
       ),
       site.query<{ value: string; n: string }>(
         `SELECT t.value, count(*) AS n ${from} JOIN metadata_triples t ON t.object_id = o.id AND t.attribute = 'kind'
@@ -181,7 +184,8 @@ describe('broad metadata queries for every caller and scope', () => {
     ]);
     return {
       total: Number(total.rows[0]!.n),
-      ids: page.rows.map((r) => r.id),
+      ids: page.rows.slice(0, 25).map((r) => r.id),
+      next: page.rows.slice(25).map((r) => r.id),
       kind: facet.rows.map((r) => ({ value: r.value, count: Number(r.n) })),
     };
   }
@@ -225,6 +229,22 @@ describe('broad metadata queries for every caller and scope', () => {
             quick.items.map((i) => i.id),
             label,
           ).toEqual(want.ids);
+          // The next page from the cursor (for a common value, a walk in name order from it).
+          if (quick.nextCursor) {
+            const next = expectStatus(
+              await caller.client.post<MetadataQueryResult>('/api/v1/metadata/query', {
+                ...body,
+                facets: [],
+                count: false,
+                cursor: quick.nextCursor,
+              }),
+              200,
+            ).body;
+            expect(
+              next.items.map((i) => i.id),
+              label,
+            ).toEqual(want.next);
+          } else expect(want.next, label).toEqual([]);
           if (quick.totalIsEstimate) {
             // Estimated only when a sample says more than the limit match.
             estimated += 1;

@@ -11,6 +11,8 @@ export default defineConfig({
   workers: 1,
   reporter: process.env.CI ? 'list' : [['list']],
   globalSetup: './global-setup.ts',
+  // Reference images of the main screens (tests/screens.spec.ts), kept in the repository.
+  snapshotPathTemplate: '{testDir}/../screenshots/{arg}{ext}',
   use: {
     baseURL: process.env.E2E_BASE_URL,
     headless: true,

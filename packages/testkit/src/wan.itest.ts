@@ -58,8 +58,11 @@ describe('profiles', () => {
     // A new connection: the SYN is local to Toxiproxy; the request and the answer cross the link once.
     const ms = await best(`${link.url}/`);
     expect(ms).toBeGreaterThanOrEqual(10);
+    // Back to campus: the regional latency is replaced, not added to (timing a 1 ms link on a busy
+    // machine says little, so its toxics are checked).
     await link.setProfile('campus');
-    expect(await best(`${link.url}/`)).toBeLessThan(ms);
+    const toxics = await link.toxics();
+    expect(toxics.map((t) => [t.stream, t.attributes.latency]).sort()).toEqual([['downstream', 1]]);
   });
 });
 

@@ -23,8 +23,8 @@ export const LINK_TARGET_MAX_BYTES = 4096;
 export const SYMLINK_CONTENT_TYPE = 'inode/symlink';
 
 /** Request headers that give a written object's mtime and mode with its bytes (`PUT /api/v1/data`). */
-export const MTIME_HEADER = 'x-tributary-mtime';
-export const MODE_HEADER = 'x-tributary-mode';
+export { MTIME_HEADER } from './headers';
+export { MODE_HEADER } from './headers';
 
 /** The range of a file time: nanoseconds since 1970 that fit a signed 64-bit integer. */
 export const MTIME_MIN_NS = -(2n ** 63n);

@@ -23,7 +23,7 @@ import type {
   PermissionDto,
   TrashEntryDto,
 } from './dto/namespace';
-import { MODE_HEADER, MTIME_HEADER } from './attributes';
+import { CHUNK_SHA256_HEADER, MODE_HEADER, MTIME_HEADER } from './headers';
 import type {
   AddTriplesRequest,
   BulkMetadataRequest,
@@ -56,7 +56,7 @@ import type {
 } from './dto/placement';
 import type { ReplicationCycleDto, ReplicationLagDto, ReplicationStatusDto } from './dto/replication';
 import { ErrorCode, type ErrorBody } from './errors';
-import { CHUNK_SHA256_HEADER, type CreateUploadRequest, type UploadSessionDto } from './dto/uploads';
+import type { CreateUploadRequest, UploadSessionDto } from './dto/uploads';
 
 /** A failed API call, carrying the stable error code the API answered with. */
 export class ApiError extends Error {

@@ -82,7 +82,7 @@ export const UploadSessionDtoSchema = responseSchema(
 export type UploadSessionDto = z.infer<typeof UploadSessionDtoSchema>;
 
 /** Header with the hex SHA-256 of one chunk; a mismatch refuses the chunk. */
-export const CHUNK_SHA256_HEADER = 'x-chunk-sha256';
+export { CHUNK_SHA256_HEADER } from '../headers';
 /**
  * Header with the hex SHA-256 of the session's bytes from offset 0 through the end of this chunk
  * (the whole object's running hash); a mismatch refuses the chunk. It checks the chunk as

@@ -127,7 +127,15 @@ describe('XML', () => {
       { ns: '', name: 'b' },
     ]);
     expect(serialize(childElements(doc.documentElement!)[0]!)).toBe('<x:a xmlns:x="urn:x">1</x:a>');
-    for (const bad of ['<a>', '<a><b></a>', '', '<D:a/>', '<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>']) {
+    for (const bad of [
+      '<a>',
+      '<a><b></a>',
+      '',
+      '<D:a/>',
+      '<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>',
+      '<a>&#0;</a>',
+      '<a b="&#x0;"/>',
+    ]) {
       expect(
         status(() => parseXml(bad)),
         bad,

@@ -37,6 +37,11 @@ export function parseXml(text: string): Document {
     throw new DavError(400, 'XML_INVALID', 'the request body must not contain a document type declaration');
   }
   if (!doc.documentElement) throw new DavError(400, 'XML_INVALID', 'the request body has no root element');
+  // The parser takes the character reference &#0;, which XML does not allow (and the catalog cannot
+  // store).
+  if (new XMLSerializer().serializeToString(doc).includes('\u0000')) {
+    throw new DavError(400, 'XML_INVALID', 'the request body must not contain NUL characters (&#0;)');
+  }
   return doc;
 }
 

@@ -248,6 +248,9 @@ describe('WebDAV: methods', () => {
     expect(bad.text).toContain('XML_INVALID');
     const doctype = '<!DOCTYPE x [<!ENTITY a "b">]><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>';
     expectDav(await propfind(`${base()}/`, '0', doctype), 400);
+    const nul =
+      '<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><z xmlns="urn:z">&#0;</z></D:prop></D:set></D:propertyupdate>';
+    expectDav(await dav('PROPPATCH', `${base()}/`, { body: nul }), 400);
   });
 
   it('DELETE moves to the trash, where the API lists it', async () => {

@@ -559,7 +559,11 @@ export class DavService {
         }
         if (set) {
           const value = serialize(el);
-          if (Buffer.byteLength(value) > MAX_PROPERTY_BYTES) {
+          if (
+            Buffer.byteLength(value) > MAX_PROPERTY_BYTES ||
+            name.ns.length > 1024 ||
+            name.name.length > 1024
+          ) {
             results.push({ prop: name, status: 507 });
             continue;
           }

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, type Locator, type Page } from '@playwright/test';
 
@@ -103,5 +104,6 @@ export async function expectLooksRight(
     mask: [page.locator('time'), page.locator('[data-volatile]'), ...mask],
     maxDiffPixelRatio: 0.003,
     animations: 'disabled',
+    stylePath: path.join(__dirname, 'screenshot.css'),
   });
 }

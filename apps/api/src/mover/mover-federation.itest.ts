@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { sleep, testBytes, uniqueName, type Federation, type FederationSite } from '@tributary/testkit';
+import { fileExists, storageFile } from '../test/copies';
 import { expectStatus } from '../test/test-site';
 import { until, useFederation } from '../test/federation';
 
@@ -255,7 +256,7 @@ describe('the mover across three sites', () => {
     expect(await fileSha(uno, file)).toBe(sha256(bytes));
   }, 120_000);
 
-  it('random trims, rule removals and lower copies with a concurrent update or rescue elsewhere never lose the last good copy', async () => {
+  it('random trims, rule removals, lower copies and purges with a concurrent update or rescue elsewhere never lose the last good copy', async () => {
     const seed = Number(process.env.PLACEMENT_SEED ?? Math.floor(Math.random() * 2 ** 31));
     let x = seed || 1;
     const random = (): number => {
@@ -273,7 +274,7 @@ describe('the mover across three sites', () => {
       bytes: Buffer;
       rule: PlacementRuleDto;
       deletion: 'remove-rule' | 'lower-copies' | 'other-site';
-      change: 'update' | 'rescue';
+      change: 'update' | 'rescue' | 'purge';
       id?: string;
     }
     const cases: Case[] = [];
@@ -291,7 +292,7 @@ describe('the mover across three sites', () => {
         bytes,
         rule: await addRule(home, dir, 3),
         deletion: pick(['remove-rule', 'lower-copies', 'other-site'] as const),
-        change: pick(['update', 'rescue'] as const),
+        change: pick(['update', 'rescue', 'purge'] as const),
       });
     }
     const context = `seed ${seed} (PLACEMENT_SEED): ${cases.map((c) => `${c.deletion}+${c.change}`).join(', ')}`;
@@ -303,6 +304,8 @@ describe('the mover across three sites', () => {
       c.id = (await lsu.client.stat(c.path)).id;
     }
 
+    /** Objects whose purge was sent: they may have no copy from then on. */
+    const purging = new Set<string>();
     // Every 100 ms, each site's own view of its own copy: some site must hold a good current one.
     const lost: string[] = [];
     let watching = true;
@@ -318,11 +321,51 @@ describe('the mover across three sites', () => {
           );
           for (const r of rows) good.set(r.id, (good.get(r.id) ?? 0) + 1);
         }
-        for (const c of cases) if (!good.get(c.id!)) lost.push(`${c.path} at ${new Date().toISOString()}`);
+        for (const c of cases)
+          if (!good.get(c.id!) && !purging.has(c.id!)) lost.push(`${c.path} at ${new Date().toISOString()}`);
         await sleep(100);
       }
     })();
 
+    // The purges (the delete path that removes every copy's file): an entry is purged once every site has
+    // applied the removal, at a random site. A rescued entry (the rename won) leaves the trash instead
+    // and must never be purged.
+    const purged: Array<{ path: string; id: string; keys: Map<string, string> }> = [];
+    const trashAt = async (site: FederationSite): Promise<Array<{ id: string; purgeAllowed: boolean }>> =>
+      expectStatus(
+        await site.http.get<{ items: Array<{ id: string; purgeAllowed: boolean }> }>('/api/v1/trash', {
+          query: { limit: 1000 },
+        }),
+        200,
+      ).body.items;
+    const purgeOnceAllowed = async (
+      objectId: string,
+      entryId: string,
+      removedAt: FederationSite,
+      at: FederationSite,
+      rescued: boolean,
+    ): Promise<void> => {
+      for (let i = 0; i < 60; i++) {
+        // Gone from the trash where it was made: a rename elsewhere brought it back.
+        if (!(await trashAt(removedAt)).some((t) => t.id === entryId)) return;
+        if ((await trashAt(at)).find((t) => t.id === entryId)?.purgeAllowed) {
+          const keys = new Map<string, string>();
+          for (const site of sites) {
+            const { rows } = await site.query<{ physical_path: string }>(
+              'SELECT physical_path FROM replicas WHERE object_id = $1 AND site_id = $2',
+              [objectId, site.id],
+            );
+            if (rows[0]) keys.set(site.id, rows[0].physical_path);
+          }
+          purging.add(objectId);
+          expectStatus(await at.http.delete(`/api/v1/trash/${entryId}`), 204);
+          purged.push({ path: `${objectId} (${rescued ? 'rescued' : 'trashed'})`, id: objectId, keys });
+          return;
+        }
+        await sleep(500);
+      }
+      throw new Error(`trash entry ${entryId} neither settled nor left the trash`);
+    };
     const changed = new Map<string, { path: string; bytes: Buffer }>();
     await Promise.all(
       cases.map(async (c, i) => {
@@ -340,14 +383,20 @@ describe('the mover across three sites', () => {
             () => false,
           );
           changed.set(c.path, { path: c.path, bytes: done ? bytes : c.bytes });
+        } else if (c.change === 'purge') {
+          // Removed at one site and purged (once every site applied the removal) at any, while the
+          // other cases' trims and copies go on.
+          const removed = await other.client.remove(c.path);
+          changed.set(c.path, { path: '', bytes: c.bytes });
+          await purgeOnceAllowed(c.id!, removed.id, other, pick(sites), false);
         } else {
           // A removal at one site and a rename at another in the same cycle: the rename rescues it.
           const third = pick(sites.filter((s) => s !== other));
           const renamed = `${c.dir}/g.bin`;
-          const [, moved] = await Promise.all([
+          const [removed, moved] = await Promise.all([
             other.client.remove(c.path).then(
-              () => true,
-              () => false,
+              (entry) => entry,
+              () => undefined,
             ),
             third.client.move(c.path, renamed).then(
               () => true,
@@ -356,6 +405,7 @@ describe('the mover across three sites', () => {
           ]);
           // A rename refused (the removal got there first) leaves the object in the trash, with its copies.
           changed.set(c.path, { path: moved ? renamed : '', bytes: c.bytes });
+          if (removed) await purgeOnceAllowed(c.id!, removed.id, other, pick(sites), moved);
         }
       }),
     );
@@ -389,6 +439,18 @@ describe('the mover across three sites', () => {
       cases.map((c) => copiesAt(lsu, changed.get(c.path)!.path).catch((e: Error) => e.message)),
     );
     expect(settled, `${context}\n${JSON.stringify(views)}`).toBe(true);
+    // A purge left no copy row and no file at any site (each site's sweeper removes its own).
+    for (const p of purged) {
+      for (const site of sites) {
+        const gone = await until(async () => {
+          const { rows } = await site.query('SELECT 1 FROM replicas WHERE object_id = $1', [p.id]);
+          const key = p.keys.get(site.id);
+          const file = key ? await fileExists(storageFile(fed, site.id, key)) : false;
+          return rows.length === 0 && !file;
+        }, 20_000);
+        expect(gone, `${context}: purged ${p.path} still at ${site.id}`).toBe(true);
+      }
+    }
     // The concurrent change survived, and every site reads the object's bytes.
     for (const c of cases) {
       const now = changed.get(c.path)!;

@@ -601,7 +601,9 @@ export class MetadataQueryRepository {
    */
   private async matchesUpTo(where: Condition, cap: number): Promise<number> {
     const params = new SqlParams();
-    const ids = new ConditionCompiler(params, 'object_id').idSet(where);
+    // Probes: a `!=` checks each triple of the attribute for the value it must not have, where an
+    // anti-join would first hash every triple that has it (half a million for a common value).
+    const ids = new ConditionCompiler(params, 'object_id', true).idSet(where);
     const { rows } = await this.sql.pool.query<{ n: string }>(
       `SELECT count(*) AS n FROM (${ids} LIMIT ${params.add(cap + 1)}) m`,
       params.values,

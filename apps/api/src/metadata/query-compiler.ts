@@ -233,7 +233,7 @@ export class ConditionCompiler {
       const u = this.next('t');
       return (
         `SELECT ${t}.${this.column} FROM metadata_triples ${t} WHERE ${t}.${this.column} IS NOT NULL AND ${this.anyType(t, node.attribute)}` +
-        ` AND NOT EXISTS (SELECT 1 FROM metadata_triples ${u} WHERE ${u}.${this.column} = ${t}.${this.column} AND ${this.tripleCondition(u, node)})`
+        ` AND NOT EXISTS (SELECT 1 FROM metadata_triples ${u} WHERE ${u}.${this.column} = ${t}.${this.column} AND ${this.tripleCondition(u, node)}${this.probes ? ' OFFSET 0' : ''})`
       );
     }
     return `SELECT ${t}.${this.column} FROM metadata_triples ${t} WHERE ${t}.${this.column} IS NOT NULL AND ${this.tripleCondition(t, node)}`;

@@ -253,6 +253,55 @@ describe('WebDAV: methods', () => {
     expectDav(await dav('PROPPATCH', `${base()}/`, { body: nul }), 400);
   });
 
+  it('answers malformed requests with 4xx, never 5xx', async () => {
+    const x = `${base()}/odd.txt`;
+    const odd: [string, string, Record<string, string>, string?][] = [
+      ['PROPFIND', `${base()}/`, { depth: '2' }],
+      ['PROPFIND', `${base()}/`, { depth: '1' }, '<D:propfind xmlns:D="DAV:"/>'],
+      ['PROPFIND', `${base()}/`, { depth: '1' }, '<D:other xmlns:D="DAV:"/>'],
+      ['PROPFIND', '/dav/a%00b', { depth: '0' }],
+      ['PROPFIND', '/dav/%ZZ', { depth: '0' }],
+      ['PUT', x, { 'content-range': 'bytes 0-1/2' }, 'ab'],
+      ['PUT', x, { if: '(<urn:x' }, 'a'],
+      ['PUT', x, { if: '<http://elsewhere.example/dav/x> (<urn:x>)' }, 'a'],
+      ['MOVE', x, {}],
+      ['MOVE', x, { destination: 'http://[::1' }],
+      ['COPY', x, { destination: `${base()}/y`, overwrite: 'maybe' }],
+      ['LOCK', x, {}, '<D:lockinfo xmlns:D="DAV:"/>'],
+      [
+        'LOCK',
+        x,
+        { depth: '1' },
+        '<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>',
+      ],
+      ['LOCK', x, {}],
+      ['UNLOCK', x, {}],
+      ['UNLOCK', x, { 'lock-token': '<urn:nothing>' }],
+      ['PROPPATCH', x, {}, '<D:propertyupdate xmlns:D="DAV:"><D:set/></D:propertyupdate>'],
+      ['PROPPATCH', x, {}, '<D:propfind xmlns:D="DAV:"/>'],
+      ['MKCOL', `${base()}/with-body`, { 'content-type': 'text/plain' }, 'body'],
+      ['POST', x, {}],
+      ['PATCH', x, {}, 'z'],
+    ];
+    expectDav(await dav('PUT', x, { body: 'odd' }), 201);
+    for (const [method, path, headers, body] of odd) {
+      const res = await dav(method, path, { headers, body });
+      expect(
+        res.status,
+        `${method} ${path} ${JSON.stringify(headers)}: ${res.text.slice(0, 200)}`,
+      ).toBeGreaterThanOrEqual(400);
+      expect(
+        res.status,
+        `${method} ${path} ${JSON.stringify(headers)}: ${res.text.slice(0, 200)}`,
+      ).toBeLessThan(500);
+    }
+    // The one 5xx a client can cause, as RFC 4918 says: a destination on another server.
+    const elsewhere = { destination: 'http://elsewhere.example/dav/y' };
+    expect(expectDav(await dav('MOVE', x, { headers: elsewhere }), 502).text).toContain(
+      'DESTINATION_INVALID',
+    );
+  });
+
   it('DELETE moves to the trash, where the API lists it', async () => {
     expectDav(await dav('PUT', `${base()}/trash-me.txt`, { body: 'bye' }), 201);
     expectDav(await dav('DELETE', `${base()}/trash-me.txt`), 204);

@@ -574,6 +574,9 @@ export class DavService {
         results.push({ prop: name, status: 200 });
       }
     }
+    if (results.length === 0) {
+      throw new DavError(400, DavCode.XmlInvalid, 'D:propertyupdate names no property to set or remove');
+    }
     const failed = results.some((x) => x.status !== 200);
     let outcome: 'ok' | 'too-many' | 'gone' | 'skipped' = 'skipped';
     if (!failed && changes.length > 0)
@@ -715,7 +718,14 @@ export class DavService {
     const lists = this.ifLists(r);
     if (lists) {
       const holds = await ifHolds(lists, async (resource) => {
-        const path = resource === null ? r.path : pathFromUri(resource, baseOf(r.req), this.hostsOf(r.req));
+        let path = r.path;
+        try {
+          if (resource !== null) path = pathFromUri(resource, baseOf(r.req), this.hostsOf(r.req));
+        } catch (err) {
+          // A resource elsewhere (or not a URI) has no state here: its conditions do not match.
+          if (err instanceof DavError) return { etag: null, tokens: new Set<string>() };
+          throw err;
+        }
         const found = path === r.path ? entry : await this.find(r.principal, path).catch(() => null);
         return {
           etag: found && found.kind !== 'collection' ? etagOf(found) : null,

@@ -158,6 +158,8 @@ describe('broad metadata queries for every caller and scope', () => {
     // And a short walk: common values' pages walk the scope in name order, rarer ones do not.
     repo.broadFrom = 20;
     repo.walkLimit = 30;
+    // Scopes of up to 40 objects are counted exactly by probing each; larger ones sampled.
+    repo.probeScopeLimit = 40;
     await site.query('ANALYZE data_objects');
   }, 120_000);
 

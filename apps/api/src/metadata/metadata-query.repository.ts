@@ -503,7 +503,7 @@ export class MetadataQueryRepository {
   sampleRows = 5_000;
   /** Scopes with at most this many readable objects (estimated) are counted by probing each. */
   probeScopeLimit = 20_000;
-  private tableRows: { rows: number; at: number } | null = null;
+  private tableRows: { rows: number; collections: number; at: number } | null = null;
 
   /**
    * The total and the facets of an object query estimated from a random sample of the catalog:
@@ -520,7 +520,13 @@ export class MetadataQueryRepository {
     attributes: string[],
     limit: number,
   ): Promise<SampledResult & { readable: number }> {
-    const fraction = Math.min(1, this.sampleRows / Math.max(1, await this.objectRows()));
+    // The sample's pages hold whole runs of one collection's objects, so a scope's share of them, not
+    // of the catalog, sets the error: the fraction grows as the scope's share shrinks, so that about
+    // `sampleRows` of the sampled objects are in reach (at most `maxSampleFraction` of the pages).
+    const { rows: total } = await this.objectRows();
+    const { share } = await this.reach(spec);
+    const wanted = this.sampleRows / Math.max(1, total * share);
+    const fraction = wanted >= 1 ? 1 : Math.min(this.maxSampleFraction, wanted);
     const params = new SqlParams();
     const percent = params.add(fraction * 100, '::float4');
     const seed = params.add(seedOf(JSON.stringify([spec.where, spec.scope, spec.areas ?? null])), '::float8');
@@ -605,7 +611,7 @@ export class MetadataQueryRepository {
     // anti-join would first hash every triple that has it (half a million for a common value).
     const ids = new ConditionCompiler(params, 'object_id', true).idSet(where);
     const { rows } = await this.sql.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM (${ids} LIMIT ${params.add(cap + 1)}) m`,
+      `SELECT count(*) AS n FROM (${ids} LIMIT ${params.add(Math.ceil(cap) + 1)}) m`,
       params.values,
     );
     return Number(rows[0]!.n);
@@ -642,7 +648,10 @@ export class MetadataQueryRepository {
     if (want.exact || spec.kind !== 'object' || (!want.count && (kept || !want.facets.length))) {
       return { ...(await exactly(null)), facetsAreEstimates: false };
     }
-    // Few matches in the whole catalog: counting them exactly is cheap.
+    // Few matches in the whole catalog, or few objects in reach: counting exactly is cheap.
+    const reach = await this.reach(spec);
+    if (spec.where && spec.areas && reach.share < 1 && reach.objects <= this.probeScopeLimit)
+      return { ...(await exactly(reach.objects)), facetsAreEstimates: false };
     if ((spec.matches ?? Infinity) <= this.exactLimit)
       return { ...(await exactly(null)), facetsAreEstimates: false };
     const sampled = await this.sample(spec, kept ? [] : want.facets, want.facetLimit);
@@ -661,17 +670,32 @@ export class MetadataQueryRepository {
   }
 
   /** The planner's count of `data_objects`' rows (kept by autovacuum and ANALYZE), re-read each minute. */
-  private async objectRows(): Promise<number> {
-    if (this.tableRows && Date.now() - this.tableRows.at < 60_000) return this.tableRows.rows;
-    const { rows } = await this.sql.pool.query<{ n: string }>(
-      // Never analyzed (reltuples -1): about 50 objects per page.
-      `SELECT (CASE WHEN reltuples >= 0 THEN reltuples
+  private async objectRows(): Promise<{ rows: number; collections: number }> {
+    if (this.tableRows && Date.now() - this.tableRows.at < 60_000) return this.tableRows;
+    const { rows } = await this.sql.pool.query<{ n: string; c: string }>(
+      // Never analyzed (reltuples -1): about 50 rows per page.
+      `SELECT max(CASE WHEN relname = 'data_objects' THEN n END) AS n, max(CASE WHEN relname = 'collections' THEN n END) AS c
+         FROM (SELECT relname, (CASE WHEN reltuples >= 0 THEN reltuples
                     ELSE pg_relation_size(oid) / current_setting('block_size')::int * 50 END)::bigint AS n
-         FROM pg_class WHERE oid = 'data_objects'::regclass`,
+                 FROM pg_class WHERE oid IN ('data_objects'::regclass, 'collections'::regclass)) x`,
     );
-    this.tableRows = { rows: Number(rows[0]!.n), at: Date.now() };
-    return this.tableRows.rows;
+    this.tableRows = { rows: Number(rows[0]!.n), collections: Number(rows[0]!.c), at: Date.now() };
+    return this.tableRows;
   }
+
+  /**
+   * About how many objects a query's scope and grants reach: the catalog's objects times the share of
+   * its collections they cover (null areas: all of them).
+   */
+  private async reach(spec: QuerySpec): Promise<{ objects: number; share: number }> {
+    const { rows, collections } = await this.objectRows();
+    const ids = spec.areas ? (spec.areas.granted ?? spec.areas.scope) : null;
+    const share = ids ? Math.min(1, ids.length / Math.max(1, collections)) : 1;
+    return { objects: Math.ceil(rows * share), share };
+  }
+
+  /** The largest fraction of `data_objects`' pages a sample reads. */
+  maxSampleFraction = 0.2;
 
   /** Which value types an attribute has anywhere in the catalog. */
   private async typesOf(attribute: string): Promise<MetadataValueType[]> {

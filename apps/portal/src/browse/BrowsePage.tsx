@@ -10,6 +10,7 @@ import { CopiesPanel } from '../placement/CopiesPanel';
 import { ObjectCopies } from '../placement/ObjectCopies';
 import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
 import { FolderTree } from './FolderTree';
+import { Preview } from './Preview';
 import { filesFromDrop, filesFromInput, UploadPanel, useUploads, type Uploads } from './useUploads';
 import { rowWindow } from './virtualRows';
 import { useListing } from './useListing';
@@ -828,6 +829,7 @@ function Details({ entry, onClose }: { entry: EntryDto; onClose: () => void }) {
           </a>
         </p>
       )}
+      <Preview entry={entry} />
       {entry.kind === 'object' && <ObjectCopies path={entry.path} />}
       <MetadataPanel path={entry.path} canWrite={canWrite} />
     </div>

@@ -67,11 +67,12 @@ export function MetadataPanel({ path, canWrite }: { path: string; canWrite: bool
               header: 'Value',
               cell: (t) => (
                 <>
-                  {String(t.value)} {t.type !== 'text' && <span className="muted">({t.type})</span>}
+                  {String(t.value)}
+                  {t.unit ? ` ${t.unit}` : ''}{' '}
+                  {t.type !== 'text' && <span className="muted small">({t.type})</span>}
                 </>
               ),
             },
-            { id: 'unit', header: 'Unit', cell: (t) => t.unit ?? '' },
             ...(canWrite ? [actionsColumn] : []),
           ]}
         />

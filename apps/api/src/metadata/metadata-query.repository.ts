@@ -494,11 +494,18 @@ export class MetadataQueryRepository {
   }
 
   /**
-   * Above this many matches (as a sample estimates them) a total is an estimate unless the exact
-   * one is asked for (docs/metadata.md, "Broad queries"): counting a match costs a probe or two, so
-   * this bounds an exact count's time. A property so tests can lower it.
+   * A condition with at most this many matches in the whole catalog, or a scope reaching at most this
+   * many objects, is counted exactly without a sample: at most this many probes (docs/metadata.md,
+   * "Broad queries"). Properties so tests can lower them.
    */
   exactLimit = 5_000;
+  /**
+   * A sample's total at most this is counted exactly after all (a small figure is better exact, and a
+   * few matches are cheap to count unless the scope is large); above it, the sample's figures are the
+   * answer. Between this and `exactLimit` an exact count would cost more probes than the figure is
+   * worth (the matches or the scope's objects are many more than the result).
+   */
+  estimateFrom = 1_000;
   /** About how many objects a sample reads (a fraction of `data_objects`' pages). */
   sampleRows = 5_000;
   /** Scopes with at most this many readable objects (estimated) are counted by probing each. */
@@ -650,7 +657,7 @@ export class MetadataQueryRepository {
     }
     // Few matches in the whole catalog, or few objects in reach: counting exactly is cheap.
     const reach = await this.reach(spec);
-    if (spec.where && spec.areas && reach.share < 1 && reach.objects <= this.probeScopeLimit)
+    if (spec.where && spec.areas && reach.share < 1 && reach.objects <= this.exactLimit)
       return { ...(await exactly(reach.objects)), facetsAreEstimates: false };
     if ((spec.matches ?? Infinity) <= this.exactLimit)
       return { ...(await exactly(null)), facetsAreEstimates: false };
@@ -660,7 +667,7 @@ export class MetadataQueryRepository {
       const facets = kept ? await exactFacets() : want.facets.map((a) => sampled.facets.get(a) ?? []);
       return { ...(want.count ? { total: sampled.total } : {}), facets, facetsAreEstimates: false };
     }
-    if (sampled.total.n <= this.exactLimit)
+    if (sampled.total.n <= this.estimateFrom)
       return { ...(await exactly(sampled.readable)), facetsAreEstimates: false };
     return {
       ...(want.count ? { total: sampled.total } : {}),

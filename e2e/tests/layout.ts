@@ -104,6 +104,8 @@ export async function expectLooksRight(
     mask: [page.locator('time'), page.locator('[data-volatile]'), ...mask],
     maxDiffPixelRatio: 0.003,
     animations: 'disabled',
+    // Only while comparing: times take a fixed room, rows timed by the scrub are left out. Injected
+    // as a style element, so the page's context must bypass the site's CSP (style-src 'self').
     stylePath: path.join(__dirname, 'screenshot.css'),
   });
 }

@@ -122,7 +122,13 @@ for (const size of Object.keys(SIZES) as SizeName[]) {
   }) => {
     test.setTimeout(180_000);
     await prepare(sites);
-    const context = await browser.newContext({ viewport: SIZES[size], baseURL: siteUrls()[0] });
+    // bypassCSP: the comparison's stylesheet (tests/screenshot.css) is an inline style the site's
+    // Content-Security-Policy would refuse; security-headers.spec.ts checks the policy itself.
+    const context = await browser.newContext({
+      viewport: SIZES[size],
+      baseURL: siteUrls()[0],
+      bypassCSP: true,
+    });
     const page = await context.newPage();
     try {
       await page.goto('/');

@@ -187,7 +187,11 @@ export class MetadataQueryRepository {
     if (spec.kind !== 'object') return spec;
     const [resolved, matches] = await Promise.all([
       this.areasOf(spec),
-      spec.where ? this.matchesUpTo(spec.where, this.broadFrom) : Promise.resolve(Infinity),
+      // A `!=` or `exists` is taken as broad without counting: it matches most objects that have the
+      // attribute, and counting them would read every triple of the attribute.
+      spec.where && !hasOp(spec.where, ['!=', 'exists'])
+        ? this.matchesUpTo(spec.where, this.broadFrom)
+        : Promise.resolve(Infinity),
     ]);
     return { ...resolved, matches };
   }
@@ -773,6 +777,11 @@ const tableOf = (kind: EntryKind): 'data_objects' | 'collections' =>
  */
 function notTrashed(table: 'data_objects' | 'collections', id: string): string {
   return `NOT EXISTS (SELECT 1 FROM ${table} d WHERE d.id = ${id} AND d.trash_id > 0)`;
+}
+
+/** Whether a condition has a leaf with one of these operators. */
+function hasOp(node: Condition, ops: string[]): boolean {
+  return node.kind === 'leaf' ? ops.includes(node.op) : node.children.some((c) => hasOp(c, ops));
 }
 
 /** A seed in [0, 2^31) from a text (FNV-1a), so the same query samples the same pages. */

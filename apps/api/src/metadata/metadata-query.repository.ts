@@ -647,7 +647,9 @@ export class MetadataQueryRepository {
       const [n, facets] = await Promise.all([
         !want.count
           ? Promise.resolve(undefined)
-          : readable !== null && spec.areas && spec.where && readable <= this.probeScopeLimit
+          : // (A caller with no grant in scope reaches only what they own or were granted one by one,
+            // which the collections' share does not tell: counted from the matches.)
+            readable !== null && readable > 0 && spec.areas && spec.where && readable <= this.probeScopeLimit
             ? this.matchesUpTo(spec.where, readable).then((m) =>
                 m > readable ? this.countInScope(spec) : this.count(spec),
               )

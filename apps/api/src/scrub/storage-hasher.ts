@@ -33,6 +33,9 @@ export function storageHasher<T extends { key: string }>(storage: ByteSender): S
           onPiece(piece.length).then(() => done(), done);
         },
       });
+      // A piece refused (the scrub stopped, the pacer failed) fails `send` with that error; the
+      // sink's own 'error' event would otherwise be an uncaught exception.
+      sink.on('error', () => undefined);
       try {
         await storage.send(copy.key, undefined, sink);
       } catch (err) {

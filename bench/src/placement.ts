@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { execFile, fork, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream, promises as fs } from 'node:fs';
 import http from 'node:http';
@@ -17,6 +17,7 @@ import {
   type EmbeddedServer,
 } from '@tributary/api/embedding';
 import { BenchClient, httpTransport } from './client';
+import { startSiteProcess, stopSiteProcess } from './site-process';
 import { pairKeys, siteSettings } from './federation-settings';
 
 const USAGE = `npm run bench:placement -- [--json] [--quick]
@@ -164,7 +165,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await Promise.all(sites.map((s) => s.pool.end().catch(() => undefined)));
-    await Promise.all(sites.map((s) => stopSite(s.child)));
+    await Promise.all(sites.map((s) => stopSiteProcess(s.child)));
     await server?.stop().catch(() => undefined);
     await fs.rm(root, { recursive: true, force: true }).catch(() => undefined);
   }
@@ -202,41 +203,18 @@ async function startSites(
       // The scrub is measured on its own below; in the federation it would only compete.
       SCRUB_RATE_MIBS: '0',
     };
-    // One site as a process (what a deployment runs per machine); it reports SiteReady over IPC.
-    const child = fork(require.resolve('@tributary/api/site'), [], {
-      env: { ...process.env, ...env },
-      execArgv: process.env.BENCH_SITE_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`site ${id} did not start within 120 s`)), 120_000);
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`site ${id} exited before it was ready (${signal ?? `code ${code ?? '?'}`})`));
-      });
-      child.on('message', (m: unknown) => {
-        if ((m as { type?: unknown } | null)?.type !== 'ready') return;
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    child.removeAllListeners('exit');
+    // One site as a process (what a deployment runs per machine).
+    const child = await startSiteProcess(
+      id,
+      env,
+      process.env.BENCH_SITE_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
+    );
     const pool = new pg.Pool({ ...connection, max: 2 });
     pool.on('error', () => undefined);
     sites[index] = { id, url, pool, child };
   };
   await start('lsu', 0);
   await Promise.all([start('tulane', 1), start('uno', 2)]);
-}
-
-async function stopSite(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGCONT');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /**

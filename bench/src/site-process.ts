@@ -3,11 +3,16 @@ import { fork, type ChildProcess } from 'node:child_process';
 /**
  * Starts one site as a process from the API's declared site script (`@tributary/api/site`), with
  * `env` added to this process's environment; resolves when it reports SiteReady over IPC. Its
- * stdout is discarded and its stderr shared with this process.
+ * stdout is discarded and its stderr shared with this process; `execArgv` goes to its node.
  */
-export async function startSiteProcess(id: string, env: Record<string, string>): Promise<ChildProcess> {
+export async function startSiteProcess(
+  id: string,
+  env: Record<string, string>,
+  execArgv: string[] = [],
+): Promise<ChildProcess> {
   const child = fork(require.resolve('@tributary/api/site'), [], {
     env: { ...process.env, ...env },
+    execArgv,
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   await new Promise<void>((resolve, reject) => {

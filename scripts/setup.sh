@@ -106,6 +106,12 @@ fi
 # .data/tools/toxiproxy (installing Debian's golang-go if Go is missing) and skips a current build.
 bash scripts/setup-toxiproxy.sh
 
+# --- SeaweedFS --------------------------------------------------------------------------------
+# The S3 storage tests and bench:storage (docs/storage.md) start SeaweedFS's S3 server:
+# scripts/setup-seaweedfs.sh builds it from its Go module into ~/.cache/tributary/seaweedfs/<version>
+# (about 15 minutes of CPU, once) and skips the build while that binary exists.
+bash scripts/setup-seaweedfs.sh
+
 # --- Build -----------------------------------------------------------------------------------
 say 'npm run build'
 npm run build

@@ -117,7 +117,7 @@ describe.skipIf(!isRoot)('pjdfstest on the mount', () => {
       const c = counts(results);
       console.log(
         `pjdfstest (${FULL ? 'full suite' : 'CI sample'}): ${c.files} files, ${c.total} assertions: ` +
-          `${c.passed} passed, ${c.failed} failed (${cmp.expectedFailures} expected, ${cmp.unexpected.length} not on the list) in ${seconds} s`,
+          `${c.passed} ok, ${c.failed} not ok (${cmp.expectedFailures} of them listed in pjdfstest-expected.txt, ${cmp.unexpected.length} not) in ${seconds} s`,
       );
       if (process.env.PJDFSTEST_KEEP_LOG) console.log(`prove output: ${scratch}/prove-*.log`);
 

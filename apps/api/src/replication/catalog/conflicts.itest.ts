@@ -9,6 +9,14 @@ import { purgeWaitsFor } from './trash-settlement';
  * checked: the provisional winner, the conflict record (one, equal everywhere), renames and rescues.
  */
 
+/**
+ * A known bug, reproduced (docs/conflicts.md, Tests): registered only with `REPL_KNOWN_BUGS=1`, where it
+ * fails on today's code, so the default run neither passes it nor counts it as skipped.
+ */
+const knownBug = (name: string, fn: () => Promise<void>): void => {
+  if (process.env.REPL_KNOWN_BUGS === '1') it(name, fn);
+};
+
 const SITES = ['lsu', 'tulane', 'uno'];
 let fed: TestFederation;
 const { db, one, addUser, addCollection, conflicts, converge } = useCatalogFederation(SITES, (started) => {
@@ -676,28 +684,31 @@ describe('symbolic links and attributes (docs/attributes.md)', () => {
   // and accounts (a name freed by a delete) go through the same rename code, not tried here.
   // randomized.itest.ts does not reuse a link name once it was moved to the trash
   // (REPL_REUSE_NAMES=1 lets it, and it diverges).
-  it.skip('a name freed by a move to the trash and taken again elsewhere is not renamed at a third site', async () => {
-    const { proj } = await base();
-    const a = await addObject('lsu', proj, 'n');
-    await converge();
-    await trash('lsu', 'object', a, '/proj/n');
-    fed.transport.down.add('tulane');
-    await fed.sites.lsu!.engine.runCycle(); // uno applies the move; tulane does not hear of it yet
-    const b = await addObject('uno', proj, 'n'); // the name is free at uno
-    fed.transport.down.delete('tulane');
-    fed.transport.down.add('lsu');
-    await fed.sites.uno!.engine.runCycle(); // tulane gets b while a is live there: a clash only at tulane
-    fed.transport.down.clear();
-    await converge();
-    for (const site of SITES) {
-      const row = await one<{ name: string }>(site, 'SELECT name FROM data_objects WHERE id = $1', [b]);
-      expect(row.name, site).toBe('n');
-    }
-  });
+  knownBug(
+    'a name freed by a move to the trash and taken again elsewhere is not renamed at a third site',
+    async () => {
+      const { proj } = await base();
+      const a = await addObject('lsu', proj, 'n');
+      await converge();
+      await trash('lsu', 'object', a, '/proj/n');
+      fed.transport.down.add('tulane');
+      await fed.sites.lsu!.engine.runCycle(); // uno applies the move; tulane does not hear of it yet
+      const b = await addObject('uno', proj, 'n'); // the name is free at uno
+      fed.transport.down.delete('tulane');
+      fed.transport.down.add('lsu');
+      await fed.sites.uno!.engine.runCycle(); // tulane gets b while a is live there: a clash only at tulane
+      fed.transport.down.clear();
+      await converge();
+      for (const site of SITES) {
+        const row = await one<{ name: string }>(site, 'SELECT name FROM data_objects WHERE id = $1', [b]);
+        expect(row.name, site).toBe('n');
+      }
+    },
+  );
 });
 
 describe('updates meeting moves to the trash, cycles in a given order (cases the property test found)', () => {
-  // SKIPPED: fails on the current code (tulane ends with the file live, content type text/uno-1; lsu
+  // KNOWN BUG: fails on the current code (tulane ends with the file live, content type text/uno-1; lsu
   // and uno hold it in lsu's trash entry with text/uno-2). Found with the property test (trash weight
   // 2, purge 3, round 5). In tulane's first cycle after lsu's move T2 (based on uno's update U1, made
   // after lsu rescued the file), lsu's transactions are injected before uno's: tulane holds its own
@@ -709,31 +720,34 @@ describe('updates meeting moves to the trash, cycles in a given order (cases the
   // later U2 (based on T2) is kept aside as a head too. A check that skips an incoming version that is
   // the base of the held version or of a head (TrashRescue.isAbsorbed) makes this test pass, but
   // randomized.itest.ts still diverged in 2 of 6 runs with it, so it is not committed (see the report).
-  it.skip('a second move to the trash, based on a rescue, and an update of it: every site ends trashed with that update', async () => {
-    // The property test's sequence, with only what touches the file: uno updates it while tulane
-    // moves it to the trash; lsu, having rescued it, moves it to the trash again; uno updates it in
-    // the trash.
-    const { proj } = await base();
-    const f = await addObject('lsu', proj, 'f1');
-    await converge();
-    const round = async (from: string) => {
-      const at = SITES.indexOf(from);
-      for (const s of [...SITES.slice(at), ...SITES.slice(0, at)]) await fed.sites[s]!.engine.runCycle();
-    };
-    await touch('uno', f, 'text/uno-1');
-    await trash('tulane', 'object', f, `/proj/f${f}`);
-    await round('tulane');
-    await trash('lsu', 'object', f, `/proj/f${f}`);
-    await round('lsu');
-    await touch('uno', f, 'text/uno-2');
-    await fed.sites.lsu!.engine.runCycle();
-    await round('uno');
-    await converge();
-    for (const site of SITES) {
-      expect(await waitingPeers(site), site).toEqual([]);
-      const row = await trashAndType(site, f);
-      expect(row.trash_id, site).not.toBe('0');
-      expect(row.content_type, site).toBe('text/uno-2');
-    }
-  });
+  knownBug(
+    'a second move to the trash, based on a rescue, and an update of it: every site ends trashed with that update',
+    async () => {
+      // The property test's sequence, with only what touches the file: uno updates it while tulane
+      // moves it to the trash; lsu, having rescued it, moves it to the trash again; uno updates it in
+      // the trash.
+      const { proj } = await base();
+      const f = await addObject('lsu', proj, 'f1');
+      await converge();
+      const round = async (from: string) => {
+        const at = SITES.indexOf(from);
+        for (const s of [...SITES.slice(at), ...SITES.slice(0, at)]) await fed.sites[s]!.engine.runCycle();
+      };
+      await touch('uno', f, 'text/uno-1');
+      await trash('tulane', 'object', f, `/proj/f${f}`);
+      await round('tulane');
+      await trash('lsu', 'object', f, `/proj/f${f}`);
+      await round('lsu');
+      await touch('uno', f, 'text/uno-2');
+      await fed.sites.lsu!.engine.runCycle();
+      await round('uno');
+      await converge();
+      for (const site of SITES) {
+        expect(await waitingPeers(site), site).toEqual([]);
+        const row = await trashAndType(site, f);
+        expect(row.trash_id, site).not.toBe('0');
+        expect(row.content_type, site).toBe('text/uno-2');
+      }
+    },
+  );
 });

@@ -193,7 +193,8 @@ export class ReadService {
    * asked before this resolves, so an unreachable holding site is an error before any answer.
    */
   async openBytes(source: ByteSource, range?: { start: number; end: number }): Promise<ObjectBytes> {
-    if (source.kind === 'local') return { sendTo: (out) => this.storage.send(source.key, range, out) };
+    // Opened before the answer: a failing store is a 503 STORAGE_UNAVAILABLE, not a cut answer.
+    if (source.kind === 'local') return this.storage.prepareSend(source.key, range);
     const stream = await this.read(source, range);
     return {
       sendTo: async (out) => {

@@ -294,6 +294,22 @@ describe('Mover', () => {
       expect(transfers.removed).toEqual(['r1']);
     });
 
+    it('a removal claimed outside the trim (eviction) excludes promises, and waits for those given', () => {
+      const { clock, mover } = setup({ leaseMs: 10_000 });
+      const promise = mover.reserve('o1')!;
+      expect(mover.claimRemoval('o1'), 'promised to keep: no removal').toBeUndefined();
+      promise.release();
+      const claim = mover.claimRemoval('o1')!;
+      expect(claim).toBeDefined();
+      expect(mover.reserve('o1'), 'removing: no promise').toBeUndefined();
+      expect(mover.claimRemoval('o1'), 'one removal at a time').toBeUndefined();
+      claim.release();
+      expect(mover.reserve('o1')).toBeDefined();
+      clock.advance(10_001);
+      expect(mover.claimRemoval('o1')).toBeDefined();
+      expect(mover.leaseMs).toBe(10_000);
+    });
+
     it('does not remove the copy when the promises took more than half the lease', async () => {
       const { clock, catalog, transfers, mover } = setup({ leaseMs: 10_000 });
       transfers.keep = () => {

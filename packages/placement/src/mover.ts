@@ -493,6 +493,23 @@ export class Mover {
     };
   }
 
+  /**
+   * Claims an object for a removal of this site's copy made outside the trim (the cache's
+   * eviction): refused (undefined) while this site has promised to keep its copy or is removing it
+   * already; otherwise this site promises nothing about the object (keep requests are refused)
+   * until `release`.
+   */
+  claimRemoval(objectId: string): { release(): void } | undefined {
+    if (this.trimming.has(objectId) || this.leased(objectId)) return undefined;
+    this.trimming.add(objectId);
+    return { release: () => void this.trimming.delete(objectId) };
+  }
+
+  /** How long a keep promise holds; a removal relying on one finishes within half of it. */
+  get leaseMs(): number {
+    return this.settings.leaseMs;
+  }
+
   /** Whether this site has promised to keep its copy of the object (a lease still running). */
   leased(objectId: string): boolean {
     const now = this.clock.now();

@@ -45,6 +45,8 @@ export const ErrorCode = {
   ConflictClosed: 'CONFLICT_CLOSED',
   UpdateRejected: 'UPDATE_REJECTED',
   InvalidQuery: 'INVALID_QUERY',
+  CacheDisabled: 'CACHE_DISABLED',
+  CacheFull: 'CACHE_FULL',
   Internal: 'INTERNAL',
 } as const;
 
@@ -94,6 +96,8 @@ export const errorStatus: Record<ErrorCode, number> = {
   CONFLICT_CLOSED: 409,
   UPDATE_REJECTED: 409,
   INVALID_QUERY: 422,
+  CACHE_DISABLED: 409,
+  CACHE_FULL: 409,
   INTERNAL: 500,
 };
 

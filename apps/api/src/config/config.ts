@@ -78,7 +78,28 @@ const EnvSchema = z.object({
   SCRUB_REVERIFY_HOURS: z.coerce.number().nonnegative().max(87_600).default(168),
   PEER_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
   PEER_DOWN_MS: z.coerce.number().int().min(0).max(86_400_000).default(30_000),
+  CACHE_MAX_BYTES: z
+    .string()
+    .default('0')
+    .transform((v, ctx) => {
+      const bytes = parseByteSize(v);
+      if (bytes === null)
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be a number of bytes, optionally with KiB, MiB, GiB or TiB',
+        });
+      return bytes ?? 0;
+    }),
 });
+
+/** `1073741824`, `512MiB`, `10 GiB`, `1.5TiB` (binary units; K, M, G, T alone mean the same): bytes, or null. */
+export function parseByteSize(value: string): number | null {
+  const m = /^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:([KMGT])(?:i?B)?|B)?\s*$/i.exec(value);
+  if (!m) return null;
+  const unit = m[2] ? 1024 ** ('KMGT'.indexOf(m[2].toUpperCase()) + 1) : 1;
+  const bytes = Math.floor(Number(m[1]) * unit);
+  return Number.isSafeInteger(bytes) ? bytes : null;
+}
 
 /** One peer site: where its API is and the secret the two sites share to sign requests. */
 const PeerSchema = z.object({
@@ -148,6 +169,11 @@ export interface SiteConfig {
     scrubIntervalMs: number;
     /** A copy verified more recently than this is left out of a pass (each verification replicates). */
     scrubReverifyMs: number;
+  };
+  /** Cached copies (docs/caching.md). */
+  cache: {
+    /** Most bytes of cached copies this site keeps; 0: it keeps none (reads pass through). */
+    maxBytes: number;
   };
   /** Reads and copies from other sites. */
   peerReads: {
@@ -223,6 +249,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
       scrubReverifyMs: Math.round(e.SCRUB_REVERIFY_HOURS * 3600_000),
     },
     peerReads: { connectTimeoutMs: e.PEER_CONNECT_TIMEOUT_MS, downMs: e.PEER_DOWN_MS },
+    cache: { maxBytes: e.CACHE_MAX_BYTES },
   };
 }
 

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
+import { CachingModule } from '../caching/caching.module';
 import { NamespaceModule } from '../namespace/namespace.module';
 import { StorageModule } from '../storage/storage.module';
 import { DataController } from './data.controller';
@@ -13,7 +14,7 @@ import { ReadService } from './read.service';
 import { UploadStaging } from './upload-staging';
 
 @Module({
-  imports: [AuthModule, NamespaceModule, StorageModule],
+  imports: [AuthModule, NamespaceModule, StorageModule, CachingModule],
   controllers: [DataController, PeerDataController],
   providers: [
     DataRepository,

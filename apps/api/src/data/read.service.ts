@@ -11,6 +11,7 @@ import { NamespaceRepository, type ObjectRecord } from '../namespace/namespace.r
 import { entryTarget, NamespaceService } from '../namespace/namespace.service';
 import { ReplicationService } from '../replication/replication.service';
 import { PeerAvailability } from '../sites/peer-availability';
+import { CacheService } from '../caching/cache.service';
 import { SiteContext } from '../sites/site-context';
 import { StorageService } from '../storage/storage.service';
 import { DataRepository } from './data.repository';
@@ -26,7 +27,22 @@ export const MAX_BATCH_READ_BYTES = 256 * 1024 * 1024;
  * good copy of exactly the bytes with SHA-256 `checksum` (tried in turn, see `read`).
  */
 export type ByteSource =
-  { kind: 'local'; key: string } | { kind: 'remote'; objectId: bigint; checksum: string; sites: string[] };
+  | {
+      kind: 'local';
+      key: string;
+      /** Set for an object's copy (not a peer's request): the cache counts the read. */
+      objectId?: bigint;
+      /** The copy is a cached one (docs/caching.md). */
+      cached?: boolean;
+    }
+  | {
+      kind: 'remote';
+      objectId: bigint;
+      checksum: string;
+      sites: string[];
+      /** The object's size, when these are its current bytes: a whole read of them fills the cache. */
+      size?: number;
+    };
 
 /** A peer's answer with the bytes, and how to stop receiving them. */
 interface PeerAnswer {
@@ -63,6 +79,7 @@ export class ReadService {
     private readonly metrics: MetricsRegistry,
     private readonly replication: ReplicationService,
     private readonly availability: PeerAvailability,
+    private readonly cache: CacheService,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
   ) {}
 
@@ -118,7 +135,8 @@ export class ReadService {
   private sourceOf(path: string, entry: ObjectRecord): ByteSource {
     const good = servableCopies(entry);
     const local = good.find((r) => r.siteId === this.site.siteId);
-    if (local) return { kind: 'local', key: local.physicalPath };
+    if (local)
+      return { kind: 'local', key: local.physicalPath, objectId: entry.id, cached: local.cached === true };
     const sites = [...new Set(good.map((r) => r.siteId))].sort();
     const linked = sites.filter((s) => this.replication.peers.peer(s));
     if (linked.length === 0) {
@@ -131,7 +149,13 @@ export class ReadService {
         { 'retry-after': String(Math.max(1, Math.round(this.config.replication.cycleMs / 1000))) },
       );
     }
-    return { kind: 'remote', objectId: entry.id, checksum: entry.checksum, sites: linked };
+    return {
+      kind: 'remote',
+      objectId: entry.id,
+      checksum: entry.checksum,
+      sites: linked,
+      size: Number(entry.size),
+    };
   }
 
   /**
@@ -191,11 +215,25 @@ export class ReadService {
   /**
    * The bytes (or a range of them) from where `openForRead` found them, for sending. A peer is
    * asked before this resolves, so an unreachable holding site is an error before any answer.
+   * At a caching site, a whole read of bytes held elsewhere keeps them here as they are sent, and a
+   * range asks for them in the background (CacheService.faultIn).
    */
   async openBytes(source: ByteSource, range?: { start: number; end: number }): Promise<ObjectBytes> {
-    // Opened before the answer: a failing store is a 503 STORAGE_UNAVAILABLE, not a cut answer.
-    if (source.kind === 'local') return this.storage.prepareSend(source.key, range);
+    if (source.kind === 'local') {
+      if (source.objectId !== undefined) this.cache.served(source.objectId, source.cached === true);
+      // Opened before the answer: a failing store is a 503 STORAGE_UNAVAILABLE, not a cut answer.
+      return this.storage.prepareSend(source.key, range);
+    }
     const stream = await this.read(source, range);
+    const cached =
+      source.size === undefined
+        ? undefined
+        : this.cache.faultIn(
+            { objectId: source.objectId, size: source.size, checksum: source.checksum },
+            range,
+            stream,
+          );
+    if (cached) return cached;
     return {
       sendTo: async (out) => {
         let sent = 0;

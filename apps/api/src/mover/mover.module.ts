@@ -12,6 +12,7 @@ import { PeerPlacementController } from './peer-placement.controller';
   imports: [NamespaceModule, StorageModule],
   controllers: [MoverController, PeerPlacementController],
   providers: [MoverRepository, MoverService, PeerBatchSource],
-  exports: [MoverService],
+  // The cache evicts under the mover's promises and asks it which rules cover an object.
+  exports: [MoverService, MoverRepository],
 })
 export class MoverModule {}

@@ -10,6 +10,11 @@ export interface LiveRule extends PlacementRuleChoice {
   id: string;
   collectionId: string;
   condition: string | null;
+  /**
+   * A subscription (docs/placement.md, "Subscriptions"): its site is wanted too, but a subscription
+   * alone never makes a copy surplus.
+   */
+  subscription: boolean;
 }
 
 /** A rule's row as the mover's queries select it. */
@@ -19,6 +24,7 @@ interface RuleRow {
   copies: number;
   sites: string[] | null;
   condition: string | null;
+  subscription: boolean;
 }
 
 const liveRule = (r: RuleRow): LiveRule => ({
@@ -27,6 +33,7 @@ const liveRule = (r: RuleRow): LiveRule => ({
   copies: r.copies,
   sites: r.sites,
   condition: r.condition,
+  subscription: r.subscription,
 });
 
 /** A copy here of an object with copies elsewhere too (a trim candidate). */
@@ -50,6 +57,8 @@ export interface CopyRow {
   checksum: string;
   verifiedAt: Date | null;
   error: string | null;
+  cached: boolean;
+  pinned: boolean;
   updatedAt: Date;
 }
 
@@ -91,7 +100,7 @@ export class MoverRepository {
   /** Rules that count now (not expired), on live collections. */
   async liveRules(): Promise<LiveRule[]> {
     const { rows } = await this.sql.query<RuleRow>(
-      `SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition
+      `SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition, r.subscription
          FROM placement_rules r JOIN collections c ON c.id = r.collection_id
         WHERE c.trash_id = 0 AND (r.expires_at IS NULL OR r.expires_at > now())
         ORDER BY r.id`,
@@ -102,7 +111,9 @@ export class MoverRepository {
   /**
    * Plans one rule: a `pending` row here for every live object the rule covers that ranks this
    * site among its first `copies` candidates (home site first, then md5(object:site) ascending)
-   * and has no row here yet. One statement; resolves with the rows added.
+   * and has no row here yet; a cached copy here of such an object stops being one (a rule wants it
+   * now: eviction no longer takes it, and it is refreshed when the bytes change). One statement;
+   * resolves with the rows added.
    */
   async planRule(rule: LiveRule, siteId: string, resourceId: bigint): Promise<number> {
     const params = new SqlParams();
@@ -116,18 +127,25 @@ export class MoverRepository {
     const res = await this.sql.pool.query(
       `${TREE},
        cand AS (SELECT s.id, s.id_range_start, s.id_range_end FROM sites s WHERE ${sites} IS NULL OR s.id = ANY(${sites})),
-       mine AS (SELECT * FROM cand WHERE id = ${me})
-       INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, status)
-       SELECT o.id, ${me}, ${resource}::bigint, '', o.size, o.checksum, 'pending'
+       mine AS (SELECT * FROM cand WHERE id = ${me}),
+       wanted AS MATERIALIZED (
+       SELECT o.id, o.size, o.checksum
          FROM data_objects o JOIN tree t ON o.collection_id = t.id CROSS JOIN mine m
         WHERE o.trash_id = 0 AND o.link_target IS NULL AND ${where}
-          AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.object_id = o.id AND r.site_id = ${me})
           AND (SELECT count(*) FROM cand k
                 WHERE k.id <> m.id
                   AND (o.id BETWEEN k.id_range_start AND k.id_range_end
                        OR (NOT (o.id BETWEEN m.id_range_start AND m.id_range_end)
                            AND md5(o.id::text || ':' || k.id) COLLATE "C" < md5(o.id::text || ':' || m.id) COLLATE "C"))
-              ) < ${copies}
+              ) < ${copies}),
+       promoted AS (
+         UPDATE replicas r SET cached = false, pinned = false
+          WHERE r.site_id = ${me} AND r.cached AND r.object_id IN (SELECT id FROM wanted)
+       )
+       INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, status)
+       SELECT w.id, ${me}, ${resource}::bigint, '', w.size, w.checksum, 'pending'
+         FROM wanted w
+        WHERE NOT EXISTS (SELECT 1 FROM replicas r WHERE r.object_id = w.id AND r.site_id = ${me})
        ON CONFLICT (object_id, site_id, resource_id) DO NOTHING`,
       params.values,
     );
@@ -184,6 +202,8 @@ export class MoverRepository {
          SELECT r.id, r.object_id, r.attempts, r.updated_at FROM replicas r
           WHERE r.site_id = $1 AND r.status IN ('pending', 'copying', 'stale', 'suspect', 'failed')
             AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
+            -- A cached copy of older or damaged bytes is dropped by the cache, not fetched again.
+            AND NOT (r.cached AND r.status IN ('stale', 'suspect'))
             AND NOT (r.id = ANY($3::bigint[]))
        )
        SELECT r.id::text, r.object_id::text, ${OBJECT_PATH} AS path, o.size::text, o.checksum, r.attempts
@@ -343,7 +363,10 @@ export class MoverRepository {
     return rows.map((r) => r.id);
   }
 
-  /** This site's copies of these objects, with where good current copies are. */
+  /**
+   * This site's copies of these objects, with where good current copies are; cached copies left out
+   * (the cache's eviction removes those, never the trim).
+   */
   async copiesHere(siteId: string, objectIds: string[]): Promise<CopyHere[]> {
     if (!objectIds.length) return [];
     const { rows } = await this.sql.query<{
@@ -362,7 +385,7 @@ export class MoverRepository {
          FROM replicas r
          JOIN data_objects o ON o.id = r.object_id
          JOIN collections c ON c.id = o.collection_id
-        WHERE r.site_id = $1 AND r.object_id = ANY($2::bigint[])
+        WHERE r.site_id = $1 AND r.object_id = ANY($2::bigint[]) AND NOT r.cached
         ORDER BY r.object_id`,
       [siteId, objectIds],
     );
@@ -429,7 +452,7 @@ export class MoverRepository {
          UNION ALL
          SELECT p.id, p.parent_id FROM collections p JOIN up ON p.id = up.parent_id
        )
-       SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition
+       SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition, r.subscription
          FROM placement_rules r JOIN up ON up.id = r.collection_id
         WHERE r.expires_at IS NULL OR r.expires_at > now()
         ORDER BY r.id`,
@@ -461,9 +484,11 @@ export class MoverRepository {
       checksum: string;
       verified_at: Date | null;
       error: string | null;
+      cached: boolean;
+      pinned: boolean;
       updated_at: Date;
     }>(
-      `SELECT site_id, status::text AS status, size::text, checksum, verified_at, error, updated_at
+      `SELECT site_id, status::text AS status, size::text, checksum, verified_at, error, cached, pinned, updated_at
          FROM replicas WHERE object_id = $1 ORDER BY site_id`,
       [objectId],
     );
@@ -474,6 +499,8 @@ export class MoverRepository {
       checksum: r.checksum,
       verifiedAt: r.verified_at,
       error: r.error,
+      cached: r.cached,
+      pinned: r.pinned,
       updatedAt: r.updated_at,
     }));
   }

@@ -177,6 +177,8 @@ export class MoverService implements OnApplicationBootstrap, BeforeApplicationSh
     const sites = await this.repo.sites();
     const wanted = new Map<string, string[]>();
     for (const [id, rs] of covering) {
+      // Subscriptions add a wanted site; on their own they leave an object's copies as they are.
+      if (rs.every((r) => r.subscription)) continue;
       const w = wantedSites(BigInt(id), rs, sites);
       if (!w.includes(me)) wanted.set(id, w);
       if (wanted.size >= limit) break;
@@ -195,10 +197,13 @@ export class MoverService implements OnApplicationBootstrap, BeforeApplicationSh
 
   /**
    * A peer asks this site to keep its copy of an object (at `checksum`) while the peer removes
-   * its own. Yes only when this site is not trimming that object, and in its own view its copy is
-   * wanted, good and has the object's checksum, which is that one; a yes holds for the lease.
+   * its own. Yes only when this site is not trimming (or evicting) that object, and in its own view
+   * its copy is good and has the object's checksum, which is that one, and (for a trim) its site is
+   * wanted; a yes holds for the lease. A peer evicting a cached copy (docs/caching.md) needs only a
+   * good copy kept elsewhere: every removal of a good copy (trim or eviction) asks for such a promise
+   * and none is given by a site removing its own, so the last good copy never goes.
    */
-  async keep(objectId: string, checksum: string): Promise<boolean> {
+  async keep(objectId: string, checksum: string, purpose: 'trim' | 'evict' = 'trim'): Promise<boolean> {
     // The lease starts before the checks, so no trim of this site starts in between.
     const lease = this.mover.reserve(objectId);
     if (!lease) return false;
@@ -209,7 +214,8 @@ export class MoverService implements OnApplicationBootstrap, BeforeApplicationSh
       const object = copy?.checksum === checksum ? await this.repo.objectWithRules(objectId) : null;
       yes =
         object?.checksum === checksum &&
-        wantedSites(BigInt(objectId), object.rules, await this.repo.sites()).includes(me);
+        (purpose === 'evict' ||
+          wantedSites(BigInt(objectId), object.rules, await this.repo.sites()).includes(me));
       return yes;
     } finally {
       if (!yes) lease.release();
@@ -242,6 +248,8 @@ export class MoverService implements OnApplicationBootstrap, BeforeApplicationSh
         verifiedAt: r.verifiedAt?.toISOString() ?? null,
         error: r.error,
         wanted: wanted.includes(r.siteId),
+        cached: r.cached,
+        pinned: r.pinned,
         updatedAt: r.updatedAt.toISOString(),
       })),
     };

@@ -20,7 +20,12 @@ const BatchQuerySchema = z.object({
 });
 
 const KeepRequestSchema = z
-  .object({ objectId: z.string().regex(/^[0-9]{1,19}$/), checksum: z.string().min(1).max(200) })
+  .object({
+    objectId: z.string().regex(/^[0-9]{1,19}$/),
+    checksum: z.string().min(1).max(200),
+    /** `evict`: the caller evicts a cached copy (no need for this site to be wanted). */
+    purpose: z.enum(['trim', 'evict']).optional(),
+  })
   .strict();
 
 /**
@@ -78,8 +83,12 @@ export class PeerPlacementController {
       }
       const request = KeepRequestSchema.safeParse(json);
       if (!request.success)
-        throw new DomainError(ErrorCode.ValidationFailed, 'expected { objectId, checksum }');
-      const keep = await this.mover.keep(request.data.objectId, request.data.checksum);
+        throw new DomainError(ErrorCode.ValidationFailed, 'expected { objectId, checksum, purpose? }');
+      const keep = await this.mover.keep(
+        request.data.objectId,
+        request.data.checksum,
+        request.data.purpose ?? 'trim',
+      );
       this.auth.sendSigned(res, peer, 200, { keep });
     } catch (err) {
       this.auth.sendError(res, peer, err);

@@ -45,6 +45,8 @@ export interface ReplicaRecord {
   size: bigint;
   checksum: string;
   status: CopyState;
+  /** A cached copy (docs/caching.md): kept because the object was read at its site. */
+  cached?: boolean;
 }
 
 export interface ObjectRecord {
@@ -182,6 +184,7 @@ interface ReplicaJson {
   size: string;
   checksum: string;
   status: CopyState;
+  cached?: boolean;
 }
 
 /**
@@ -196,7 +199,7 @@ const OBJECT_SELECT = Prisma.sql`
          COALESCE((SELECT json_agg(json_build_object(
                             'siteId', r.site_id, 'resourceId', r.resource_id::text, 'resource', s.name,
                             'physicalPath', r.physical_path, 'size', r.size::text, 'checksum', r.checksum,
-                            'status', r.status)
+                            'status', r.status, 'cached', r.cached)
                           ORDER BY r.created_at, r.id)
                      FROM replicas r JOIN storage_resources s ON s.id = r.resource_id
                     WHERE r.object_id = o.id), '[]') AS replicas
@@ -236,6 +239,7 @@ function toObjectRecord(row: ObjectSqlRow): ObjectRecord {
       size: BigInt(r.size),
       checksum: r.checksum,
       status: r.status,
+      cached: r.cached === true,
     })),
   };
 }

@@ -21,3 +21,11 @@ export function noCollection(path: string): DomainError {
 export function noRule(id: string): DomainError {
   return new DomainError(ErrorCode.NotFound, `rule ${id}: no such rule, or you may not read its collection`);
 }
+
+/** The same for a subscription id. */
+export function noSubscription(id: string): DomainError {
+  return new DomainError(
+    ErrorCode.NotFound,
+    `subscription ${id}: no such subscription, or you may not read its collection`,
+  );
+}

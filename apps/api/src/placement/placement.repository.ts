@@ -19,6 +19,7 @@ export interface RuleRecord {
   expires_at: Date | null;
   owner: string | null;
   created_at: Date;
+  subscription: boolean;
 }
 
 export interface NewRule {
@@ -28,6 +29,8 @@ export interface NewRule {
   condition: string | null;
   expiresAt: Date | null;
   ownerId: bigint;
+  /** A subscription of its one site (docs/placement.md, "Subscriptions"). */
+  subscription?: boolean;
 }
 
 /** Where a listing resumes: after this rule, ordered by collection depth (deepest first), then id. */
@@ -38,7 +41,7 @@ export interface RuleCursor {
 
 const SELECT_RULES = `
   SELECT r.id::text, r.collection_id::text, c.path, r.copies, r.sites, r.condition, r.expires_at,
-         u.username AS owner, r.created_at
+         u.username AS owner, r.created_at, r.subscription
     FROM placement_rules r
     JOIN collections c ON c.id = r.collection_id
     LEFT JOIN users u ON u.id = r.owner_id`;
@@ -83,11 +86,20 @@ export class PlacementRepository {
    */
   async insert(rule: NewRule): Promise<string | null> {
     const res = await this.sql.query<{ id: string }>(
-      `INSERT INTO placement_rules (collection_id, condition, copies, sites, expires_at, owner_id, created_by, updated_by)
-       SELECT c.id, $2, $3, $4::text[], $5::timestamptz, $6, $6, $6
+      `INSERT INTO placement_rules (collection_id, condition, copies, sites, expires_at, owner_id, created_by, updated_by,
+                                    subscription)
+       SELECT c.id, $2, $3, $4::text[], $5::timestamptz, $6, $6, $6, $7
          FROM collections c WHERE c.id = $1 AND c.trash_id = 0
        RETURNING id::text`,
-      [rule.collectionId, rule.condition, rule.copies, rule.sites, rule.expiresAt, rule.ownerId],
+      [
+        rule.collectionId,
+        rule.condition,
+        rule.copies,
+        rule.sites,
+        rule.expiresAt,
+        rule.ownerId,
+        rule.subscription ?? false,
+      ],
     );
     return res.rows[0]?.id ?? null;
   }
@@ -120,6 +132,23 @@ export class PlacementRepository {
       [paths],
     );
     return res.rows[0]?.n ?? 0;
+  }
+
+  /**
+   * The subscriptions on live collections at `path` or below it (by path, then id), of `site` only
+   * when given; at most `limit`.
+   */
+  async subscriptions(path: string, site: string | undefined, limit: number): Promise<RuleRecord[]> {
+    const res = await this.sql.query<RuleRecord>(
+      `${SELECT_RULES}
+        WHERE r.subscription AND c.trash_id = 0
+          AND (c.path = $1 OR $1 = '/' OR left(c.path, length($1) + 1) = $1 || '/')
+          AND ($2::text IS NULL OR r.sites = ARRAY[$2::text])
+        ORDER BY c.path, r.id
+        LIMIT $3`,
+      [path, site ?? null, limit],
+    );
+    return res.rows;
   }
 
   /** Removes the rule; false when it was already gone. */

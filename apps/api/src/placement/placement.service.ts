@@ -12,11 +12,14 @@ import {
   type PlacementSiteDto,
   type PlacementRuleDto,
   type PlacementRuleRequest,
+  type SubscriptionDto,
+  type SubscriptionListDto,
+  type SubscriptionRequest,
 } from '@tributary/shared';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
-import { invalidRule, noCollection, noRule } from './placement.errors';
+import { invalidRule, noCollection, noRule, noSubscription } from './placement.errors';
 import { PlacementRepository, type RuleCursor, type RuleRecord } from './placement.repository';
 
 /** What the validation pipe hands over (defaults applied, path normalised). */
@@ -70,6 +73,64 @@ export class PlacementService {
     const record = await this.repo.findOne(id);
     if (!record) throw noRule(id);
     return toDto(record, null);
+  }
+
+  /**
+   * Subscribes a site (default: this one) to the collection at `path`: a placement rule with that
+   * site as its one site, marked as a subscription (docs/placement.md, "Subscriptions"). Needs
+   * `own` on the collection, as any rule. An identical subscription is answered as it is.
+   */
+  async subscribe(p: Principal, body: SubscriptionRequest, localSite: string): Promise<SubscriptionDto> {
+    const collection = await this.collectionAt(p, body.path, 'own');
+    const site = body.site ?? localSite;
+    const details: Record<string, string[]> = {};
+    if (!(await this.repo.sites()).some((s) => s.id === site))
+      (details.site ??= []).push(`unknown site: ${site}`);
+    const condition = body.condition ?? null;
+    const problem = condition === null ? null : conditionProblem(condition);
+    if (problem) (details.condition ??= []).push(problem);
+    if (Object.keys(details).length > 0) throw invalidRule(details);
+    const same = (await this.repo.subscriptions(body.path, site, 1000)).find(
+      (r) => r.collection_id === collection.id && r.condition === condition,
+    );
+    if (same) return toSubscriptionDto(same);
+    const id = await this.repo.insert({
+      collectionId: collection.id,
+      copies: 1,
+      sites: [site],
+      condition,
+      expiresAt: null,
+      ownerId: p.userId,
+      subscription: true,
+    });
+    if (!id) throw noCollection(body.path);
+    const record = await this.repo.findOne(id);
+    if (!record) throw noRule(id);
+    return toSubscriptionDto(record);
+  }
+
+  /**
+   * Who subscribes to what: the subscriptions on the collection at `path` and below it whose
+   * collection the caller may read (the others are not shown), of one subscriber when `site` is given.
+   */
+  async subscriptions(p: Principal, path: string, site: string | undefined): Promise<SubscriptionListDto> {
+    await this.collectionAt(p, path, 'read');
+    const items: SubscriptionDto[] = [];
+    for (const r of await this.repo.subscriptions(path, site, 1000)) {
+      const level = await this.access.levelOf(p, { path: r.path, kind: 'collection' });
+      if (levelAtLeast(level, 'read')) items.push(toSubscriptionDto(r));
+    }
+    return { items };
+  }
+
+  /** Removes a subscription (needs `own` on its collection); its copies stay where they are. */
+  async unsubscribe(p: Principal, id: string): Promise<void> {
+    const rule = await this.repo.findOne(id);
+    if (!rule?.subscription) throw noSubscription(id);
+    const level = await this.access.levelOf(p, { path: rule.path, kind: 'collection' });
+    if (!levelAtLeast(level, 'read')) throw noSubscription(id);
+    if (!levelAtLeast(level, 'own')) throw permissionDenied(rule.path, level);
+    if (!(await this.repo.delete(id))) throw noSubscription(id);
   }
 
   /** The sites a rule may name (any signed-in caller: site ids are no secret, copies show them). */
@@ -173,6 +234,18 @@ function toDto(r: RuleRecord, inheritedFrom: string | null): PlacementRuleDto {
     expiresAt: r.expires_at ? new Date(r.expires_at).toISOString() : null,
     owner: r.owner,
     createdAt: new Date(r.created_at).toISOString(),
+    subscription: r.subscription,
     inheritedFrom,
+  };
+}
+
+function toSubscriptionDto(r: RuleRecord): SubscriptionDto {
+  return {
+    id: r.id,
+    path: r.path,
+    site: r.sites?.[0] ?? '',
+    condition: r.condition,
+    owner: r.owner,
+    createdAt: new Date(r.created_at).toISOString(),
   };
 }

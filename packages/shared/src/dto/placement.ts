@@ -80,6 +80,8 @@ export const PlacementRuleDtoSchema = responseSchema(
     /** Username of the rule's owner, when known here. */
     owner: z.string().nullable(),
     createdAt: TimeSchema,
+    /** A subscription of its one site to the collection (docs/placement.md, "Subscriptions"). */
+    subscription: z.boolean(),
     /** In a listing for a path: the ancestor collection the rule is inherited from (null: on the path itself). */
     inheritedFrom: z.string().nullable().optional(),
   }),
@@ -116,6 +118,10 @@ export const CopyDtoSchema = responseSchema(
     error: z.string().nullable(),
     /** Whether a placement rule wants a copy at this site. */
     wanted: z.boolean(),
+    /** A cached copy: kept because the object was read there (docs/caching.md). */
+    cached: z.boolean(),
+    /** A cached copy its site's eviction leaves alone. */
+    pinned: z.boolean(),
     updatedAt: TimeSchema,
   }),
 );

@@ -209,6 +209,11 @@ export class NamespaceFs {
     return this.handles.size;
   }
 
+  /** Files with at least one descriptor open (each once, however many descriptors share it). */
+  get openFiles(): number {
+    return this.files.size;
+  }
+
   /** Local path (as FUSE gives it) to the federation path. */
   toRemote(local: string): string {
     if (local === '/' || local === '') return this.root;
@@ -276,16 +281,14 @@ export class NamespaceFs {
     const path = this.toRemote(local);
     const forWrite = (flags & O_ACCMODE) !== O_RDONLY;
     const append = (flags & O_APPEND) !== 0;
-    const open = this.files.get(path);
-    if (open?.content) {
-      // Open already with its content in the mount (perhaps not in the catalog yet): shared.
-      const fh = this.addHandle(open, forWrite ? 'write' : 'read', append);
-      if (forWrite && (flags & O_TRUNC) !== 0) await this.resize(open.content, path, 0);
-      return fh;
-    }
+    const shared = this.shareOpen(path, flags);
+    if (shared) return shared;
     const entry = await this.lookup(path);
     if (entry.kind === 'collection') throw new FsError(errno.EISDIR, `${path} is a collection`);
-    const file = open ?? this.openFile(path);
+    // Another descriptor may have opened the file, or the last one closed it, while the lookup waited.
+    const sharedNow = this.shareOpen(path, flags);
+    if (sharedNow) return sharedNow;
+    const file = this.files.get(path) ?? this.openFile(path);
     if (!forWrite) {
       const fh = this.addHandle(file, 'read', false);
       const handle = this.handle(fh);
@@ -601,6 +604,20 @@ export class NamespaceFs {
     if (file) await this.call(() => file.fsync());
   }
 
+  /**
+   * A descriptor on a file open with its content in the mount (perhaps not in the catalog yet):
+   * shared with the other descriptors. Undefined when the file has no content here.
+   */
+  private shareOpen(path: string, flags: number): Promise<number> | undefined {
+    const open = this.files.get(path);
+    const content = open?.content;
+    if (!open || !content) return undefined;
+    const forWrite = (flags & O_ACCMODE) !== O_RDONLY;
+    const fh = this.addHandle(open, forWrite ? 'write' : 'read', (flags & O_APPEND) !== 0);
+    if (!forWrite || (flags & O_TRUNC) === 0) return Promise.resolve(fh);
+    return this.resize(content, path, 0).then(() => fh);
+  }
+
   async release(fh: number): Promise<void> {
     const handle = this.handles.get(fh);
     if (!handle) return;
@@ -610,7 +627,7 @@ export class NamespaceFs {
     const file = handle.file;
     file.handles.delete(handle);
     if (file.handles.size > 0) return;
-    this.files.delete(file.path);
+    if (this.files.get(file.path) === file) this.files.delete(file.path);
     if (file.content) await this.closeContent(file.content, file.path);
   }
 
@@ -833,6 +850,8 @@ export class NamespaceFs {
     this.cache.childChanged(splitPath(from).parent);
     this.cache.childChanged(splitPath(to).parent);
     for (const file of moving) {
+      // Its last descriptor was released meanwhile: it stays closed (the release commits it).
+      if (this.files.get(file.path) !== file) continue;
       this.files.delete(file.path);
       file.path = to + file.path.slice(from.length);
       this.files.set(file.path, file);

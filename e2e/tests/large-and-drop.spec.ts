@@ -147,6 +147,8 @@ test('a folder picked with the folder chooser uploads with its subfolders', asyn
     await page.getByLabel('Folder name').fill(dir);
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     await page.getByRole('link', { name: dir }).first().click();
+    // Uploads go to the folder shown when the files are picked: wait until it is the new one.
+    await expect(page.getByRole('heading', { name: dir, level: 1 })).toBeVisible();
     await page.getByLabel('Folder to upload').setInputFiles(root);
     await expect(page.getByRole('region', { name: 'Uploads' }).getByRole('status')).toContainText(
       '2 of 2 done',

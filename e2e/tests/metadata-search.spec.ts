@@ -13,6 +13,8 @@ test('tags one file and a selection, then searches with completion, inline error
   await page.getByLabel('Folder name').fill(project);
   await page.getByRole('button', { name: 'Create', exact: true }).click();
   await page.getByRole('link', { name: project }).first().click();
+  // Uploads go to the folder shown when the files are picked: wait until it is the new one.
+  await expect(page.getByRole('heading', { name: project, level: 1 })).toBeVisible();
   await page.getByLabel('Files to upload').setInputFiles(
     ['a.fits', 'b.fits', 'c.csv'].map((name) => ({
       name,

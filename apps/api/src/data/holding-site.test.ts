@@ -36,6 +36,12 @@ const object = (version: number, checksum: string, replicas: ReplicaRecord[]): O
 });
 
 describe('holdingSite', () => {
+  it('passes over cached copies while another copy is good', () => {
+    const cached = { ...replica('alpha', 'good'), cached: true };
+    expect(holdingSite(object(1, 'a', [cached, replica('lsu', 'good')]), 'uno')).toBe('lsu');
+    expect(holdingSite(object(1, 'a', [cached, replica('lsu', 'stale')]), 'uno')).toBe('alpha');
+  });
+
   it('is the first site by id with a good copy, whatever order the replicas come in', () => {
     const o = object(1, 'a', [replica('uno', 'good'), replica('lsu', 'stale'), replica('tulane', 'good')]);
     expect(holdingSite(o, 'lsu')).toBe('tulane');

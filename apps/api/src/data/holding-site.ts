@@ -11,10 +11,13 @@ export function servableCopies(object: ObjectRecord): ReplicaRecord[] {
 /**
  * The site whose copy of an object's bytes decides on updates of them: of the sites with a good
  * copy of the current bytes, the first by id (every site computes the same); this site when none
- * has one.
+ * has one. Cached copies (docs/caching.md) count only when no other copy is good: a site that keeps
+ * the bytes because they were read there, and may evict them, does not take the updates over.
  */
 export function holdingSite(object: ObjectRecord, localSite: string): string {
-  const good = servableCopies(object).map((r) => r.siteId);
+  const servable = servableCopies(object);
+  const kept = servable.filter((r) => r.cached !== true);
+  const good = (kept.length > 0 ? kept : servable).map((r) => r.siteId);
   return good.length === 0 ? localSite : good.sort()[0]!;
 }
 

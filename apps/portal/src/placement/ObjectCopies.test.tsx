@@ -16,6 +16,8 @@ function copy(overrides: Partial<CopyDto>): CopyDto {
     verifiedAt: null,
     error: null,
     wanted: true,
+    cached: false,
+    pinned: false,
     updatedAt: '2026-11-27T10:00:00Z',
     ...overrides,
   };

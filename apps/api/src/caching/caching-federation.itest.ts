@@ -25,12 +25,13 @@ import { until, useFederation } from '../test/federation';
 import { expectError, expectStatus } from '../test/test-site';
 
 /**
- * Caching sites and subscriptions (docs/caching.md) on two real site processes, lsu and tulane,
- * with a 1 s replication cycle, a 200 ms mover and a cache of 3 MiB at each: objects are written at
- * lsu (which holds them) and read at tulane.
+ * Caching sites and subscriptions (docs/caching.md) on three real site processes, lsu, tulane and
+ * uno, with a 1 s replication cycle, a 200 ms mover and a cache of 3 MiB at each: objects are
+ * mostly written at lsu (which holds them) and read at tulane; the randomized eviction run uses all
+ * three (CACHE_SEED repeats a run).
  */
 
-const IDS = ['lsu', 'tulane'];
+const IDS = ['lsu', 'tulane', 'uno'];
 const MiB = 1024 * 1024;
 const LIMIT = 3 * MiB;
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
@@ -47,6 +48,7 @@ describe('caching sites and subscriptions', () => {
   let fed: Federation;
   let lsu: FederationSite;
   let tulane: FederationSite;
+  let uno: FederationSite;
 
   useFederation(
     {
@@ -56,7 +58,7 @@ describe('caching sites and subscriptions', () => {
     },
     (started) => {
       fed = started;
-      [lsu, tulane] = IDS.map((id) => fed.site(id)) as [FederationSite, FederationSite];
+      [lsu, tulane, uno] = IDS.map((id) => fed.site(id)) as [FederationSite, FederationSite, FederationSite];
     },
   );
 
@@ -173,7 +175,11 @@ describe('caching sites and subscriptions', () => {
       wanted.push({ ...(await publish(wantedDir, `w${i}.bin`, bytes)), bytes });
     }
     expectStatus(
-      await lsu.http.post<PlacementRuleDto>('/api/v1/placement/rules', { path: wantedDir, copies: 2 }),
+      await lsu.http.post<PlacementRuleDto>('/api/v1/placement/rules', {
+        path: wantedDir,
+        copies: 2,
+        sites: ['lsu', 'tulane'],
+      }),
       201,
     );
     await converged();
@@ -393,6 +399,104 @@ describe('caching sites and subscriptions', () => {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(await copied()).toBe(true);
   }, 180_000);
+
+  it('random evictions, limit evictions and reads with a concurrent update elsewhere never lose the last good copy', async () => {
+    const seed = Number(process.env.CACHE_SEED ?? Math.floor(Math.random() * 2 ** 31));
+    let x = seed || 1;
+    const random = (): number => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      return x / 2 ** 31;
+    };
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const sites = [lsu, tulane, uno];
+    const root = `/projects/${uniqueName('evict-random')}`;
+    await lsu.client.createCollection(root);
+    await converged();
+    interface Case {
+      path: string;
+      id: string;
+      bytes: Buffer;
+      home: FederationSite;
+      ruled: boolean;
+    }
+    const cases: Case[] = [];
+    for (let i = 0; i < 6; i++) {
+      const home = pick(sites);
+      const bytes = testBytes(100_000 + Math.floor(random() * 500_000), 600 + i);
+      const entry = await home.client.upload(`${root}/o${i}.bin`, bytes);
+      cases.push({ path: `${root}/o${i}.bin`, id: entry.id, bytes, home, ruled: random() < 0.3 });
+    }
+    for (const c of cases)
+      if (c.ruled)
+        expectStatus(
+          await lsu.http.post('/api/v1/placement/rules', { path: root, copies: 1, sites: [pick(IDS)] }),
+          201,
+        );
+    const context = `seed ${seed} (CACHE_SEED): ${cases.map((c) => `${c.home.id}${c.ruled ? '+rule' : ''}`).join(', ')}`;
+    await converged();
+    // Every site reads every object: the other sites' caches fill (and the limit starts evicting).
+    for (const site of sites)
+      for (const c of cases) expect((await read(site, c.path)).equals(c.bytes), context).toBe(true);
+
+    const lost: string[] = [];
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        const good = new Map<string, number>();
+        for (const site of sites) {
+          const { rows } = await site.query<{ id: string }>(
+            `SELECT r.object_id::text AS id FROM replicas r JOIN data_objects o ON o.id = r.object_id
+              WHERE r.site_id = $1 AND r.status = 'good' AND r.checksum = o.checksum AND r.object_id = ANY($2::bigint[])`,
+            [site.id, cases.map((c) => c.id)],
+          );
+          for (const r of rows) good.set(r.id, (good.get(r.id) ?? 0) + 1);
+        }
+        for (const c of cases) if (!good.get(c.id)) lost.push(`${c.path} at ${new Date().toISOString()}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+
+    const latest = new Map(cases.map((c) => [c.path, c.bytes]));
+    await Promise.all(
+      cases.map(async (c, i) => {
+        await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 500)));
+        const evicting = pick(sites);
+        const updating = pick(sites.filter((s) => s !== evicting));
+        const bytes = testBytes(100_000 + Math.floor(random() * 400_000), 700 + i);
+        const [, updated] = await Promise.all([
+          evicting.http.post<CacheChangeDto>('/api/v1/cache/evict', { path: c.path }),
+          updating.client.upload(c.path, bytes, { overwrite: true }).then(
+            () => true,
+            () => false,
+          ),
+          // Reads elsewhere meanwhile (each may fault in, and so evict for the limit).
+          read(pick(sites), pick(cases).path).catch(() => Buffer.alloc(0)),
+        ]);
+        if (updated) latest.set(c.path, bytes);
+        await evicting.http.post('/api/v1/cache/evict', { path: c.path });
+      }),
+    );
+    await converged();
+    // Evictions for the limit and on request after the updates reached every site.
+    for (const site of sites) {
+      for (const c of cases) {
+        const res = await site.client.download(c.path);
+        if (res.status === 200) await res.arrayBuffer();
+        await site.http.post('/api/v1/cache/evict', { path: c.path });
+      }
+    }
+    watching = false;
+    await watcher;
+    expect(lost, context).toEqual([]);
+    // The concurrent updates survived: every site reads each object's latest bytes.
+    for (const c of cases)
+      for (const site of sites)
+        expect(sha256(await read(site, c.path)), `${context}: ${site.id} ${c.path}`).toBe(
+          sha256(latest.get(c.path)!),
+        );
+    for (const site of sites)
+      expect(await cachedBytes(site), `${context}: ${site.id}`).toBeLessThanOrEqual(LIMIT);
+  }, 180_000);
 });
 
 /** A fault-in cut by a SIGKILL of the caching site (a larger cache, so a large object is teed). */
@@ -402,10 +506,14 @@ describe('a caching site killed during a fault-in', () => {
   let tulane: FederationSite;
 
   useFederation(
-    { ids: IDS, cycleSeconds: 1, env: { PLACEMENT_INTERVAL_MS: '200', CACHE_MAX_BYTES: '256MiB' } },
+    {
+      ids: IDS.slice(0, 2),
+      cycleSeconds: 1,
+      env: { PLACEMENT_INTERVAL_MS: '200', CACHE_MAX_BYTES: '256MiB' },
+    },
     (started) => {
       fed = started;
-      [lsu, tulane] = IDS.map((id) => fed.site(id)) as [FederationSite, FederationSite];
+      [lsu, tulane] = IDS.slice(0, 2).map((id) => fed.site(id)) as [FederationSite, FederationSite];
     },
   );
 

@@ -15,6 +15,7 @@ export * from './dto/conflicts';
 export * from './dto/metadata';
 export * from './dto/events';
 export * from './dto/placement';
+export * from './dto/storage';
 export * from './dto/caching';
 export * from './metadata-query';
 export * from './client';

@@ -9,4 +9,5 @@ export * from './delay-proxy';
 export * from './request-counts';
 export * from './prng';
 export * from './wan';
+export * from './s3-server';
 export type { TestPostgres } from './provided-context';

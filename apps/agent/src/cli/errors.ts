@@ -81,6 +81,7 @@ const CODE_EXIT: Partial<Record<ErrorCode, ExitCode>> = {
   CHECKSUM_MISMATCH: ExitCode.Integrity,
   RATE_LIMITED: ExitCode.Unreachable,
   REPLICA_UNAVAILABLE: ExitCode.Unreachable,
+  STORAGE_UNAVAILABLE: ExitCode.Unreachable,
   INTERNAL: ExitCode.Unreachable,
 };
 
@@ -97,6 +98,7 @@ const CODE_HINT: Partial<Record<ErrorCode, string>> = {
   NOT_A_MEMBER: 'see your groups with `trib group list`',
   PURGE_NOT_YET: 'the delete has not reached every site yet; try again after the next replication cycle',
   REPLICA_UNAVAILABLE: 'the site holding the bytes is not answering; try again later',
+  STORAGE_UNAVAILABLE: 'the storage the site keeps these bytes on is not answering; try again later',
 };
 
 /** A stable description of any failure: its exit code, a message, a hint and the API code if any. */

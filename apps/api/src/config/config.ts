@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { loadStorageConfig, StorageConfigError, type StorageConfig } from '../storage/resource-config';
 
 /**
  * Every setting of a site, read from the environment once at start-up. The README's settings
@@ -113,6 +114,8 @@ export interface SiteConfig {
   databaseUrl?: string;
   dataDir: string;
   storageRoot: string;
+  /** The storage resources (STORAGE_RESOURCES, STORAGE_DEFAULT_RESOURCE; docs/storage.md). */
+  storage: StorageConfig;
   host: string;
   port: number;
   publicUrl?: string;
@@ -203,10 +206,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SiteConfig {
     );
   }
   const dataDir = path.resolve(e.TRIBUTARY_DATA_DIR);
+  const storageRoot = path.join(dataDir, 'sites', e.SITE_ID, 'storage');
+  let storage: StorageConfig;
+  try {
+    storage = loadStorageConfig(env, storageRoot);
+  } catch (err) {
+    if (err instanceof StorageConfigError)
+      throw new ConfigError(`invalid settings:\n  ${err.message.split('\n').join('\n  ')}`);
+    throw err;
+  }
   return {
     databaseUrl: e.DATABASE_URL,
     dataDir,
-    storageRoot: path.join(dataDir, 'sites', e.SITE_ID, 'storage'),
+    storageRoot,
+    storage,
     host: e.HOST,
     port: e.PORT,
     publicUrl: e.PUBLIC_URL,

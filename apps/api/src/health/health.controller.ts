@@ -1,10 +1,11 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { HealthDtoSchema } from '@tributary/shared';
+import { HealthDtoSchema, type HealthDto } from '@tributary/shared';
 import { Answer, AnswerBytes, Fails } from '../common/api-responses';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
 import { SiteContext } from '../sites/site-context';
+import { StorageService } from '../storage/storage.service';
 import { HealthRepository } from './health.repository';
 import { MetricsAccess, MetricsRegistry } from './metrics';
 
@@ -16,19 +17,27 @@ export class HealthController {
     private readonly site: SiteContext,
     private readonly metrics: MetricsRegistry,
     private readonly access: MetricsAccess,
+    private readonly storage: StorageService,
   ) {}
 
-  /** Liveness and catalog reachability; 503 when the catalog database does not answer. */
+  /**
+   * Liveness, catalog reachability and each storage resource's last check (docs/storage.md): 503
+   * when the catalog or the default resource (where new bytes go) fails; `degraded` with 200 when
+   * only another resource does. Nothing about where a resource is: this answers anyone.
+   */
   @Public()
-  @Answer(200, HealthDtoSchema, 'The site and its catalog answer')
-  @Answer(503, HealthDtoSchema, 'The catalog database does not answer (status degraded)')
+  @Answer(200, HealthDtoSchema, 'The site, its catalog and its default storage resource answer')
+  @Answer(503, HealthDtoSchema, 'The catalog database or the default storage resource does not answer')
   @Get('api/health')
-  async health(
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<{ status: string; site: string; catalog: string }> {
+  async health(@Res({ passthrough: true }) res: Response): Promise<HealthDto> {
     const catalog = (await this.catalog.catalogAnswers()) ? 'ok' : 'unreachable';
-    if (catalog !== 'ok') res.status(503);
-    return { status: catalog === 'ok' ? 'ok' : 'degraded', site: this.site.siteId, catalog };
+    const storage = this.storage
+      .statuses()
+      .map((r) => ({ name: r.name, kind: r.kind, default: r.default, status: r.status }));
+    const defaultFails = storage.some((r) => r.default && r.status === 'failing');
+    if (catalog !== 'ok' || defaultFails) res.status(503);
+    const degraded = catalog !== 'ok' || storage.some((r) => r.status === 'failing');
+    return { status: degraded ? 'degraded' : 'ok', site: this.site.siteId, catalog, storage };
   }
 
   /**

@@ -5,6 +5,7 @@ import { hashPassword } from '../auth/secrets';
 import { idRangeFor, SITE_CONFIG, type SiteConfig } from '../config/config';
 import { HOME_ROOT, PROJECTS_ROOT, PUBLIC_GROUP, SiteContext } from './site-context';
 import { SitesRepository } from './sites.repository';
+import { catalogEntryOf } from '../storage/resource-config';
 
 export interface BootstrapResult {
   /** Set only when the first administrator was created now with a generated password. */
@@ -42,7 +43,13 @@ export class SiteBootstrapService {
     }
     await fs.mkdir(this.config.storageRoot, { recursive: true });
     this.context.siteId = site.id;
-    this.context.resourceId = await this.repo.ensureResource(site.id, 'default', this.config.storageRoot);
+    const { resources, defaultResource } = this.config.storage;
+    this.context.resources = await this.repo.ensureResources(
+      site.id,
+      resources.map(catalogEntryOf),
+      defaultResource,
+    );
+    this.context.resourceId = this.context.resources.get(defaultResource)!;
 
     let generatedAdminPassword: string | undefined;
     const password =

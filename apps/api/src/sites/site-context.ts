@@ -7,7 +7,10 @@ import { Injectable } from '@nestjs/common';
 @Injectable()
 export class SiteContext {
   siteId = '';
+  /** The default storage resource's id (where new bytes go). */
   resourceId = 0n;
+  /** Every configured storage resource of this site: name → id (docs/storage.md). */
+  resources = new Map<string, bigint>();
   rootCollectionId = 0n;
   /** The built-in group every account belongs to implicitly (iRODS's `public`). */
   publicGroupId = 0n;

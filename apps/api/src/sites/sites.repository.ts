@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { Prisma } from '@prisma/client';
 import { joinPath } from '@tributary/shared';
 import { PrismaService } from '../database/prisma.service';
 
@@ -52,6 +53,41 @@ export class SitesRepository {
       select: { id: true },
     });
     return row.id;
+  }
+
+  /**
+   * Registers this site's configured storage resources (kind, where, which is the default) in one
+   * transaction and answers their ids by name. Resources no longer configured keep their rows
+   * (copies may still name them) but are no longer the default.
+   */
+  async ensureResources(
+    siteId: string,
+    resources: ReadonlyArray<{ name: string; driver: 'local' | 's3'; rootPath: string; settings: object }>,
+    defaultName: string,
+  ): Promise<Map<string, bigint>> {
+    return this.prisma.$transaction(async (tx) => {
+      const ids = new Map<string, bigint>();
+      await tx.storageResource.updateMany({
+        where: { siteId, isDefault: true, NOT: { name: defaultName } },
+        data: { isDefault: false },
+      });
+      for (const r of resources) {
+        const data = {
+          driver: r.driver,
+          rootPath: r.rootPath,
+          settings: r.settings as Prisma.InputJsonObject,
+          isDefault: r.name === defaultName,
+        };
+        const row = await tx.storageResource.upsert({
+          where: { siteId_name: { siteId, name: r.name } },
+          create: { siteId, name: r.name, ...data },
+          update: data,
+          select: { id: true },
+        });
+        ids.set(r.name, row.id);
+      }
+      return ids;
+    });
   }
 
   async ensureAdmin(

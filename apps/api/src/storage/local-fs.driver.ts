@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, promises as fs } from 'node:fs';
+import { constants as fsConstants, createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { receiveFile, sendFile } from './file-io';
@@ -9,6 +9,7 @@ import {
   type DraftStore,
   ObjectTooLargeError,
   type DraftWriter,
+  type ResourceHealth,
   type StagedFile,
   StagingError,
   type StorageDriver,
@@ -179,10 +180,21 @@ export class LocalFsDriver implements StorageDriver {
   async remove(key: string): Promise<void> {
     await fs.rm(this.resolve(key), { force: true });
   }
+
+  async check(): Promise<ResourceHealth> {
+    try {
+      await fs.access(this.staging, fsConstants.W_OK);
+      return { status: 'ok' };
+    } catch (err) {
+      return { status: 'failing', error: (err as Error).message };
+    }
+  }
+
+  async close(): Promise<void> {}
 }
 
 /** Drafts as files of one directory, each named by its id. */
-class LocalDrafts implements DraftStore {
+export class LocalDrafts implements DraftStore {
   constructor(
     readonly dir: string,
     /** The path a key's bytes go to, its directory made. */

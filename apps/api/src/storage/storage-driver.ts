@@ -11,6 +11,42 @@ export interface StagedFile {
   commit(key: string): Promise<void>;
   /** Removes the staged bytes; safe to call after a failed or successful commit. */
   discard(): Promise<void>;
+  /**
+   * The key under which `commit` costs nothing more (an object store's bytes already sit under
+   * it); committing under another key copies them there. Absent: any key is as cheap.
+   */
+  readonly key?: string;
+}
+
+/**
+ * The store behind a resource does not answer, or refuses the site's credentials: the request can
+ * be tried again later and nothing was recorded. The API answers 503 STORAGE_UNAVAILABLE naming
+ * `resource`.
+ */
+export class StorageUnavailableError extends Error {
+  constructor(
+    readonly resource: string,
+    readonly reason: string,
+  ) {
+    super(`storage resource "${resource}" is unavailable: ${reason}`);
+    this.name = 'StorageUnavailableError';
+  }
+}
+
+/** A key with no bytes in the resource (the local file system's ENOENT, an object store's 404). */
+export class KeyMissingError extends Error {
+  readonly code = 'ENOENT';
+  constructor(readonly key: string) {
+    super(`${key} is not in the storage resource`);
+    this.name = 'KeyMissingError';
+  }
+}
+
+/** What a resource's health check found. */
+export interface ResourceHealth {
+  status: 'ok' | 'failing';
+  /** Why it fails, for administrators (never secrets). */
+  error?: string;
 }
 
 export class StagingError extends Error {
@@ -114,6 +150,10 @@ export interface StorageDriver {
    */
   send(key: string, range: { start: number; end: number } | undefined, out: Writable): Promise<number>;
   remove(key: string): Promise<void>;
+  /** Whether the store answers and accepts the site's credentials (cheap: one request at most). */
+  check(): Promise<ResourceHealth>;
+  /** Lets go of connections and timers (the site stops). */
+  close(): Promise<void>;
   readonly drafts: DraftStore;
   /**
    * Copies arriving from other sites (the mover's), apart from upload drafts: a partial copy stays

@@ -58,37 +58,39 @@ export class StorageGarbageSweeper implements OnApplicationBootstrap, BeforeAppl
     let total = 0;
     do {
       this.again = false;
-      // The bootstrap may not have found this site's resource yet.
+      // The bootstrap may not have found this site's resources yet.
       if (this.site.resourceId === 0n) return total;
-      for (;;) {
-        if (this.stopped) return total;
-        let taken: number;
-        try {
-          taken = await this.repo.sweep(this.site.siteId, this.site.resourceId, BATCH, (keys) =>
-            this.removeFiles(keys),
-          );
-        } catch (err) {
-          this.logger.warn(
-            `sweeping removed copies' files failed: ${err instanceof Error ? err.message : String(err)}`,
-          );
-          return total;
+      for (const resourceId of this.storage.resourceIds()) {
+        for (;;) {
+          if (this.stopped) return total;
+          let taken: number;
+          try {
+            taken = await this.repo.sweep(this.site.siteId, resourceId, BATCH, (keys) =>
+              this.removeFiles(resourceId, keys),
+            );
+          } catch (err) {
+            this.logger.warn(
+              `sweeping removed copies' files failed: ${err instanceof Error ? err.message : String(err)}`,
+            );
+            return total;
+          }
+          total += taken;
+          if (taken < BATCH) break;
         }
-        total += taken;
-        if (taken < BATCH) break;
       }
     } while (this.again);
     return total;
   }
 
   /** Removes the files; answers the keys whose files are gone (a failure is kept for the next sweep). */
-  private async removeFiles(keys: string[]): Promise<string[]> {
+  private async removeFiles(resourceId: bigint, keys: string[]): Promise<string[]> {
     const removed: string[] = [];
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < keys.length) {
         const key = keys[next++]!;
         try {
-          await this.storage.remove(key);
+          await this.storage.removeFrom(resourceId, key);
           removed.push(key);
         } catch (err) {
           this.logger.warn(`could not remove ${key}: ${err instanceof Error ? err.message : String(err)}`);

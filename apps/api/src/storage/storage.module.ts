@@ -1,11 +1,21 @@
 import { Module } from '@nestjs/common';
 import { StorageGarbageSweeper } from './storage-garbage';
 import { StorageGarbageRepository } from './storage-garbage.repository';
+import { StorageResourcesRepository } from './storage-resources.repository';
 import { StorageService } from './storage.service';
+import { StorageController } from './storage.controller';
+import { StorageResourcesService } from './storage-resources.service';
 
 /** The site's storage resource, for every feature that reads or writes bytes. */
 @Module({
-  providers: [StorageService, StorageGarbageRepository, StorageGarbageSweeper],
+  controllers: [StorageController],
+  providers: [
+    StorageService,
+    StorageResourcesRepository,
+    StorageResourcesService,
+    StorageGarbageRepository,
+    StorageGarbageSweeper,
+  ],
   exports: [StorageService, StorageGarbageSweeper],
 })
 export class StorageModule {}

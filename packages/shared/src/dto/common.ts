@@ -132,6 +132,20 @@ export const HealthDtoSchema = responseSchema(
     status: z.enum(['ok', 'degraded']),
     site: z.string(),
     catalog: z.enum(['ok', 'unreachable']),
+    /**
+     * This site's storage resources (docs/storage.md): `failing` when the last check found the
+     * store not answering or refusing the site's credentials.
+     */
+    storage: z
+      .array(
+        z.object({
+          name: z.string(),
+          kind: z.enum(['local', 's3']),
+          default: z.boolean(),
+          status: z.enum(['ok', 'failing']),
+        }),
+      )
+      .optional(),
   }),
 );
 export type HealthDto = z.infer<typeof HealthDtoSchema>;

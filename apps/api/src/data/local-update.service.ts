@@ -80,7 +80,8 @@ export class LocalUpdateService {
           );
           if (holder) throw this.updateRejected(path, holder);
         }
-        const key = storageKey(current.id, current.version + 1);
+        // An object store's staged bytes keep the fresh key they already sit under (no copy).
+        const key = staged.key ?? storageKey(current.id, current.version + 1);
         await staged.commit(key);
         committedKey = key;
         replacedKey = await this.repo.replaceBytes(

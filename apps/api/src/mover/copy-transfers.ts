@@ -118,6 +118,8 @@ export class CopyTransfers implements MoverTransfers {
       await store.remove(id);
       throw err;
     }
+    // A local draft was renamed into place; an object store's was uploaded and is left behind.
+    await store.remove(id).catch(() => undefined);
   }
 
   async copyBatch(
@@ -222,7 +224,8 @@ export class CopyTransfers implements MoverTransfers {
   ): Promise<Map<string, Error | undefined>> {
     const out = new Map<string, Error | undefined>();
     if (staged.length === 0) return out;
-    const keys = new Map(staged.map((s) => [s.job.replicaId, randomUUID()]));
+    // An object store's staged bytes keep the fresh key they already sit under (no copy).
+    const keys = new Map(staged.map((s) => [s.job.replicaId, s.file.key ?? randomUUID()]));
     const files = new Map(staged.map((s) => [s.job.replicaId, s.file]));
     const placed = new Set<string>();
     try {

@@ -121,7 +121,8 @@ export class IngestService {
       contentType: options.contentType ?? 'application/octet-stream',
     };
     // The bytes go under a fresh key first; they are unreachable until the catalog row commits.
-    const key = randomUUID();
+    // An object store's staged bytes already sit under a fresh key of their own: kept, not copied.
+    const key = staged.key ?? randomUUID();
     let outcome: InsertedObject | 'name-taken' | 'parent-gone' | null = null;
     try {
       await staged.commit(key);
@@ -237,7 +238,7 @@ export class IngestService {
       }
       await Promise.all(
         parts.map((part) => {
-          part.key = randomUUID();
+          part.key = part.staged.key ?? randomUUID();
           return part.staged.commit(part.key);
         }),
       );

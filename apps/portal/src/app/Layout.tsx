@@ -5,6 +5,7 @@ import { ApiError, api, logout } from '../api';
 import { browseHref } from '../format';
 import { ErrorNote } from './ErrorNote';
 import { useSession } from './session';
+import { ThemeSwitch } from './theme';
 
 /** Header (navigation, conflicts badge, active group, sign out) around the screen the URL names. */
 export function Layout() {
@@ -145,6 +146,7 @@ function UserMenu() {
           </select>
         </span>
       )}
+      <ThemeSwitch />
       <button type="button" onClick={() => void signOut()} disabled={busy}>
         {busy ? 'Signing out…' : 'Sign out'}
       </button>

@@ -1,7 +1,8 @@
 // @vitest-environment happy-dom
 import { cleanup, render, screen, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ListTable, type ListColumn } from './ListTable';
+import { ListTable, RESIZE_STEP, type ListColumn } from './ListTable';
 
 interface Fruit {
   id: string;
@@ -26,7 +27,7 @@ describe('ListTable', () => {
   it('draws a header row of column headers and a row per record, cells in column order', () => {
     render(<ListTable className="list" columns={columns} rows={fruits} rowKey={(f) => f.id} />);
     const table = screen.getByRole('table');
-    expect(table.className).toBe('list');
+    expect(table.className).toBe('list-table list');
     const headers = within(table).getAllByRole('columnheader');
     expect(headers.map((h) => h.textContent)).toEqual(['Name', 'Weight', 'Actions']);
     for (const h of headers) expect(h.getAttribute('scope')).toBe('col');
@@ -45,7 +46,10 @@ describe('ListTable', () => {
     render(<ListTable columns={columns} rows={fruits} rowKey={(f) => f.id} />);
     const actions = screen.getByRole('columnheader', { name: 'Actions' });
     expect(actions.firstElementChild?.className).toBe('visually-hidden');
-    expect(screen.getByRole('columnheader', { name: 'Name' }).firstElementChild).toBeNull();
+    // A plain header is its text and the column's resize handle.
+    expect(screen.getByRole('columnheader', { name: /^Name/ }).firstElementChild?.getAttribute('role')).toBe(
+      'separator',
+    );
   });
 
   it('puts the page’s test id and ARIA attributes on each row', () => {
@@ -115,5 +119,66 @@ describe('ListTable', () => {
     rerender(<ListTable columns={columns} rows={fruits} rowKey={(f) => f.id} empty="No fruit yet." />);
     expect(screen.queryByText('No fruit yet.')).toBeNull();
     expect(screen.getAllByRole('row')).toHaveLength(3);
+  });
+
+  it('sorts by a column from its header button, by click or keyboard: ascending, descending, as given', async () => {
+    const user = userEvent.setup();
+    const sortable: ListColumn<Fruit>[] = [
+      { ...columns[0]!, sortValue: (f) => f.name },
+      { ...columns[1]!, sortValue: (f) => f.grams },
+      columns[2]!,
+    ];
+    const bowl: Fruit[] = [...fruits, { id: 'c', name: 'cherry', grams: 8 }];
+    render(<ListTable columns={sortable} rows={bowl} rowKey={(f) => f.id} />);
+    const names = () =>
+      screen
+        .getAllByRole('row')
+        .slice(1)
+        .map((r) => r.children[0]!.textContent);
+    const weight = screen.getByRole('columnheader', { name: /Weight/ });
+    expect(weight.getAttribute('aria-sort')).toBe('none');
+    expect(screen.getByRole('columnheader', { name: 'Actions' }).hasAttribute('aria-sort')).toBe(false);
+    await user.click(within(weight).getByRole('button', { name: /Weight/ }));
+    expect(weight.getAttribute('aria-sort')).toBe('ascending');
+    expect(names()).toEqual(['cherry', 'banana', 'apple']);
+    within(weight).getByRole('button').focus();
+    await user.keyboard('{Enter}');
+    expect(weight.getAttribute('aria-sort')).toBe('descending');
+    expect(names()).toEqual(['apple', 'banana', 'cherry']);
+    await user.keyboard(' ');
+    expect(weight.getAttribute('aria-sort')).toBe('none');
+    expect(names()).toEqual(['apple', 'banana', 'cherry']);
+    await user.click(screen.getByRole('button', { name: /Name/ }));
+    await user.click(screen.getByRole('button', { name: /Name/ }));
+    expect(names()).toEqual(['cherry', 'banana', 'apple']);
+  });
+
+  it('changes a column’s width with the arrow keys on its handle, Home gives it back to the browser', async () => {
+    const user = userEvent.setup();
+    render(<ListTable columns={columns} rows={fruits} rowKey={(f) => f.id} />);
+    const handle = screen.getByRole('separator', { name: 'Width of Name' });
+    // The last column has no handle: its right edge is the table's.
+    expect(screen.getAllByRole('separator')).toHaveLength(2);
+    handle.focus();
+    await user.keyboard('{ArrowRight}');
+    const header = screen.getByRole('columnheader', { name: /^Name/ });
+    const first = Number(handle.getAttribute('aria-valuenow'));
+    expect(header.style.width).toBe(`${first}px`);
+    await user.keyboard('{ArrowRight}{ArrowRight}{ArrowLeft}');
+    expect(Number(handle.getAttribute('aria-valuenow'))).toBe(first + RESIZE_STEP);
+    expect(header.style.width).toBe(`${first + RESIZE_STEP}px`);
+    // Every cell of the column takes the width, so a long value ends in an ellipsis.
+    expect(screen.getByRole('cell', { name: 'apple' }).style.maxWidth).toBe(`${first + RESIZE_STEP}px`);
+    await user.keyboard('{Shift>}{ArrowLeft}{/Shift}');
+    expect(Number(handle.getAttribute('aria-valuenow'))).toBe(Math.max(48, first - 3 * RESIZE_STEP));
+    await user.keyboard('{Home}');
+    expect(header.style.width).toBe('');
+  });
+
+  it('gives a text cell its whole text as its title, or the column’s title', () => {
+    const titled: ListColumn<Fruit>[] = [columns[0]!, { ...columns[2]!, title: (f) => `eat ${f.name}` }];
+    render(<ListTable columns={titled} rows={fruits} rowKey={(f) => f.id} />);
+    expect(screen.getByRole('cell', { name: 'apple' }).getAttribute('title')).toBe('apple');
+    expect(screen.getByRole('cell', { name: 'Eat apple' }).getAttribute('title')).toBe('eat apple');
   });
 });

@@ -1,24 +1,54 @@
-import type { AriaAttributes, ReactNode } from 'react';
+import {
+  useLayoutEffect,
+  useMemo,
+  useRef,
+  useState,
+  type AriaAttributes,
+  type KeyboardEvent,
+  type PointerEvent,
+  type ReactNode,
+} from 'react';
+import {
+  getCoreRowModel,
+  getSortedRowModel,
+  useReactTable,
+  type ColumnDef,
+  type ColumnSizingState,
+  type Header,
+  type Row,
+  type SortingState,
+} from '@tanstack/react-table';
 
 /**
- * One column of a {@link ListTable}. Pages say what a column shows, never how the table is drawn, so
- * the table's inside can become a component library's grid (sorting, resizing, sticky headers)
- * without touching them.
+ * One column of a {@link ListTable}. Pages say what a column shows, never how the table is drawn:
+ * sorting, resizing and the sticky header are the table's (TanStack Table underneath).
  */
 export interface ListColumn<T> {
-  /** Stable name of the column: its React key today, a sort or width key later. */
+  /** Stable name of the column: its React key, its sort and width key. */
   id: string;
   header: ReactNode;
   /** The header is read by screen readers only (an action column whose buttons name themselves). */
   headerHidden?: boolean;
   /** The column's cell for one row. */
   cell: (row: T) => ReactNode;
+  /**
+   * What the column sorts by: its header becomes a button that sorts the rows (ascending, then
+   * descending, then back to the page's order). `null` sorts last.
+   */
+  sortValue?: (row: T) => string | number | null;
+  /**
+   * The cell's whole text, shown on hover when it is cut off. Left out, a cell whose content is a
+   * string is its own title.
+   */
+  title?: (row: T) => string;
   /** The cell names its row (`<th scope="row">`), so a screen reader announces it with each cell. */
   rowHeader?: boolean;
   /** Class of the column's body cells (`num`, `actions`, ...). */
   className?: string;
   /** Class of the column's header cell. */
   headerClassName?: string;
+  /** Whether the column's width can be changed (by dragging its edge or with the arrow keys); default yes. */
+  resizable?: boolean;
 }
 
 /** What a page may put on a row: a test id, a class, ARIA state. */
@@ -48,7 +78,18 @@ export interface ListTableProps<T> {
   empty?: ReactNode;
 }
 
-/** A list of records as a table: one row per record, one column per field. */
+/** Pixels one arrow key press widens or narrows a column by (Shift: four times as much). */
+export const RESIZE_STEP = 16;
+const MIN_WIDTH = 48;
+const MAX_WIDTH = 1200;
+
+/**
+ * A list of records as a table: one row per record, one column per field. Columns with a
+ * `sortValue` sort from their header; every column but the last can be made wider or narrower from
+ * the handle at its right edge (pointer, or focus it and use the arrow keys); the header row stays
+ * in view while the table scrolls inside its box; a cut-off cell ends in an ellipsis with its whole
+ * text on hover.
+ */
 export function ListTable<T>({
   columns,
   rows,
@@ -60,29 +101,98 @@ export function ListTable<T>({
   captionHidden = false,
   empty,
 }: ListTableProps<T>) {
+  const [sorting, setSorting] = useState<SortingState>([]);
+  const [sizing, setSizing] = useState<ColumnSizingState>({});
+  const defs = useMemo(
+    () =>
+      columns.map((c): ColumnDef<T> => ({
+        id: c.id,
+        ...(c.sortValue
+          ? {
+              accessorFn: (row: T) => c.sortValue!(row) ?? undefined,
+              sortingFn: compareRows,
+              sortUndefined: 'last' as const,
+            }
+          : { enableSorting: false }),
+        enableResizing: c.resizable !== false,
+        minSize: MIN_WIDTH,
+        maxSize: MAX_WIDTH,
+      })),
+    [columns],
+  );
+  const table = useReactTable<T>({
+    data: rows as T[],
+    columns: defs,
+    state: { sorting, columnSizing: sizing },
+    onSortingChange: setSorting,
+    onColumnSizingChange: setSizing,
+    getCoreRowModel: getCoreRowModel(),
+    getSortedRowModel: getSortedRowModel(),
+    getRowId: (row) => rowKey(row),
+    enableSortingRemoval: true,
+    sortDescFirst: false,
+  });
+
   if (rows.length === 0 && empty !== undefined) {
     return empty === null ? null : <p className="muted">{empty}</p>;
   }
-  // The wrapper lets a wide table scroll inside itself on a narrow screen, never the page.
+  const byId = new Map(columns.map((c) => [c.id, c]));
+  const headers = table.getHeaderGroups()[0]?.headers ?? [];
+  const width = (id: string) =>
+    sizing[id] === undefined ? undefined : { width: sizing[id], maxWidth: sizing[id] };
   return (
-    // Focusable, so a keyboard can scroll it when it is wider than the screen.
+    // The box scrolls a wide or long table inside itself (the header row stays in view), never the
+    // page; focusable, so a keyboard can scroll it.
     <div className="table-wrap" tabIndex={0}>
-      <table className={className}>
+      <table className={['list-table', className].filter(Boolean).join(' ')}>
         {caption !== undefined && (
           <caption className={captionHidden ? 'visually-hidden' : undefined}>{caption}</caption>
         )}
         <thead>
           <tr>
-            {columns.map((c) => (
-              <th key={c.id} scope="col" className={c.headerClassName}>
-                {c.headerHidden ? <span className="visually-hidden">{c.header}</span> : c.header}
-              </th>
-            ))}
+            {headers.map((h, i) => {
+              const c = byId.get(h.column.id)!;
+              const sorted = h.column.getIsSorted();
+              return (
+                <th
+                  key={c.id}
+                  scope="col"
+                  className={c.headerClassName}
+                  style={width(c.id)}
+                  aria-sort={
+                    c.sortValue
+                      ? sorted === 'asc'
+                        ? 'ascending'
+                        : sorted === 'desc'
+                          ? 'descending'
+                          : 'none'
+                      : undefined
+                  }
+                >
+                  {c.headerHidden ? (
+                    <span className="visually-hidden">{c.header}</span>
+                  ) : c.sortValue ? (
+                    <button type="button" className="sort" onClick={h.column.getToggleSortingHandler()}>
+                      {c.header}
+                      <span aria-hidden="true" className="sort-mark">
+                        {sorted === 'asc' ? ' ▲' : sorted === 'desc' ? ' ▼' : ' ↕'}
+                      </span>
+                    </button>
+                  ) : (
+                    c.header
+                  )}
+                  {h.column.getCanResize() && i < headers.length - 1 && (
+                    <ResizeHandle header={h} label={typeof c.header === 'string' ? c.header : c.id} />
+                  )}
+                </th>
+              );
+            })}
           </tr>
         </thead>
         <tbody>
-          {rows.map((row) => {
-            const key = rowKey(row);
+          {table.getRowModel().rows.map((r) => {
+            const row = r.original;
+            const key = r.id;
             const spanning = spanningRow?.(row);
             if (spanning !== undefined && spanning !== null && spanning !== false) {
               return (
@@ -93,17 +203,20 @@ export function ListTable<T>({
             }
             return (
               <tr key={key} {...rowProps?.(row)}>
-                {columns.map((c) =>
-                  c.rowHeader ? (
-                    <th key={c.id} scope="row" className={c.className}>
-                      {c.cell(row)}
+                {columns.map((c) => {
+                  const content = c.cell(row);
+                  const title = c.title?.(row) ?? (typeof content === 'string' ? content : undefined);
+                  const props = { className: c.className, style: width(c.id), title };
+                  return c.rowHeader ? (
+                    <th key={c.id} scope="row" {...props}>
+                      {content}
                     </th>
                   ) : (
-                    <td key={c.id} className={c.className}>
-                      {c.cell(row)}
+                    <td key={c.id} {...props}>
+                      {content}
                     </td>
-                  ),
-                )}
+                  );
+                })}
               </tr>
             );
           })}
@@ -111,4 +224,75 @@ export function ListTable<T>({
       </table>
     </div>
   );
+}
+
+/** The handle at a column's right edge: drag it, or focus it and press the arrow keys (Home: as it was). */
+function ResizeHandle<T>({ header, label }: { header: Header<T, unknown>; label: string }) {
+  const table = header.getContext().table;
+  const id = header.column.id;
+  const ref = useRef<HTMLSpanElement>(null);
+  const drag = useRef<{ x: number; width: number } | null>(null);
+  const [measured, setMeasured] = useState(0);
+  const set = table.getState().columnSizing[id];
+  // The width the browser gave the column until someone sets one.
+  useLayoutEffect(() => {
+    const th = ref.current?.parentElement;
+    if (th) setMeasured(Math.round(th.getBoundingClientRect().width));
+  }, [set]);
+  const current = set ?? measured;
+  function resize(next: number | undefined) {
+    table.setColumnSizing((old) => {
+      const rest = { ...old };
+      delete rest[id];
+      return next === undefined ? rest : { ...rest, [id]: clamp(next) };
+    });
+  }
+  function onKeyDown(e: KeyboardEvent) {
+    const step = e.shiftKey ? RESIZE_STEP * 4 : RESIZE_STEP;
+    if (e.key === 'ArrowRight' || e.key === 'ArrowUp') resize(current + step);
+    else if (e.key === 'ArrowLeft' || e.key === 'ArrowDown') resize(current - step);
+    else if (e.key === 'Home') resize(undefined);
+    else return;
+    e.preventDefault();
+  }
+  function onPointerDown(e: PointerEvent<HTMLSpanElement>) {
+    e.preventDefault();
+    e.currentTarget.setPointerCapture(e.pointerId);
+    drag.current = { x: e.clientX, width: current };
+  }
+  function onPointerMove(e: PointerEvent<HTMLSpanElement>) {
+    if (drag.current) resize(drag.current.width + e.clientX - drag.current.x);
+  }
+  return (
+    <span
+      ref={ref}
+      role="separator"
+      aria-orientation="vertical"
+      aria-label={`Width of ${label}`}
+      aria-valuemin={MIN_WIDTH}
+      aria-valuemax={MAX_WIDTH}
+      aria-valuenow={current}
+      tabIndex={0}
+      className="resizer"
+      onPointerDown={onPointerDown}
+      onPointerMove={onPointerMove}
+      onPointerUp={() => (drag.current = null)}
+      onPointerCancel={() => (drag.current = null)}
+      onKeyDown={onKeyDown}
+      onDoubleClick={() => resize(undefined)}
+      title="Drag, or use the arrow keys, to change the width"
+    />
+  );
+}
+
+function clamp(width: number): number {
+  return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, Math.round(width)));
+}
+
+/** Numbers by value, text in the reader's collation with the numbers inside it in order. */
+function compareRows<T>(a: Row<T>, b: Row<T>, id: string): number {
+  const x = a.getValue(id);
+  const y = b.getValue(id);
+  if (typeof x === 'number' && typeof y === 'number') return x - y;
+  return String(x).localeCompare(String(y), undefined, { numeric: true, sensitivity: 'base' });
 }

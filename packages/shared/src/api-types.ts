@@ -820,6 +820,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/placement/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["SubscriptionsController_list"];
+        put?: never;
+        post: operations["SubscriptionsController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/placement/subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["SubscriptionsController_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/placement/copies": {
         parameters: {
             query?: never;
@@ -927,6 +959,102 @@ export interface paths {
         put?: never;
         post?: never;
         delete: operations["GroupsController_removeMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cache": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["CacheController_status"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cache/entries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["CacheController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cache/stage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["CacheController_stageStatus"];
+        put?: never;
+        post: operations["CacheController_stage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cache/pin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["CacheController_pin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cache/unpin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["CacheController_unpin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/cache/evict": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["CacheController_evict"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1171,6 +1299,11 @@ export interface components {
             /** Format: date-time */
             expiresAt?: string;
         };
+        SubscriptionRequestDto: {
+            path: string;
+            site?: string;
+            condition?: string;
+        };
         CreateGroupDto: {
             name: string;
             /** @default  */
@@ -1187,10 +1320,13 @@ export interface components {
              */
             role: "member" | "manager";
         };
+        CachePathRequestDto: {
+            path: string;
+        };
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "VALIDATION_FAILED" | "INVALID_PATH" | "NOT_FOUND" | "NAME_TAKEN" | "NOT_A_COLLECTION" | "NOT_AN_OBJECT" | "IS_A_SYMLINK" | "MOVE_INTO_ITSELF" | "ROOT_IMMUTABLE" | "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "ACCOUNT_DISABLED" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_SCOPE_INSUFFICIENT" | "TOKEN_OUTSIDE_COLLECTION" | "PERMISSION_DENIED" | "ADMIN_REQUIRED" | "CSRF_FAILED" | "NOT_A_MEMBER" | "RATE_LIMITED" | "PAYLOAD_TOO_LARGE" | "RANGE_NOT_SATISFIABLE" | "UPLOAD_INCOMPLETE" | "UPLOAD_OFFSET_MISMATCH" | "UPLOAD_EXPIRED" | "UPLOAD_BASE_CHANGED" | "UPLOAD_RANGE_INVALID" | "UPLOAD_RANGE_OVERLAP" | "CHECKSUM_MISMATCH" | "INVALID_CURSOR" | "ROUTE_NOT_FOUND" | "REPLICA_UNAVAILABLE" | "PEER_UNAUTHORIZED" | "BATCH_REJECTED" | "SNAPSHOT_REFUSED" | "PURGE_NOT_YET" | "PURGE_BLOCKED" | "CONFLICT_CLOSED" | "UPDATE_REJECTED" | "INVALID_QUERY" | "INTERNAL";
+                code: "VALIDATION_FAILED" | "INVALID_PATH" | "NOT_FOUND" | "NAME_TAKEN" | "NOT_A_COLLECTION" | "NOT_AN_OBJECT" | "IS_A_SYMLINK" | "MOVE_INTO_ITSELF" | "ROOT_IMMUTABLE" | "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "ACCOUNT_DISABLED" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_SCOPE_INSUFFICIENT" | "TOKEN_OUTSIDE_COLLECTION" | "PERMISSION_DENIED" | "ADMIN_REQUIRED" | "CSRF_FAILED" | "NOT_A_MEMBER" | "RATE_LIMITED" | "PAYLOAD_TOO_LARGE" | "RANGE_NOT_SATISFIABLE" | "UPLOAD_INCOMPLETE" | "UPLOAD_OFFSET_MISMATCH" | "UPLOAD_EXPIRED" | "UPLOAD_BASE_CHANGED" | "UPLOAD_RANGE_INVALID" | "UPLOAD_RANGE_OVERLAP" | "CHECKSUM_MISMATCH" | "INVALID_CURSOR" | "ROUTE_NOT_FOUND" | "REPLICA_UNAVAILABLE" | "PEER_UNAUTHORIZED" | "BATCH_REJECTED" | "SNAPSHOT_REFUSED" | "PURGE_NOT_YET" | "PURGE_BLOCKED" | "CONFLICT_CLOSED" | "UPDATE_REJECTED" | "INVALID_QUERY" | "CACHE_DISABLED" | "CACHE_FULL" | "INTERNAL";
                 message: string;
                 details?: {
                     [key: string]: string[];
@@ -1302,6 +1438,7 @@ export interface components {
             owner: string | null;
             /** @description ISO 8601 time */
             createdAt: string;
+            subscription: boolean;
             inheritedFrom?: string | null;
         };
         PlacementRulePage: {
@@ -1325,6 +1462,8 @@ export interface components {
             verifiedAt: string | null;
             error: string | null;
             wanted: boolean;
+            cached: boolean;
+            pinned: boolean;
             /** @description ISO 8601 time */
             updatedAt: string;
         };
@@ -1754,6 +1893,63 @@ export interface components {
         MetadataAttributesDto: {
             attributes: string[];
         };
+        CacheEntryDto: {
+            path: string;
+            size: number;
+            /** @enum {string} */
+            state: "pending" | "copying" | "good" | "stale" | "suspect" | "failed";
+            current: boolean;
+            pinned: boolean;
+            /** @description ISO 8601 time */
+            lastReadAt: string | null;
+        };
+        CacheListDto: {
+            items: components["schemas"]["CacheEntryDto"][];
+            total: number;
+            bytes: number;
+        };
+        CacheStatusDto: {
+            site: string;
+            enabled: boolean;
+            limitBytes: number;
+            usedBytes: number;
+            pinnedBytes: number;
+            copies: number;
+            hits: number;
+            misses: number;
+            bytesIn: number;
+            evictions: number;
+        };
+        StageStatusDto: {
+            path: string;
+            site: string;
+            objects: number;
+            bytes: number;
+            readyObjects: number;
+            readyBytes: number;
+            pendingObjects: number;
+            failedObjects: number;
+            done: boolean;
+        };
+        CacheChangeDto: {
+            changed: number;
+            kept: {
+                path: string;
+                reason: string;
+            }[];
+        };
+        SubscriptionDto: {
+            id: string;
+            path: string;
+            site: string;
+            condition: string | null;
+            owner: string | null;
+            /** @description ISO 8601 time */
+            createdAt: string;
+        };
+        SubscriptionListDto: {
+            items: components["schemas"]["SubscriptionDto"][];
+        };
     };
     responses: never;
     parameters: never;
@@ -2090,7 +2286,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2756,7 +2952,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2910,7 +3106,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3058,7 +3254,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3136,7 +3332,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3232,7 +3428,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3328,7 +3524,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3424,7 +3620,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3509,7 +3705,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3626,7 +3822,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3691,7 +3887,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3919,7 +4115,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4035,7 +4231,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4126,7 +4322,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4219,7 +4415,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4306,7 +4502,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4625,7 +4821,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4793,7 +4989,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4965,7 +5161,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5513,7 +5709,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6369,6 +6565,208 @@ export interface operations {
             };
         };
     };
+    SubscriptionsController_list: {
+        parameters: {
+            query?: {
+                path?: string;
+                site?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscriptions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionListDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    SubscriptionsController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionRequestDto"];
+            };
+        };
+        responses: {
+            /** @description The subscription */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionDto"];
+                };
+            };
+            /** @description Malformed request: a body that is not valid JSON or an unreadable upload (VALIDATION_FAILED, UPLOAD_INCOMPLETE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the operation takes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body encoding or charset the API does not read (VALIDATION_FAILED) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    SubscriptionsController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     MoverController_copies: {
         parameters: {
             query: {
@@ -6416,7 +6814,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6521,7 +6919,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6628,7 +7026,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED) */
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6999,6 +7397,527 @@ export interface operations {
             };
             /** @description No such thing, or none the caller may see (NOT_FOUND) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CacheController_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description This site's cache */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CacheStatusDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CacheController_list: {
+        parameters: {
+            query?: {
+                path?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cached copies */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CacheListDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CacheController_stageStatus: {
+        parameters: {
+            query: {
+                path: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Progress */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StageStatusDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CacheController_stage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CachePathRequestDto"];
+            };
+        };
+        responses: {
+            /** @description Staging started: how far it is */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StageStatusDto"];
+                };
+            };
+            /** @description Malformed request: a body that is not valid JSON or an unreadable upload (VALIDATION_FAILED, UPLOAD_INCOMPLETE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the operation takes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body encoding or charset the API does not read (VALIDATION_FAILED) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CacheController_pin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CachePathRequestDto"];
+            };
+        };
+        responses: {
+            /** @description Pinned (and staged where not held yet) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StageStatusDto"];
+                };
+            };
+            /** @description Malformed request: a body that is not valid JSON or an unreadable upload (VALIDATION_FAILED, UPLOAD_INCOMPLETE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the operation takes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body encoding or charset the API does not read (VALIDATION_FAILED) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CacheController_unpin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CachePathRequestDto"];
+            };
+        };
+        responses: {
+            /** @description How many were unpinned */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CacheChangeDto"];
+                };
+            };
+            /** @description Malformed request: a body that is not valid JSON or an unreadable upload (VALIDATION_FAILED, UPLOAD_INCOMPLETE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the operation takes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body encoding or charset the API does not read (VALIDATION_FAILED) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CacheController_evict: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CachePathRequestDto"];
+            };
+        };
+        responses: {
+            /** @description How many were evicted, and which were kept and why */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CacheChangeDto"];
+                };
+            };
+            /** @description Malformed request: a body that is not valid JSON or an unreadable upload (VALIDATION_FAILED, UPLOAD_INCOMPLETE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the operation takes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body encoding or charset the API does not read (VALIDATION_FAILED) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

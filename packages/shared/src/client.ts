@@ -16,6 +16,15 @@ import type {
 } from './dto/accounts';
 import type { Page } from './dto/common';
 import type {
+  CacheChangeDto,
+  CacheListDto,
+  CacheStatusDto,
+  StageStatusDto,
+  SubscriptionDto,
+  SubscriptionListDto,
+  SubscriptionRequest,
+} from './dto/caching';
+import type {
   EntryDetailDto,
   EntryDto,
   GrantRequest,
@@ -336,6 +345,43 @@ export function createTributaryClient(options: ClientOptions) {
     /** This site's mover: its queue, transfers in flight, failures (administrators). */
     moverStatus: (signal?: AbortSignal) =>
       unwrap<MoverStatusDto>(http.GET('/api/v1/placement/mover', { ...safe, signal })),
+
+    /** Subscriptions (docs/placement.md): a site follows a collection, every object copied to it. */
+    subscribe: (body: SubscriptionRequest) =>
+      unwrap<SubscriptionDto>(
+        http.POST('/api/v1/placement/subscriptions', { body: body as never, ...unsafe() }),
+      ),
+    /** Who subscribes to what at `path` (default `/`) and below, of one subscriber when `site` is given. */
+    subscriptions: (query: { path?: string; site?: string } = {}, signal?: AbortSignal) =>
+      unwrap<SubscriptionListDto>(
+        http.GET('/api/v1/placement/subscriptions', { params: { query }, ...safe, signal }),
+      ),
+    unsubscribe: (id: string) =>
+      unwrap<void>(
+        http.DELETE('/api/v1/placement/subscriptions/{id}', { params: { path: { id } }, ...unsafe() }),
+      ),
+
+    /** This site's cache (docs/caching.md): limit, use, hits, misses, evictions (administrators). */
+    cacheStatus: (signal?: AbortSignal) =>
+      unwrap<CacheStatusDto>(http.GET('/api/v1/cache', { ...safe, signal })),
+    /** The cached copies at this site below `path`, most recently read first. */
+    cacheEntries: (query: { path?: string; limit?: number } = {}, signal?: AbortSignal) =>
+      unwrap<CacheListDto>(http.GET('/api/v1/cache/entries', { params: { query }, ...safe, signal })),
+    /** Brings `path` (an object or a collection) into this site's cache in the background. */
+    stage: (path: string) =>
+      unwrap<StageStatusDto>(http.POST('/api/v1/cache/stage', { body: { path }, ...unsafe() })),
+    stageStatus: (path: string, signal?: AbortSignal) =>
+      unwrap<StageStatusDto>(
+        http.GET('/api/v1/cache/stage', { params: { query: { path } }, ...safe, signal }),
+      ),
+    /** Stages `path` and keeps it: eviction leaves pinned copies alone. */
+    pin: (path: string) =>
+      unwrap<StageStatusDto>(http.POST('/api/v1/cache/pin', { body: { path }, ...unsafe() })),
+    unpin: (path: string) =>
+      unwrap<CacheChangeDto>(http.POST('/api/v1/cache/unpin', { body: { path }, ...unsafe() })),
+    /** Evicts the cached copies below `path` now (never a pinned, wanted or last good copy). */
+    evict: (path: string) =>
+      unwrap<CacheChangeDto>(http.POST('/api/v1/cache/evict', { body: { path }, ...unsafe() })),
 
     /** Replication per peer, recent cycles (administrators). */
     replicationStatus: (signal?: AbortSignal) =>

@@ -114,13 +114,19 @@ function Users() {
         rows={items}
         rowKey={(u) => u.id}
         columns={[
-          { id: 'username', header: 'Username', cell: (u) => u.username },
-          { id: 'name', header: 'Name', cell: (u) => u.displayName },
+          { id: 'username', header: 'Username', cell: (u) => u.username, sortValue: (u) => u.username },
+          { id: 'name', header: 'Name', cell: (u) => u.displayName, sortValue: (u) => u.displayName },
           { id: 'groups', header: 'Groups', cell: (u) => u.groups.join(', ') },
-          { id: 'created', header: 'Created', cell: (u) => <When iso={u.createdAt} /> },
+          {
+            id: 'created',
+            header: 'Created',
+            cell: (u) => <When iso={u.createdAt} />,
+            sortValue: (u) => Date.parse(u.createdAt),
+          },
           {
             id: 'admin',
             header: 'Administrator',
+            sortValue: (u) => (u.isAdmin ? 1 : 0),
             cell: (u) => (
               <input
                 type="checkbox"
@@ -134,6 +140,7 @@ function Users() {
           {
             id: 'disabled',
             header: 'Disabled',
+            sortValue: (u) => (u.disabled ? 1 : 0),
             cell: (u) => (
               <input
                 type="checkbox"

@@ -240,6 +240,7 @@ export function ConflictsPage() {
           {
             id: 'what',
             header: 'About',
+            sortValue: (c) => c.entry.label,
             className: 'wrap',
             cell: (c) => (
               <>
@@ -259,6 +260,7 @@ export function ConflictsPage() {
           {
             id: 'changed',
             header: 'What changed',
+            sortValue: (c) => `${KIND_TEXT[c.kind]} ${c.story}`,
             className: 'wrap',
             cell: (c) => (
               <>
@@ -266,10 +268,11 @@ export function ConflictsPage() {
               </>
             ),
           },
-          { id: 'sites', header: 'Sites', cell: (c) => sitesText(c) },
+          { id: 'sites', header: 'Sites', cell: (c) => sitesText(c), sortValue: (c) => sitesText(c) },
           {
             id: 'status',
             header: 'Decide within',
+            sortValue: (c) => (c.status === 'open' ? Date.parse(c.deadline) : null),
             cell: (c) =>
               c.status === 'open' ? (
                 <time dateTime={c.deadline}>{deadlineText(c.deadline, now).replace(' left', '')}</time>

@@ -6,6 +6,7 @@ import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { formatBytes } from '../format';
 import { When } from '../app/When';
+import { Bars } from '../charts/lazy';
 
 const POLL_MS = 2_000;
 
@@ -55,6 +56,17 @@ export function TransfersPage() {
             ]}
           />
           <h2>In flight</h2>
+          {s.inFlight.length > 0 && (
+            <Bars
+              testId="transfer-bars"
+              title="Percent copied of each transfer in flight"
+              data={s.inFlight.map((t) => ({
+                label: `${t.path.slice(t.path.lastIndexOf('/') + 1)} from ${t.from}`,
+                value: percentDone(t.bytesDone, t.size),
+              }))}
+              format={(n) => `${n} %`}
+            />
+          )}
           <ListTable
             className="list mover-in-flight"
             caption="Transfers in flight"
@@ -64,11 +76,18 @@ export function TransfersPage() {
             rowProps={() => ({ 'data-testid': 'transfer' })}
             empty="Nothing is being copied."
             columns={[
-              { id: 'path', header: 'Object', rowHeader: true, cell: (t) => t.path },
-              { id: 'from', header: 'From', cell: (t) => t.from },
+              {
+                id: 'path',
+                header: 'Object',
+                rowHeader: true,
+                cell: (t) => t.path,
+                sortValue: (t) => t.path,
+              },
+              { id: 'from', header: 'From', cell: (t) => t.from, sortValue: (t) => t.from },
               {
                 id: 'progress',
                 header: 'Progress',
+                sortValue: (t) => percentDone(t.bytesDone, t.size),
                 cell: (t) => (
                   <>
                     <progress
@@ -93,9 +112,21 @@ export function TransfersPage() {
             rowProps={() => ({ 'data-testid': 'failure' })}
             empty="No failures."
             columns={[
-              { id: 'path', header: 'Object', rowHeader: true, cell: (f) => f.path },
+              {
+                id: 'path',
+                header: 'Object',
+                rowHeader: true,
+                cell: (f) => f.path,
+                sortValue: (f) => f.path,
+              },
               { id: 'error', header: 'Error', cell: (f) => f.error },
-              { id: 'attempts', header: 'Attempts', className: 'num', cell: (f) => String(f.attempts) },
+              {
+                id: 'attempts',
+                header: 'Attempts',
+                className: 'num',
+                cell: (f) => String(f.attempts),
+                sortValue: (f) => f.attempts,
+              },
               {
                 id: 'next',
                 header: 'Next attempt',

@@ -12,6 +12,7 @@ import { narrow, validateQuery } from './queryAssist';
 import { QueryForm } from './QueryForm';
 import { SavedSearches } from './SavedSearches';
 import { When } from '../app/When';
+import { Bars } from '../charts/lazy';
 
 const MAX_FACETS = 8;
 
@@ -107,6 +108,8 @@ export function SearchPage() {
             {
               id: 'name',
               header: 'Name',
+              sortValue: (it) => it.name,
+              title: (it) => it.path,
               cell: (it) => (
                 <Link
                   to={
@@ -119,14 +122,25 @@ export function SearchPage() {
                 </Link>
               ),
             },
-            { id: 'collection', header: 'Collection', cell: (it) => parentPath(it.path) },
+            {
+              id: 'collection',
+              header: 'Collection',
+              cell: (it) => parentPath(it.path),
+              sortValue: (it) => parentPath(it.path),
+            },
             {
               id: 'size',
               header: 'Size',
+              sortValue: (it) => (it.kind === 'object' ? it.size : null),
               className: 'num',
               cell: (it) => (it.kind === 'object' ? formatBytes(it.size) : '—'),
             },
-            { id: 'modified', header: 'Modified', cell: (it) => <When iso={it.modifiedAt} /> },
+            {
+              id: 'modified',
+              header: 'Modified',
+              cell: (it) => <When iso={it.modifiedAt} />,
+              sortValue: (it) => Date.parse(it.modifiedAt),
+            },
             {
               id: 'metadata',
               header: 'Metadata',
@@ -152,6 +166,17 @@ export function SearchPage() {
             {facets.map(([attribute, values]) => (
               <fieldset key={attribute} className="facet">
                 <legend>{attribute}</legend>
+                <Bars
+                  testId="facet-bars"
+                  title={`Results per value of ${attribute}`}
+                  captionHidden
+                  data={values.map((v) => ({ label: String(v.value), value: v.count }))}
+                  format={(n) => n.toLocaleString()}
+                  onSelect={(label) => {
+                    const v = values.find((x) => String(x.value) === label);
+                    if (v) run({ q: narrow(q, attribute, v.value) });
+                  }}
+                />
                 <ul>
                   {values.map((v) => (
                     <li key={String(v.value)}>

@@ -4,7 +4,8 @@ import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
 import { formatDuration } from '../format';
-import { historyOf, sparkline } from './lagHistory';
+import { historyOf } from './lagHistory';
+import { PeerSeriesChart } from '../charts/lazy';
 import { When } from '../app/When';
 import { Link } from 'react-router';
 
@@ -13,8 +14,9 @@ const POLL_MS = 5_000;
 const LAG_HOURS = 6;
 
 /**
- * Replication as this site sees it: per peer the backlog, lag, last exchange, errors and a small
- * chart of lag over the last hours (the site's own samples, one per cycle), and the last cycles.
+ * Replication as this site sees it: per peer the backlog, lag, last exchange and errors, charts of
+ * lag and backlog per peer over the last hours (the site's own samples, one per cycle), and the last
+ * cycles.
  */
 export function SitesPage() {
   useTitle('Sites');
@@ -61,7 +63,7 @@ export function SitesPage() {
             rowKey={(p) => p.peer}
             rowProps={() => ({ 'data-testid': 'peer-row' })}
             columns={[
-              { id: 'peer', header: 'Peer', rowHeader: true, cell: (p) => p.peer },
+              { id: 'peer', header: 'Peer', rowHeader: true, cell: (p) => p.peer, sortValue: (p) => p.peer },
               {
                 id: 'state',
                 header: 'State',
@@ -80,34 +82,23 @@ export function SitesPage() {
               {
                 id: 'backlog',
                 header: 'Backlog (to send)',
+                sortValue: (p) => p.backlog.changes,
                 className: 'num',
                 cell: (p) => `${p.backlog.changes} changes (${p.backlog.txs} tx)`,
               },
               {
                 id: 'incoming',
                 header: 'Incoming (to apply)',
+                sortValue: (p) => p.incoming.changes,
                 className: 'num',
                 cell: (p) => `${p.incoming.changes} changes (${p.incoming.txs} tx)`,
               },
-              { id: 'lag', header: 'Lag', className: 'num', cell: (p) => formatDuration(p.lagSeconds) },
               {
-                id: 'lagChart',
-                header: `Lag, last ${LAG_HOURS} h`,
-                cell: (p) => {
-                  const samples = history[p.peer] ?? [];
-                  return (
-                    <svg
-                      width="120"
-                      height="28"
-                      viewBox="-2 -2 124 32"
-                      role="img"
-                      aria-label={`Lag of ${p.peer} over ${samples.length} samples, now ${formatDuration(p.lagSeconds)}, at most ${formatDuration(Math.max(0, ...samples.map((x) => x.lagSeconds)))}`}
-                    >
-                      <line x1="0" y1="28" x2="120" y2="28" className="axis" />
-                      <polyline points={sparkline(samples, 120, 28)} className="spark" />
-                    </svg>
-                  );
-                },
+                id: 'lag',
+                header: 'Lag',
+                className: 'num',
+                cell: (p) => formatDuration(p.lagSeconds),
+                sortValue: (p) => p.lagSeconds,
               },
               {
                 id: 'lastExchange',
@@ -134,9 +125,30 @@ export function SitesPage() {
               },
             ]}
           />
+          <h2>Lag and backlog, last {LAG_HOURS} hours</h2>
+          <div className="chart-pair">
+            <PeerSeriesChart
+              testId="lag-chart"
+              title="Lag per peer"
+              history={history}
+              measure="lagSeconds"
+              format={formatDuration}
+              from={status.dataUpdatedAt - LAG_HOURS * 3_600_000}
+              to={status.dataUpdatedAt}
+            />
+            <PeerSeriesChart
+              testId="backlog-chart"
+              title="Backlog per peer (changes to send)"
+              history={history}
+              measure="backlog"
+              format={(n) => n.toLocaleString()}
+              from={status.dataUpdatedAt - LAG_HOURS * 3_600_000}
+              to={status.dataUpdatedAt}
+            />
+          </div>
           <p className="muted small">
-            The lag chart shows one sample per replication cycle over the last {LAG_HOURS} hours (each site
-            keeps a day of them), ending with the current reading.
+            One sample per replication cycle over the last {LAG_HOURS} hours (each site keeps a day of them),
+            ending with the current reading.
           </p>
           <h2>Recent cycles</h2>
           <ListTable
@@ -144,8 +156,19 @@ export function SitesPage() {
             rows={s.cycles.slice(0, 10)}
             rowKey={(c) => c.startedAt}
             columns={[
-              { id: 'started', header: 'Started', cell: (c) => <When iso={c.startedAt} /> },
-              { id: 'duration', header: 'Duration', className: 'num', cell: (c) => `${c.durationMs} ms` },
+              {
+                id: 'started',
+                header: 'Started',
+                cell: (c) => <When iso={c.startedAt} />,
+                sortValue: (c) => Date.parse(c.startedAt),
+              },
+              {
+                id: 'duration',
+                header: 'Duration',
+                className: 'num',
+                cell: (c) => `${c.durationMs} ms`,
+                sortValue: (c) => c.durationMs,
+              },
               {
                 id: 'applied',
                 header: 'Applied',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ReplicationPeerDto } from '@tributary/shared';
-import { addSample, historyOf, sparkline } from './lagHistory';
+import { addSample, historyOf } from './lagHistory';
 
 function peer(name: string, lagSeconds: number, changes = 0): ReplicationPeerDto {
   return {
@@ -60,21 +60,5 @@ describe('historyOf', () => {
       { at: Date.parse('2026-11-21T10:00:30.000Z'), lagSeconds: 0, backlog: 0 },
       { at: Date.parse('2026-11-21T10:00:40.000Z'), lagSeconds: 2, backlog: 3 },
     ]);
-  });
-});
-
-describe('sparkline', () => {
-  it('scales time to the width and lag to the height', () => {
-    const pts = sparkline(
-      [
-        { at: 0, lagSeconds: 0, backlog: 0 },
-        { at: 50, lagSeconds: 10, backlog: 0 },
-        { at: 100, lagSeconds: 5, backlog: 0 },
-      ],
-      100,
-      20,
-    );
-    expect(pts).toBe('0,20 50,0 100,10');
-    expect(sparkline([], 100, 20)).toBe('');
   });
 });

@@ -29,25 +29,6 @@ export function addSample(
   return next;
 }
 
-/** An SVG polyline's points for samples in a `width` x `height` box (time on x, lag on y, 0 at the bottom). */
-export function sparkline(samples: LagSample[], width: number, height: number): string {
-  if (samples.length === 0) return '';
-  const t0 = samples[0]!.at;
-  const span = Math.max(1, samples.at(-1)!.at - t0);
-  const top = Math.max(1, ...samples.map((s) => s.lagSeconds));
-  return samples
-    .map((s) => {
-      const x = samples.length === 1 ? width : ((s.at - t0) / span) * width;
-      const y = height - (s.lagSeconds / top) * height;
-      return `${round(x)},${round(y)}`;
-    })
-    .join(' ');
-}
-
-function round(n: number): number {
-  return Math.round(n * 10) / 10;
-}
-
 /**
  * The site's own history (GET /api/v1/replication/lag: one sample per peer after each cycle), with
  * the current status reading appended so the chart ends at what the table shows.

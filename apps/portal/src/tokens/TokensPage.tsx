@@ -45,18 +45,30 @@ export function TokensPage() {
           rowProps={() => ({ 'data-testid': 'token-row' })}
           empty="No tokens yet."
           columns={[
-            { id: 'name', header: 'Name', cell: (t) => t.name },
-            { id: 'scope', header: 'Scope', cell: (t) => t.scope },
-            { id: 'collection', header: 'Collection', cell: (t) => t.collection ?? 'everything' },
-            { id: 'created', header: 'Created', cell: (t) => <When iso={t.createdAt} /> },
+            { id: 'name', header: 'Name', cell: (t) => t.name, sortValue: (t) => t.name },
+            { id: 'scope', header: 'Scope', cell: (t) => t.scope, sortValue: (t) => t.scope },
+            {
+              id: 'collection',
+              header: 'Collection',
+              cell: (t) => t.collection ?? 'everything',
+              sortValue: (t) => t.collection ?? '',
+            },
+            {
+              id: 'created',
+              header: 'Created',
+              cell: (t) => <When iso={t.createdAt} />,
+              sortValue: (t) => Date.parse(t.createdAt),
+            },
             {
               id: 'expires',
               header: 'Expires',
+              sortValue: (t) => (t.expiresAt ? Date.parse(t.expiresAt) : null),
               cell: (t) => (t.expiresAt ? <When iso={t.expiresAt} /> : 'never'),
             },
             {
               id: 'lastUsed',
               header: 'Last used',
+              sortValue: (t) => (t.lastUsedAt ? Date.parse(t.lastUsedAt) : null),
               cell: (t) => (t.lastUsedAt ? <When iso={t.lastUsedAt} /> : 'never'),
             },
             { id: 'status', header: 'Status', cell: tokenStatus },

@@ -46,6 +46,8 @@ export function TrashPage() {
           {
             id: 'path',
             header: 'Was at',
+            sortValue: (t) => t.originalPath,
+            title: (t) => t.originalPath,
             cell: (t) => (
               <>
                 {t.originalPath}{' '}
@@ -58,11 +60,17 @@ export function TrashPage() {
           {
             id: 'kind',
             header: 'Kind',
+            sortValue: (t) => t.kind,
             cell: (t) => (t.kind === 'collection' ? 'folder' : t.kind === 'symlink' ? 'link' : 'file'),
           },
-          { id: 'deletedBy', header: 'Deleted by', cell: (t) => t.deletedBy },
-          { id: 'deletedAt', header: 'When', cell: (t) => <When iso={t.deletedAt} /> },
-          { id: 'site', header: 'At site', cell: (t) => t.deletedAtSite },
+          { id: 'deletedBy', header: 'Deleted by', cell: (t) => t.deletedBy, sortValue: (t) => t.deletedBy },
+          {
+            id: 'deletedAt',
+            header: 'When',
+            cell: (t) => <When iso={t.deletedAt} />,
+            sortValue: (t) => Date.parse(t.deletedAt),
+          },
+          { id: 'site', header: 'At site', cell: (t) => t.deletedAtSite, sortValue: (t) => t.deletedAtSite },
           {
             id: 'actions',
             header: 'Actions',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { csvPreview, previewKind, splitCsvLine, textPreview } from './preview';
+import { csvPreview, FITS_BLOCK, parseFitsHeader, previewKind, splitCsvLine, textPreview } from './preview';
 
 describe('file previews', () => {
   it('picks the preview a name or content type calls for', () => {
@@ -8,7 +8,9 @@ describe('file previews', () => {
     expect(previewKind('config.json', null)).toBe('json');
     expect(previewKind('notes.txt', null)).toBe('text');
     expect(previewKind('photo.PNG', null)).toBe('image');
-    expect(previewKind('run-1.fits', 'application/octet-stream')).toBeNull();
+    expect(previewKind('run-1.fits', 'application/octet-stream')).toBe('fits');
+    expect(previewKind('m31.FTS', null)).toBe('fits');
+    expect(previewKind('data.h5', 'application/octet-stream')).toBeNull();
   });
 
   it('splits quoted CSV fields', () => {
@@ -42,5 +44,34 @@ describe('file previews', () => {
     expect(shown.lines).toHaveLength(20);
     expect(shown.more).toBe(true);
     expect(textPreview('one\ntwo\nthr', 'text', false)).toEqual({ lines: ['one', 'two'], more: true });
+  });
+
+  it('reads a FITS header’s cards up to END: values, quoted strings, comments, commentary cards', () => {
+    const card = (text: string) => text.padEnd(80, ' ');
+    const header = [
+      card('SIMPLE  =                    T / conforms to FITS standard'),
+      card('BITPIX  =                  -32 / bits per pixel'),
+      card('NAXIS   =                    2'),
+      card("OBJECT  = 'M31 ''core'''         / target, with a quote"),
+      card("DATE-OBS= '2026-11-27T10:00:00'"),
+      card('COMMENT taken with the 2.1 m / not a comment field'),
+      card(''),
+      card('END'),
+    ].join('');
+    const block = header.padEnd(FITS_BLOCK, ' ') + 'binary data after the header';
+    const { cards, complete, valid } = parseFitsHeader(block);
+    expect(valid).toBe(true);
+    expect(complete).toBe(true);
+    expect(cards).toEqual([
+      { keyword: 'SIMPLE', value: 'T', comment: 'conforms to FITS standard' },
+      { keyword: 'BITPIX', value: '-32', comment: 'bits per pixel' },
+      { keyword: 'NAXIS', value: '2', comment: '' },
+      { keyword: 'OBJECT', value: "M31 'core'", comment: 'target, with a quote' },
+      { keyword: 'DATE-OBS', value: '2026-11-27T10:00:00', comment: '' },
+      { keyword: 'COMMENT', value: '', comment: 'taken with the 2.1 m / not a comment field' },
+    ]);
+    // Cut before END: the cards so far, not complete; not starting with SIMPLE: not FITS.
+    expect(parseFitsHeader(header.slice(0, 160))).toMatchObject({ complete: false, valid: true });
+    expect(parseFitsHeader(' '.repeat(FITS_BLOCK))).toEqual({ cards: [], complete: false, valid: false });
   });
 });

@@ -158,6 +158,7 @@ const copyColumns = [
     value: (c: CopyDto) => c.state + (c.state === 'good' && !c.current ? ' (old bytes)' : ''),
   },
   { header: 'WANTED', value: (c: CopyDto) => (c.wanted ? 'yes' : 'no') },
+  { header: 'CACHED', value: (c: CopyDto) => (c.cached ? (c.pinned ? 'pinned' : 'yes') : 'no') },
   { header: 'VERIFIED', value: (c: CopyDto) => formatTime(c.verifiedAt) },
   { header: 'ERROR', value: (c: CopyDto) => c.error ?? '' },
 ];

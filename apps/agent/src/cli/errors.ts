@@ -70,6 +70,8 @@ const CODE_EXIT: Partial<Record<ErrorCode, ExitCode>> = {
   NOT_A_MEMBER: ExitCode.Auth,
   PEER_UNAUTHORIZED: ExitCode.Auth,
   NAME_TAKEN: ExitCode.Conflict,
+  CACHE_DISABLED: ExitCode.Conflict,
+  CACHE_FULL: ExitCode.Conflict,
   NOT_A_COLLECTION: ExitCode.Conflict,
   NOT_AN_OBJECT: ExitCode.Conflict,
   SNAPSHOT_REFUSED: ExitCode.Conflict,

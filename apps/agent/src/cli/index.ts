@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerAuth } from './commands-auth';
+import { registerCaching } from './commands-caching';
 import { registerCatalog } from './commands-catalog';
 import { registerFs } from './commands-fs';
 import { registerLocal } from './commands-local';
@@ -49,6 +50,7 @@ Exit codes: 0 ok, 1 error, 2 bad arguments, 3 not found, 4 not logged in or not 
   registerTransfer(program, io);
   registerCatalog(program, io);
   registerPlacement(program, io);
+  registerCaching(program, io);
   registerMount(program, io);
   registerLocal(program, io);
   return program;

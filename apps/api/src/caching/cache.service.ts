@@ -301,7 +301,8 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
         return void (await store.remove(draft));
       }
       const staged = await store.adopt(draft, m);
-      const key = randomUUID();
+      // An object store's staged bytes keep the fresh key they already sit under (no copy).
+      const key = staged.key ?? randomUUID();
       let placed = false;
       const outcome = await this.serially(async () => {
         if (!(await this.makeRoom(object.size))) return { done: false as const, reason: 'no room' };
@@ -329,6 +330,8 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
         return;
       }
       this.bytesIn.inc(m.size);
+      // A local draft was renamed into place; an object store's was uploaded and is left behind.
+      await store.remove(draft).catch(() => undefined);
       if (outcome.previousKey && outcome.previousKey !== key)
         await this.storage.remove(outcome.previousKey).catch(() => undefined);
     } catch (err) {

@@ -15,6 +15,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, signIn, TestClient } from './http-client';
 import { adminConnection, cloneTemplate, dropDatabase, withClient } from './postgres';
+import { testStorageEnv } from './s3-server';
 /** Output kept per site process (the tail), for failure messages. */
 const OUTPUT_LIMIT = 400_000;
 
@@ -307,6 +308,8 @@ export async function startFederation(options: FederationOptions): Promise<Feder
       LOG_FORMAT: 'text',
       LOGIN_RATE_LIMIT: '1000',
       NO_COLOR: '1',
+      // TRIBUTARY_TEST_STORAGE=s3: the site's bytes in a bucket of its own on the run's S3 server.
+      ...testStorageEnv(inject('s3'), `fed-${id}`),
       ...options.env,
     };
     if (i === 0) env.ADMIN_PASSWORD = ADMIN_PASSWORD;

@@ -10,4 +10,4 @@ export * from './request-counts';
 export * from './prng';
 export * from './wan';
 export * from './s3-server';
-export type { TestPostgres } from './provided-context';
+export type { TestPostgres, TestS3 } from './provided-context';

@@ -235,3 +235,15 @@ async function freePorts(n: number): Promise<number[]> {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   }
 }
+
+/**
+ * The settings that put a test site's bytes on the run's S3 server (TRIBUTARY_TEST_STORAGE=s3), in
+ * a bucket of its own, as its default resource; none when the run keeps bytes on local disk.
+ */
+export function testStorageEnv(
+  s3: Pick<S3Server, 'endpoint' | 'region' | 'accessKeyId' | 'secretAccessKey'> | undefined,
+  site: string,
+): Record<string, string> {
+  if (!s3) return {};
+  return s3ResourceEnv(s3, { bucket: testBucket(site) });
+}

@@ -86,7 +86,7 @@ describe('object data', () => {
       expect(detail.replicas).toEqual([
         {
           site: 'lsu',
-          resource: 'default',
+          resource: site.config.storage.defaultResource,
           size: bytes.length,
           checksum: `sha256:${sha256(bytes)}`,
           status: 'good',

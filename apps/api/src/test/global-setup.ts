@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../database/embedded-postgres';
 import { migrate } from '../database/migrator';
-import type { TestPostgres } from '@tributary/testkit';
+import { startS3Server, type S3Server, type TestPostgres } from '@tributary/testkit';
 
 export const TEMPLATE_DATABASE = 'tributary_template';
 
@@ -17,6 +17,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   preserveExitCode();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tributary-itest-pg-'));
   let server: EmbeddedServer | undefined;
+  let s3: S3Server | undefined;
   try {
     // mkdtemp makes the directory 0700; as root, PostgreSQL runs as the `postgres` user and must reach it.
     await chmod(dir, 0o755);
@@ -31,15 +32,28 @@ export default async function setup(project: TestProject): Promise<() => Promise
       template: TEMPLATE_DATABASE,
     };
     project.provide('postgres', provided);
+    // TRIBUTARY_TEST_STORAGE=s3 runs the same suites with every test site's default resource on a
+    // real S3 server (SeaweedFS, scripts/setup-seaweedfs.sh): the storage is a parameter of the run.
+    if (process.env.TRIBUTARY_TEST_STORAGE === 's3') {
+      s3 = await startS3Server();
+      const { endpoint, region, accessKeyId, secretAccessKey } = s3;
+      project.provide('s3', { endpoint, region, accessKeyId, secretAccessKey });
+    } else if (process.env.TRIBUTARY_TEST_STORAGE && process.env.TRIBUTARY_TEST_STORAGE !== 'local') {
+      throw new Error(
+        `TRIBUTARY_TEST_STORAGE must be local or s3, not ${process.env.TRIBUTARY_TEST_STORAGE}`,
+      );
+    }
     // Site processes (federations, the agent's tests) run the build, as a deployment does.
     project.provide('siteEntry', path.resolve(__dirname, '../../dist/cli/site.js'));
   } catch (err) {
+    await s3?.close().catch(() => undefined);
     await server?.stop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
   const running = server;
   return async () => {
+    await s3?.close();
     await running.stop();
     await rm(dir, { recursive: true, force: true });
   };

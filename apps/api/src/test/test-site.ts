@@ -12,12 +12,14 @@ import {
   dropDatabase,
   signIn,
   TestClient,
+  testStorageEnv,
   waitFor,
   withClient,
   type NewAccount,
   type TestUser,
 } from '@tributary/testkit';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { createSiteApp, type SiteApp } from '../app.factory';
 import { CredentialCache } from '../auth/credential-cache';
 import { loadConfig, type SiteConfig } from '../config/config';
@@ -81,6 +83,8 @@ export async function startTestSite(overrides: Record<string, string> = {}): Pro
     SITE_ID: 'lsu',
     ADMIN_PASSWORD,
     LOG_LEVEL: 'error',
+    // TRIBUTARY_TEST_STORAGE=s3: the site's bytes in a bucket of its own on the run's S3 server.
+    ...testStorageEnv(inject('s3'), 'site'),
     ...overrides,
   });
   let siteApp: SiteApp;

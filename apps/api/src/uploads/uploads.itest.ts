@@ -184,7 +184,10 @@ describe('resumable upload sessions', () => {
       );
     });
 
+    // On a local resource the session's file becomes the object (a rename); an object store uploads
+    // it once at completion (TRIBUTARY_TEST_STORAGE=s3), so there the inode is not checked.
     it('completing commits the session file in place: the object is that file, not a copy', async () => {
+      const local = site.config.storage.defaultResource === 'default';
       const bytes = testBytes(3 * MiB, 21);
       const target = `${dir}/${uniqueName('in-place')}.bin`;
       const { body: session } = await create(alice.client, { path: target });
@@ -193,7 +196,7 @@ describe('resumable upload sessions', () => {
       const { ino } = await stat(path.join(site.config.storageRoot, '.uploads', session.id));
       const done = expectStatus(await complete(alice.client, session.id, { sha256: sha256(bytes) }), 201);
       expect(done.body.checksum).toBe(`sha256:${sha256(bytes)}`);
-      expect(await objectInodes()).toContain(ino);
+      if (local) expect(await objectInodes()).toContain(ino);
       expect(await sessionFiles()).not.toContain(session.id);
       const download = await alice.client.get('/api/v1/data', { query: { path: target } });
       expect(download.bytes.equals(bytes)).toBe(true);

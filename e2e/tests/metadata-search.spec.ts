@@ -4,6 +4,7 @@ import { exchange, screenshot, unique } from './helpers';
 test('tags one file and a selection, then searches with completion, inline errors, facets and a saved search', async ({
   page,
   signedIn,
+  sites,
 }) => {
   test.setTimeout(120_000);
   const project = unique('coast');
@@ -98,6 +99,37 @@ test('tags one file and a selection, then searches with completion, inline error
   await expect(page).toHaveURL(new RegExp(`/search\\?q=project`));
   await expect(page.getByTestId('search-result')).toHaveCount(3);
   await expect(page.getByText('3 results')).toBeVisible();
+
+  // The facets as bars: per attribute one bar per value, labelled with the count the API gives for
+  // it and as long as that count against the longest.
+  const counted = await sites[0]!.http.post('/api/v1/metadata/query', {
+    data: {
+      q: `project = ${project}`,
+      limit: 0,
+      count: false,
+      facets: ['project', 'filetype'],
+      facetLimit: 10,
+    },
+    headers: sites[0]!.csrf,
+  });
+  expect(counted.status(), await counted.text()).toBe(200);
+  const { facets } = (await counted.json()) as {
+    facets: Record<string, { value: string | number; count: number }[]>;
+  };
+  expect(facets.filetype!.length).toBeGreaterThan(0);
+  for (const [attribute, values] of Object.entries(facets)) {
+    const chart = page.getByRole('group', { name: attribute }).getByTestId('facet-bars');
+    await expect(chart.locator('.recharts-label-list text')).toHaveText(values.map((v) => String(v.count)));
+    await expect(chart.locator('.recharts-cartesian-axis-tick-value')).toHaveText(
+      values.map((v) => String(v.value)),
+    );
+    const widths = await chart
+      .locator('.recharts-bar-rectangle path')
+      .evaluateAll((bars) => bars.map((b) => (b as SVGGraphicsElement).getBBox().width));
+    const top = Math.max(...values.map((v) => v.count));
+    expect(widths.length).toBe(values.length);
+    values.forEach((v, i) => expect(widths[i]! / Math.max(...widths)).toBeCloseTo(v.count / top, 2));
+  }
 
   // Facets narrow down: filetype = fits leaves b.fits.
   const facet = page.getByRole('group', { name: 'filetype' });

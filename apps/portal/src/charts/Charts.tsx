@@ -19,6 +19,7 @@ import {
 } from 'recharts';
 import { themeColor, useTheme } from '../app/theme';
 import type { LagHistory } from '../sites/lagHistory';
+import { MINUTE, timeTicks } from './time';
 
 const SERIES = ['--chart-1', '--chart-2', '--chart-3', '--chart-4', '--chart-5'];
 const FALLBACK = ['#0b5cad', '#b5520b', '#2e7d32', '#8e24aa', '#c2185b'];
@@ -56,18 +57,22 @@ export interface PeerSeriesProps {
 export function PeerSeriesChart({ history, measure, title, format, from, to, testId }: PeerSeriesProps) {
   const colors = useColors();
   const peers = Object.keys(history).sort();
+  // The axis starts at the first sample when the site has kept less than the whole window.
+  const first = Math.min(to, ...peers.flatMap((p) => (history[p] ?? []).map((x) => x.at)));
+  const start = Math.max(from, first - MINUTE);
   return (
     <figure className="chart" data-testid={testId}>
       <figcaption>{title}</figcaption>
       <div aria-hidden="true">
         <ResponsiveContainer width="100%" height={200}>
-          <LineChart margin={{ top: 8, right: 16, bottom: 0, left: 8 }}>
+          <LineChart margin={{ top: 8, right: 16, bottom: 0, left: 8 }} accessibilityLayer={false}>
             <CartesianGrid stroke={colors.grid} strokeDasharray="3 3" />
             <XAxis
               dataKey="at"
               type="number"
               scale="time"
-              domain={[from, to]}
+              domain={[start, to]}
+              ticks={timeTicks(start, to)}
               tickFormatter={clock}
               stroke={colors.muted}
               allowDuplicatedCategory={false}
@@ -149,14 +154,20 @@ export function Bars({ title, data, format = String, onSelect, captionHidden, te
       <figcaption className={captionHidden ? 'visually-hidden' : undefined}>{title}</figcaption>
       <div aria-hidden="true">
         <ResponsiveContainer width="100%" height={data.length * 26 + 8}>
-          <BarChart data={[...data]} layout="vertical" margin={{ top: 4, right: 48, bottom: 4, left: 4 }}>
+          <BarChart
+            data={[...data]}
+            layout="vertical"
+            margin={{ top: 4, right: 48, bottom: 4, left: 4 }}
+            accessibilityLayer={false}
+          >
             <XAxis type="number" hide domain={[0, 'dataMax']} />
             <YAxis
               type="category"
               dataKey="label"
-              width={Math.min(140, longest * 7 + 8)}
+              width={Math.min(18, longest) * 7 + 8}
               stroke={colors.muted}
               tick={{ fill: colors.text, fontSize: 12 }}
+              tickFormatter={(v: string) => (v.length > 18 ? `${v.slice(0, 17)}…` : v)}
               tickLine={false}
               interval={0}
             />

@@ -20,6 +20,7 @@ function rule(overrides: Partial<PlacementRuleDto>): PlacementRuleDto {
     expiresAt: null,
     owner: 'alice',
     createdAt: '2026-11-27T10:00:00Z',
+    subscription: false,
     inheritedFrom: null,
     ...overrides,
   };
@@ -149,6 +150,37 @@ describe('CopiesPanel (a collection’s placement rules)', () => {
     expect(confirm).toHaveBeenLastCalledWith(expect.stringContaining('2 copies among lsu, tulane'));
   });
 
+  it('shows a subscription as such, subscribes a site, and unsubscribes once confirmed', async () => {
+    mockApi('own');
+    const sub = rule({ id: '21', copies: 1, sites: ['tulane'], subscription: true });
+    vi.mocked(api.placementRules).mockResolvedValue({ items: [sub, OWN], total: 2 });
+    const subscribe = vi.spyOn(api, 'subscribe').mockResolvedValue({
+      id: '22',
+      path: PATH,
+      site: 'lsu',
+      condition: 'filetype = fits',
+      owner: 'alice',
+      createdAt: '2026-11-27T10:00:00Z',
+    });
+    const unsubscribe = vi.spyOn(api, 'unsubscribe').mockResolvedValue(undefined);
+    const user = renderPanel();
+    const rows = await screen.findAllByTestId('placement-rule');
+    expect(within(rows[0]!).getByRole('rowheader').textContent).toBe('a copy at tulane (subscribed)');
+
+    // This site is the one offered first.
+    await waitFor(() => expect(screen.getByLabelText<HTMLSelectElement>('Site').value).toBe('lsu'));
+    await user.type(screen.getByLabelText('Only published objects where (optional)'), 'filetype = fits');
+    await user.click(screen.getByRole('button', { name: 'Subscribe' }));
+    await waitFor(() =>
+      expect(subscribe).toHaveBeenCalledWith({ path: PATH, site: 'lsu', condition: 'filetype = fits' }),
+    );
+
+    confirm.mockReturnValueOnce(true);
+    await user.click(within(rows[0]!).getByRole('button', { name: /Unsubscribe/ }));
+    await waitFor(() => expect(unsubscribe).toHaveBeenCalledWith('21'));
+    expect(confirm).toHaveBeenLastCalledWith(expect.stringContaining('End the subscription of tulane'));
+  });
+
   it('offers neither adding nor removing to those who do not own the collection', async () => {
     mockApi('read');
     renderPanel();
@@ -156,5 +188,6 @@ describe('CopiesPanel (a collection’s placement rules)', () => {
     await waitFor(() => expect(api.stat).toHaveBeenCalled());
     expect(screen.queryByRole('button', { name: /Remove/ })).toBeNull();
     expect(screen.queryByRole('button', { name: 'Add rule' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Subscribe' })).toBeNull();
   });
 });

@@ -49,11 +49,20 @@ describe('ObjectCopies (an object’s copies)', () => {
         copy({}),
         copy({ site: 'tulane', state: 'failed', current: false, error: 'lsu did not answer' }),
         copy({ site: 'uno', state: 'good', current: false, wanted: false }),
+        copy({ site: 'zeta', wanted: false, cached: true, pinned: true }),
       ],
     });
     renderCopies();
     const rows = await screen.findAllByTestId('copy');
-    expect(rows.map((r) => within(r).getByRole('rowheader').textContent)).toEqual(['lsu', 'tulane', 'uno']);
+    expect(rows.map((r) => within(r).getByRole('rowheader').textContent)).toEqual([
+      'lsu',
+      'tulane',
+      'uno',
+      'zeta',
+    ]);
+    expect(rows[0]!.textContent).toContain('wanted by a rule');
+    expect(rows[2]!.textContent).toContain('kept');
+    expect(rows[3]!.textContent).toContain('cached, pinned');
     expect(rows[0]!.textContent).toContain('good');
     expect(rows[1]!.textContent).toContain('failed');
     expect(rows[1]!.textContent).toContain('lsu did not answer');

@@ -4,7 +4,7 @@ import type { CopyDto } from '@tributary/shared';
 import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
-import { copyStateLabel } from './rules';
+import { copyKind, copyStateLabel } from './rules';
 import { When } from '../app/When';
 
 /** Copies still moving are polled; settled ones are not. */
@@ -42,6 +42,7 @@ export function ObjectCopies({ path }: { path: string }) {
               { id: 'site', header: 'Site', rowHeader: true, cell: (x: CopyDto) => x.site },
               { id: 'state', header: 'State', cell: (x: CopyDto) => copyStateLabel(x) },
               { id: 'wanted', header: 'Wanted', cell: (x: CopyDto) => (x.wanted ? 'yes' : 'no') },
+              { id: 'kind', header: 'Kept because', cell: (x: CopyDto) => copyKind(x) },
               {
                 id: 'verified',
                 header: 'Verified',

@@ -33,6 +33,18 @@ describe('TransfersPage (the mover, for administrators)', () => {
 
   it('shows the copies per state, what is in flight with its progress, and failures', async () => {
     vi.spyOn(api, 'moverStatus').mockResolvedValue(STATUS);
+    vi.spyOn(api, 'cacheStatus').mockResolvedValue({
+      site: 'tulane',
+      enabled: true,
+      limitBytes: 10 * 1024 * 1024,
+      usedBytes: 3 * 1024 * 1024,
+      pinnedBytes: 1024 * 1024,
+      copies: 7,
+      hits: 42,
+      misses: 5,
+      bytesIn: 4 * 1024 * 1024,
+      evictions: 2,
+    });
     const queryClient = new QueryClient({ defaultOptions: { queries: { retry: false } } });
     render(
       <QueryClientProvider client={queryClient}>
@@ -53,6 +65,9 @@ describe('TransfersPage (the mover, for administrators)', () => {
     expect(transfer.textContent).toContain('512 KiB of 2 MiB');
     expect(within(transfer).getByRole('progressbar').getAttribute('value')).toBe('25');
     expect(screen.getByTestId('failure').textContent).toContain('lsu did not answer');
+    const cache = (await screen.findByTestId('cache-status')).textContent;
+    expect(cache).toContain('at most 10 MiB: 3 MiB in 7 copies (1 MiB pinned)');
+    expect(cache).toContain('42 hits, 5 misses, 4 MiB faulted in, 2 evictions');
   });
 
   it('works out progress without dividing by zero', () => {

@@ -28,6 +28,12 @@ export function TransfersPage() {
     refetchInterval: POLL_MS,
   });
   const s = status.data;
+  const cache = useQuery({
+    queryKey: ['cache', 'status'],
+    queryFn: ({ signal }) => api.cacheStatus(signal),
+    refetchInterval: POLL_MS,
+  });
+  const k = cache.data;
   return (
     <section aria-labelledby="transfers-title" className="transfers">
       <h1 id="transfers-title">Transfers</h1>
@@ -55,6 +61,23 @@ export function TransfersPage() {
               { id: 'count', header: 'Copies', className: 'num', cell: (r) => r.count.toLocaleString() },
             ]}
           />
+          <h2>Cache</h2>
+          <ErrorNote error={cache.error} />
+          {k && (
+            <p data-testid="cache-status">
+              {k.enabled ? (
+                <>
+                  Objects read here are kept as cached copies, at most {formatBytes(k.limitBytes)}:{' '}
+                  {formatBytes(k.usedBytes)} in {k.copies.toLocaleString()} copies (
+                  {formatBytes(k.pinnedBytes)} pinned). Since the site started: {k.hits.toLocaleString()}{' '}
+                  hits, {k.misses.toLocaleString()} misses, {formatBytes(k.bytesIn)} faulted in,{' '}
+                  {k.evictions.toLocaleString()} evictions.
+                </>
+              ) : (
+                'This site keeps no cache (CACHE_MAX_BYTES is 0): reads of bytes held elsewhere pass through.'
+              )}
+            </p>
+          )}
           <h2>In flight</h2>
           {s.inFlight.length > 0 && (
             <Bars

@@ -25,8 +25,11 @@ export function ruleRequest(path: string, form: RuleForm): PlacementRuleRequest 
   };
 }
 
-/** `2 copies at any site`, `1 copy among lsu, tulane`. */
-export function describeRule(rule: Pick<PlacementRuleDto, 'copies' | 'sites'>): string {
+/** `2 copies at any site`, `1 copy among lsu, tulane`; a subscription: `a copy at tulane (subscribed)`. */
+export function describeRule(
+  rule: Pick<PlacementRuleDto, 'copies' | 'sites'> & { subscription?: boolean },
+): string {
+  if (rule.subscription) return `a copy at ${rule.sites?.join(', ') ?? 'any site'} (subscribed)`;
   const copies = `${rule.copies} ${rule.copies === 1 ? 'copy' : 'copies'}`;
   return rule.sites ? `${copies} among ${rule.sites.join(', ')}` : `${copies} at any site`;
 }
@@ -43,6 +46,12 @@ const STATE_LABELS: Record<CopyState, string> = {
   suspect: 'suspect (check failed)',
   failed: 'failed',
 };
+
+/** Why a copy is there: a rule wants it, it is cached (read there), or it was written there. */
+export function copyKind(copy: Pick<CopyDto, 'cached' | 'pinned' | 'wanted'>): string {
+  if (copy.cached) return copy.pinned ? 'cached, pinned' : 'cached';
+  return copy.wanted ? 'wanted by a rule' : 'kept';
+}
 
 /** A copy's state in words; a `good` copy of older bytes is not served, and says so. */
 export function copyStateLabel(copy: Pick<CopyDto, 'state' | 'current'>): string {

@@ -150,30 +150,14 @@ describe('CopiesPanel (a collection’s placement rules)', () => {
     expect(confirm).toHaveBeenLastCalledWith(expect.stringContaining('2 copies among lsu, tulane'));
   });
 
-  it('shows a subscription as such, subscribes a site, and unsubscribes once confirmed', async () => {
+  it("shows a subscription as such (subscribing is trib's and the API's), and unsubscribes once confirmed", async () => {
     mockApi('own');
     const sub = rule({ id: '21', copies: 1, sites: ['tulane'], subscription: true });
     vi.mocked(api.placementRules).mockResolvedValue({ items: [sub, OWN], total: 2 });
-    const subscribe = vi.spyOn(api, 'subscribe').mockResolvedValue({
-      id: '22',
-      path: PATH,
-      site: 'lsu',
-      condition: 'filetype = fits',
-      owner: 'alice',
-      createdAt: '2026-11-27T10:00:00Z',
-    });
     const unsubscribe = vi.spyOn(api, 'unsubscribe').mockResolvedValue(undefined);
     const user = renderPanel();
     const rows = await screen.findAllByTestId('placement-rule');
     expect(within(rows[0]!).getByRole('rowheader').textContent).toBe('a copy at tulane (subscribed)');
-
-    // This site is the one offered first.
-    await waitFor(() => expect(screen.getByLabelText<HTMLSelectElement>('Site').value).toBe('lsu'));
-    await user.type(screen.getByLabelText('Only published objects where (optional)'), 'filetype = fits');
-    await user.click(screen.getByRole('button', { name: 'Subscribe' }));
-    await waitFor(() =>
-      expect(subscribe).toHaveBeenCalledWith({ path: PATH, site: 'lsu', condition: 'filetype = fits' }),
-    );
 
     confirm.mockReturnValueOnce(true);
     await user.click(within(rows[0]!).getByRole('button', { name: /Unsubscribe/ }));
@@ -188,6 +172,5 @@ describe('CopiesPanel (a collection’s placement rules)', () => {
     await waitFor(() => expect(api.stat).toHaveBeenCalled());
     expect(screen.queryByRole('button', { name: /Remove/ })).toBeNull();
     expect(screen.queryByRole('button', { name: 'Add rule' })).toBeNull();
-    expect(screen.queryByRole('button', { name: 'Subscribe' })).toBeNull();
   });
 });

@@ -96,8 +96,8 @@ export function CopiesPanel({ path }: { path: string }) {
     <section aria-labelledby={`${id}-t`} className="copies-panel">
       <h2 id={`${id}-t`}>Copies</h2>
       <p className="muted">
-        Placement rules keep copies of everything in this collection at several sites; a subscribed site gets
-        a copy of every object published here. Objects no rule covers stay where they were written.
+        Placement rules keep copies of everything in this collection at several sites. Objects no rule covers
+        stay where they were written.
       </p>
       <ErrorNote error={rules.error} />
       {rules.data && (
@@ -119,67 +119,7 @@ export function CopiesPanel({ path }: { path: string }) {
       )}
       <ErrorNote error={remove.error} />
       {canOwn && <AddRule path={path} onAdded={invalidate} />}
-      {canOwn && <Subscribe path={path} onAdded={invalidate} />}
     </section>
-  );
-}
-
-/** Subscribes a site to this collection: it gets a copy of every object here, now and later. */
-function Subscribe({ path, onAdded }: { path: string; onAdded: () => void }) {
-  const id = useId();
-  const [site, setSite] = useState('');
-  const [condition, setCondition] = useState('');
-  const sites = useQuery({
-    queryKey: ['placement', 'sites'],
-    queryFn: ({ signal }) => api.placementSites(signal),
-    staleTime: 60_000,
-  });
-  const chosen = site || sites.data?.find((s) => s.local)?.id || '';
-  const add = useMutation({
-    mutationFn: () =>
-      api.subscribe({
-        path,
-        ...(chosen ? { site: chosen } : {}),
-        ...(condition.trim() ? { condition: condition.trim() } : {}),
-      }),
-    onSuccess: () => {
-      setCondition('');
-      onAdded();
-    },
-  });
-
-  function submit(e: FormEvent) {
-    e.preventDefault();
-    if (!add.isPending) add.mutate();
-  }
-
-  return (
-    <form onSubmit={submit} className="stack-form" aria-labelledby={`${id}-legend`}>
-      <fieldset>
-        <legend id={`${id}-legend`}>Subscribe a site</legend>
-        <label htmlFor={`${id}-s`}>Site</label>
-        <select id={`${id}-s`} value={chosen} onChange={(e) => setSite(e.target.value)}>
-          {(sites.data ?? []).map((s) => (
-            <option key={s.id} value={s.id}>
-              {s.name === s.id ? s.id : `${s.name} (${s.id})`}
-              {s.local ? ' · this site' : ''}
-            </option>
-          ))}
-        </select>
-        <label htmlFor={`${id}-w`}>Only published objects where (optional)</label>
-        <input
-          id={`${id}-w`}
-          placeholder="filetype = fits"
-          value={condition}
-          onChange={(e) => setCondition(e.target.value)}
-        />
-        <button type="submit" disabled={add.isPending || !chosen}>
-          {add.isPending ? 'Subscribing…' : 'Subscribe'}
-        </button>
-      </fieldset>
-      <ErrorNote error={add.error} />
-      <ErrorNote error={sites.error} />
-    </form>
   );
 }
 

@@ -60,9 +60,8 @@ describe('ObjectCopies (an object’s copies)', () => {
       'uno',
       'zeta',
     ]);
-    expect(rows[0]!.textContent).toContain('wanted by a rule');
-    expect(rows[2]!.textContent).toContain('kept');
-    expect(rows[3]!.textContent).toContain('cached, pinned');
+    expect(rows[0]!.textContent).not.toContain('cached');
+    expect(rows[3]!.textContent).toContain('good · cached, pinned');
     expect(rows[0]!.textContent).toContain('good');
     expect(rows[1]!.textContent).toContain('failed');
     expect(rows[1]!.textContent).toContain('lsu did not answer');

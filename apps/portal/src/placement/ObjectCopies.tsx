@@ -40,9 +40,13 @@ export function ObjectCopies({ path }: { path: string }) {
             empty="No copies recorded."
             columns={[
               { id: 'site', header: 'Site', rowHeader: true, cell: (x: CopyDto) => x.site },
-              { id: 'state', header: 'State', cell: (x: CopyDto) => copyStateLabel(x) },
+              {
+                id: 'state',
+                header: 'State',
+                // A cached copy says so (read there, evictable): the table keeps its narrow columns.
+                cell: (x: CopyDto) => copyStateLabel(x) + (x.cached ? ` · ${copyKind(x)}` : ''),
+              },
               { id: 'wanted', header: 'Wanted', cell: (x: CopyDto) => (x.wanted ? 'yes' : 'no') },
-              { id: 'kind', header: 'Kept because', cell: (x: CopyDto) => copyKind(x) },
               {
                 id: 'verified',
                 header: 'Verified',

@@ -97,6 +97,52 @@ export async function sendFile(
   }
 }
 
+/**
+ * Writes what `source` yields to `out` (left open) through two reused buffers, as `sendFile` does
+ * for files: pieces (an object store's answer arrives in socket-sized pieces of about 64 KiB) are
+ * gathered into 1 MiB writes, one buffer filling while the other is written. Resolves with the
+ * bytes sent; rejects if `source` fails or `out` fails or closes.
+ */
+export async function sendStream(source: AsyncIterable<Buffer>, out: Writable): Promise<number> {
+  const buffers = [takeBuffer(), takeBuffer()];
+  let turn = 0;
+  let filled = 0;
+  let sent = 0;
+  let sending: Promise<void> | undefined;
+  let clean = false;
+  const flush = async (): Promise<void> => {
+    if (filled === 0) return;
+    const buffer = buffers[turn % 2]!;
+    const length = filled;
+    // The other buffer's write must end before it is filled next.
+    await sending;
+    sending = write(out, buffer.subarray(0, length));
+    sending.catch(() => undefined);
+    sent += length;
+    filled = 0;
+    turn++;
+  };
+  try {
+    for await (const piece of source) {
+      for (let at = 0; at < piece.length;) {
+        const buffer = buffers[turn % 2]!;
+        const n = Math.min(buffer.length - filled, piece.length - at);
+        piece.copy(buffer, filled, at, at + n);
+        filled += n;
+        at += n;
+        if (filled === buffer.length) await flush();
+      }
+    }
+    await flush();
+    await sending;
+    clean = true;
+    return sent;
+  } finally {
+    if (clean) buffers.forEach(giveBack);
+    else await sending?.catch(() => undefined);
+  }
+}
+
 export interface ReceiveOptions {
   /** Where the bytes start in the file. */
   start: number;

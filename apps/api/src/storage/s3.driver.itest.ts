@@ -19,12 +19,12 @@ async function collect(stream: Readable): Promise<Buffer> {
   return Buffer.concat(pieces);
 }
 
-/** A Writable that keeps what it is sent (never ended by the driver). */
+/** A Writable that keeps a copy of what it is sent (the sender reuses its buffers). */
 function sink(): { out: Writable; bytes(): Buffer } {
   const pieces: Buffer[] = [];
   const out = new Writable({
     write(chunk: Buffer, _e, done) {
-      pieces.push(chunk);
+      pieces.push(Buffer.from(chunk));
       done();
     },
   });

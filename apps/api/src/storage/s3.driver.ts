@@ -20,6 +20,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable, Transform, type Writable } from 'node:stream';
+import { sendStream } from './file-io';
 import { LocalDrafts } from './local-fs.driver';
 import type { S3Credentials, S3ResourceSettings } from './resource-config';
 import {
@@ -365,40 +366,26 @@ export class S3Driver implements StorageDriver {
     return { sendTo: (out) => this.pump(body, out, key) };
   }
 
-  /** Writes `body` to `out` (left open) with backpressure; resolves with the bytes sent. */
-  private pump(body: Readable, out: Writable, key: string): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      let sent = 0;
-      let settled = false;
-      const finish = (err?: unknown): void => {
-        if (settled) return;
-        settled = true;
-        body.off('data', onData);
-        out.off('drain', onDrain);
-        out.off('close', onClose);
-        if (err) {
-          body.destroy();
-          reject(
-            err instanceof Error && err.message === 'the receiver went away' ? err : this.failure(err, key),
-          );
-        } else resolve(sent);
-      };
-      const onData = (piece: Buffer): void => {
-        sent += piece.length;
-        if (!out.write(piece)) body.pause();
-      };
-      const onDrain = (): void => void body.resume();
-      const onClose = (): void => finish(new Error('the receiver went away'));
-      body.on('data', onData);
-      out.on('drain', onDrain);
-      out.once('close', onClose);
-      body.once('end', () => {
-        // Resolved once `out` has taken the last piece.
-        if (out.writableNeedDrain) out.once('drain', () => finish());
-        else finish();
-      });
-      body.once('error', (err) => finish(err));
-    });
+  /** Writes `body` to `out` (left open) in 1 MiB writes; resolves with the bytes sent. */
+  private async pump(body: Readable, out: Writable, key: string): Promise<number> {
+    // A receiver that goes away stops the store's answer at once.
+    let gone = false;
+    const stop = (): void => {
+      gone = true;
+      body.destroy();
+    };
+    out.once('close', stop);
+    try {
+      return await sendStream(body as AsyncIterable<Buffer>, out);
+    } catch (err) {
+      body.destroy();
+      // The receiver's leaving is not the store's failure.
+      if (gone || (err instanceof Error && err.message === 'the receiver went away'))
+        throw new Error('the receiver went away');
+      throw this.failure(err, key);
+    } finally {
+      out.off('close', stop);
+    }
   }
 
   async remove(key: string): Promise<void> {

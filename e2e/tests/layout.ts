@@ -2,10 +2,15 @@ import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, type Locator, type Page } from '@playwright/test';
 
-/** The two sizes every main screen is checked at: a common laptop and a phone. */
+/**
+ * The sizes every main screen is checked at: a common laptop, a smaller one, a wide monitor, and a
+ * phone.
+ */
 export const SIZES = {
   desktop: { width: 1366, height: 768 },
   phone: { width: 390, height: 844 },
+  laptop: { width: 1280, height: 720 },
+  wide: { width: 2560, height: 1440 },
 } as const;
 export type SizeName = keyof typeof SIZES;
 
@@ -90,16 +95,16 @@ export async function expectFits(page: Page, screen: string, size: SizeName): Pr
 }
 
 /**
- * Compares the screen with its reference image in e2e/screenshots/ (`<screen>-<size>.png`), what
- * changes from run to run (times, ids) masked.
+ * Compares the screen with its reference image in e2e/screenshots/ (`<screen>-<variant>.png`, the
+ * variant a size and maybe `-dark`), what changes from run to run (times, ids) masked.
  */
 export async function expectLooksRight(
   page: Page,
   screen: string,
-  size: SizeName,
+  variant: string,
   mask: Locator[] = [],
 ): Promise<void> {
-  await expect(page).toHaveScreenshot(`${screen}-${size}.png`, {
+  await expect(page).toHaveScreenshot(`${screen}-${variant}.png`, {
     fullPage: true,
     mask: [page.locator('time'), page.locator('[data-volatile]'), ...mask],
     maxDiffPixelRatio: 0.003,

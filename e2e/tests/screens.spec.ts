@@ -4,11 +4,13 @@ import { exchange, signIn, siteUrls, type SiteApi } from './helpers';
 import { expectAccessible, expectFits, expectLooksRight, SIZES, type SizeName } from './layout';
 
 /**
- * Every main screen at 1366 x 768 and at a phone's 390 x 844 (issue 35): it fits (no sideways
- * scrolling, nothing cut off without an ellipsis and a way to read it whole), axe-core finds no
- * serious or critical accessibility violation, and it looks like its reference image in
- * e2e/screenshots/ (`npx playwright test --update-snapshots tests/screens.spec.ts` renews them after
- * an intended change; look at them before committing).
+ * Every main screen at 1366 x 768, 1280 x 720, 2560 x 1440 and at a phone's 390 x 844, and in the
+ * dark theme at 1366 x 768 (issue 35): it fits (no sideways scrolling, nothing cut off without an
+ * ellipsis and a way to read it whole), axe-core finds no serious or critical accessibility
+ * violation (colour contrast included, so the dark theme's too), and at 1366 x 768 (light and dark)
+ * and the phone's size it looks like its reference image in e2e/screenshots/
+ * (`npx playwright test --update-snapshots tests/screens.spec.ts` renews them after an intended
+ * change; look at them before committing).
  *
  * The screens a scientist sees are shown for one person, dana, whose files, names and sizes are the
  * same in every run (times are masked); the administrator's screens are checked for fit and
@@ -109,14 +111,30 @@ async function open(page: Page, path: string, ready: (page: Page) => Promise<voi
   await ready(page);
 }
 
-async function check(page: Page, screen: string, size: SizeName, compare = true): Promise<void> {
-  await expectFits(page, `${screen} at ${size}`, size);
-  await expectAccessible(page, `${screen} at ${size}`);
-  if (compare) await expectLooksRight(page, screen, size);
+/** A way of looking at the screens: a size, the theme, and whether reference images are compared. */
+interface Variant {
+  name: string;
+  size: SizeName;
+  dark?: boolean;
+  compare: boolean;
 }
 
-for (const size of Object.keys(SIZES) as SizeName[]) {
-  test(`the main screens fit, are accessible and look as they should (${size})`, async ({
+const VARIANTS: Variant[] = [
+  { name: 'desktop', size: 'desktop', compare: true },
+  { name: 'phone', size: 'phone', compare: true },
+  { name: 'desktop-dark', size: 'desktop', dark: true, compare: true },
+  { name: 'laptop', size: 'laptop', compare: false },
+  { name: 'wide', size: 'wide', compare: false },
+];
+
+async function check(page: Page, variant: Variant, screen: string, compare = true): Promise<void> {
+  await expectFits(page, `${screen} at ${variant.name}`, variant.size);
+  await expectAccessible(page, `${screen} at ${variant.name}`);
+  if (compare && variant.compare) await expectLooksRight(page, screen, variant.name);
+}
+
+for (const v of VARIANTS) {
+  test(`the main screens fit, are accessible and look as they should (${v.name})`, async ({
     browser,
     sites,
   }) => {
@@ -124,22 +142,24 @@ for (const size of Object.keys(SIZES) as SizeName[]) {
     await prepare(sites);
     // bypassCSP: the comparison's stylesheet (tests/screenshot.css) is an inline style the site's
     // Content-Security-Policy would refuse; security-headers.spec.ts checks the policy itself.
+    // The dark variant follows the system's setting, as a person's browser would (no switch used).
     const context = await browser.newContext({
-      viewport: SIZES[size],
+      viewport: SIZES[v.size],
       baseURL: siteUrls()[0],
       bypassCSP: true,
+      colorScheme: v.dark ? 'dark' : 'light',
     });
     const page = await context.newPage();
     try {
       await page.goto('/');
       await expect(page.getByRole('form', { name: 'Sign in to Tributary' })).toBeVisible();
-      await check(page, 'sign-in', size);
+      await check(page, v, 'sign-in');
       await signIn(page, DANA.password, DANA.username);
 
       await open(page, `/browse${HOME}`, async (p) => {
         await expect(p.getByRole('row', { name: /readings\.csv/ })).toBeVisible();
       });
-      await check(page, 'browse', size);
+      await check(page, v, 'browse');
 
       await open(page, `/browse${HOME}?entry=readings.csv`, async (p) => {
         const details = p.getByRole('complementary', { name: 'Details of readings.csv' });
@@ -149,7 +169,7 @@ for (const size of Object.keys(SIZES) as SizeName[]) {
       });
       // A copy's state and when it was verified depend on when the scrub last ran: screenshot.css
       // leaves the copy rows out of the comparison.
-      await check(page, 'browse-details', size);
+      await check(page, v, 'browse-details');
       await expect(
         page.getByRole('region', { name: 'Preview of readings.csv' }).getByRole('table'),
       ).toContainText('temperature_K');
@@ -157,30 +177,30 @@ for (const size of Object.keys(SIZES) as SizeName[]) {
       await open(page, `/search?q=${encodeURIComponent('instrument = "CTD-7"')}`, async (p) => {
         await expect(p.getByRole('link', { name: /readings\.csv/ }).first()).toBeVisible();
       });
-      await check(page, 'search', size);
+      await check(page, v, 'search');
 
       await open(page, '/conflicts', async (p) => {
         await expect(p.getByTestId('conflict-row')).toHaveCount(1);
       });
-      await check(page, 'conflicts', size);
+      await check(page, v, 'conflicts');
       await page.getByTestId('conflict-row').getByRole('link').first().click();
       await expect(page.getByTestId('conflict-story')).toBeVisible();
-      await check(page, 'conflict-detail', size);
+      await check(page, v, 'conflict-detail');
 
       await open(page, '/trash', async (p) => {
         await expect(p.getByRole('row', { name: /draft\.txt/ })).toBeVisible();
       });
-      await check(page, 'trash', size);
+      await check(page, v, 'trash');
 
       await open(page, '/tokens', async (p) => {
         await expect(p.getByRole('heading', { level: 1 })).toBeVisible();
       });
-      await check(page, 'tokens', size);
+      await check(page, v, 'tokens');
 
       await open(page, '/account', async (p) => {
         await expect(p.getByText(HOME).first()).toBeVisible();
       });
-      await check(page, 'account', size);
+      await check(page, v, 'account');
 
       // The administrator's screens: fit and accessibility (their content depends on the other specs).
       await page.getByRole('button', { name: /sign out/i }).click();
@@ -188,15 +208,15 @@ for (const size of Object.keys(SIZES) as SizeName[]) {
       await open(page, '/sites', async (p) => {
         await expect(p.getByTestId('peer-row')).toHaveCount(2);
       });
-      await check(page, 'sites', size, false);
+      await check(page, v, 'sites', false);
       await open(page, '/admin', async (p) => {
         await expect(p.getByRole('row', { name: /dana/ })).toBeVisible();
       });
-      await check(page, 'admin', size, false);
+      await check(page, v, 'admin', false);
       await open(page, '/transfers', async (p) => {
         await expect(p.getByRole('heading', { level: 1 })).toBeVisible();
       });
-      await check(page, 'transfers', size, false);
+      await check(page, v, 'transfers', false);
     } finally {
       await context.close();
     }

@@ -79,7 +79,12 @@ export function ThemeSwitch() {
   return (
     <span className="theme-switch">
       <label htmlFor={id}>Theme</label>
-      <select id={id} aria-label="Theme" value={choice} onChange={(e) => choose(e.target.value as ThemeChoice)}>
+      <select
+        id={id}
+        aria-label="Theme"
+        value={choice}
+        onChange={(e) => choose(e.target.value as ThemeChoice)}
+      >
         <option value="system">System</option>
         <option value="light">Light</option>
         <option value="dark">Dark</option>

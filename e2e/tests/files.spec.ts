@@ -72,10 +72,17 @@ test('creates folders, uploads with progress, renames, moves by drag and drop, d
   await expect(page.getByRole('row', { name: /transect-02-clean\.csv/ })).toBeVisible();
   await page.goBack();
 
-  // Delete with the keyboard (Delete asks first), then restore from the trash.
-  page.once('dialog', (d) => void d.accept());
+  // Delete with the keyboard (Delete asks first, in a dialog: Escape says no, then yes), then
+  // restore from the trash.
   await page.getByRole('row', { name: /transect-01\.csv/ }).focus();
   await page.keyboard.press('Delete');
+  const ask = page.getByRole('alertdialog', { name: 'Move "transect-01.csv" to the trash?' });
+  await expect(ask.getByRole('button', { name: 'Cancel' })).toBeFocused();
+  await page.keyboard.press('Escape');
+  await expect(ask).toHaveCount(0);
+  await expect(page.getByRole('row', { name: /transect-01\.csv/ })).toBeFocused();
+  await page.keyboard.press('Delete');
+  await ask.getByRole('button', { name: 'Move to trash' }).click();
   await expect(page.getByRole('row', { name: /transect-01\.csv/ })).toHaveCount(0);
   await page.getByRole('link', { name: 'Trash' }).click();
   const trashed = page.getByTestId('trash-row').filter({ hasText: `${project}/transect-01.csv` });
@@ -105,9 +112,9 @@ test('purge is offered once every site has applied the delete', async ({ page, s
   });
   expect(put.status()).toBe(201);
   await signedIn('/browse/home/admin');
-  page.once('dialog', (d) => void d.accept());
   await page.getByRole('row', { name: new RegExp(name.replace('.', '\\.')) }).focus();
   await page.keyboard.press('Delete');
+  await page.getByRole('alertdialog').getByRole('button', { name: 'Move to trash' }).click();
   await page.getByRole('link', { name: 'Trash' }).click();
   const row = page.getByTestId('trash-row').filter({ hasText: name });
   await expect(row.getByRole('button', { name: /Purge/ })).toBeDisabled();
@@ -116,8 +123,10 @@ test('purge is offered once every site has applied the delete', async ({ page, s
   await exchange(sites);
   await page.reload();
   await expect(row.getByRole('button', { name: /Purge/ })).toBeEnabled();
-  page.once('dialog', (d) => void d.accept());
   await row.getByRole('button', { name: /Purge/ }).click();
+  const purge = page.getByRole('alertdialog', { name: /for good\?/ });
+  await expect(purge).toContainText('This cannot be undone.');
+  await purge.getByRole('button', { name: 'Purge' }).click();
   await expect(row).toHaveCount(0);
 });
 

@@ -46,8 +46,11 @@ test('creates a token, shows the secret once with a curl example, uses it over p
   await expect(row.getByRole('cell').nth(5)).not.toHaveText('never');
   await screenshot(page, '09-tokens');
 
-  page.once('dialog', (d) => void d.accept());
   await row.getByRole('button', { name: `Revoke ${name}` }).click();
+  await page
+    .getByRole('alertdialog', { name: `Revoke the token "${name}"?` })
+    .getByRole('button', { name: 'Revoke' })
+    .click();
   await expect(row).toContainText('revoked');
   const after = await fetch(`${origin}/api/v1/namespace/children?path=%2Fhome%2Fadmin`, {
     headers: { authorization: `Bearer ${secret}` },

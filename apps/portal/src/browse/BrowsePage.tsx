@@ -4,6 +4,7 @@ import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import { formatMode, joinPath, type EntryDto } from '@tributary/shared';
 import { api, downloadHref } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
+import { useConfirm } from '../app/ConfirmDialog';
 import { useTitle } from '../app/Layout';
 import { baseName, breadcrumbs, browseHref, formatBytes, parentPath, pathFromSplat } from '../format';
 import { CopiesPanel } from '../placement/CopiesPanel';
@@ -26,6 +27,7 @@ type Sort = 'name' | 'size' | 'modified';
  * URL: `/browse/<path>?sort=&order=&entry=<name>`.
  */
 export function BrowsePage() {
+  const [confirm, confirmation] = useConfirm();
   const params = useParams();
   const path = pathFromSplat(params['*']);
   const [search, setSearch] = useSearchParams();
@@ -106,10 +108,11 @@ export function BrowsePage() {
   function confirmDelete(paths: string[]) {
     if (paths.length === 0) return;
     const what = paths.length === 1 ? `"${baseName(paths[0]!)}"` : `${paths.length} entries`;
-    if (window.confirm(`Move ${what} to the trash?`)) {
+    void confirm({ title: `Move ${what} to the trash?`, action: 'Move to trash' }).then((yes) => {
+      if (!yes) return;
       setActionError(null);
       remove.mutate(paths);
-    }
+    });
   }
 
   function moveInto(target: string, from: string[]) {
@@ -123,6 +126,7 @@ export function BrowsePage() {
 
   return (
     <div className={active ? 'browse with-details' : 'browse'}>
+      {confirmation}
       <aside className="tree-pane" aria-label="Folders">
         <FolderTree current={path} onDropPaths={moveInto} />
       </aside>

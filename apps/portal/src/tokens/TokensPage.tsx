@@ -2,6 +2,7 @@ import { useId, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { TOKEN_SCOPES, type CreatedTokenDto, type TokenDto, type TokenScope } from '@tributary/shared';
 import { api } from '../api';
+import { useConfirm } from '../app/ConfirmDialog';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
@@ -11,6 +12,7 @@ import { When } from '../app/When';
 
 /** API tokens: create (the secret shown once, with copy and a curl example), list with last use, revoke. */
 export function TokensPage() {
+  const [confirm, confirmation] = useConfirm();
   useTitle('Tokens');
   const queryClient = useQueryClient();
   const tokens = useQuery({ queryKey: ['tokens'], queryFn: () => api.listTokens() });
@@ -22,6 +24,7 @@ export function TokensPage() {
 
   return (
     <section aria-labelledby="tokens-title" className="tokens">
+      {confirmation}
       <h1 id="tokens-title">API tokens</h1>
       <p className="muted">
         Scripts and tools use a token instead of your password:{' '}
@@ -83,11 +86,13 @@ export function TokensPage() {
                     className="danger"
                     aria-label={`Revoke ${t.name}`}
                     disabled={revoke.isPending}
-                    onClick={() => {
-                      if (window.confirm(`Revoke the token "${t.name}"? Scripts using it stop working.`)) {
-                        revoke.mutate(t.id);
-                      }
-                    }}
+                    onClick={() =>
+                      void confirm({
+                        title: `Revoke the token "${t.name}"?`,
+                        detail: 'Scripts using it stop working.',
+                        action: 'Revoke',
+                      }).then((yes) => yes && revoke.mutate(t.id))
+                    }
                   >
                     Revoke
                   </button>

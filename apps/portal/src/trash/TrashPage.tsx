@@ -1,6 +1,7 @@
 import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { ApiError, api } from '../api';
+import { useConfirm } from '../app/ConfirmDialog';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { useTitle } from '../app/Layout';
@@ -9,6 +10,7 @@ import { When } from '../app/When';
 
 /** What was deleted, by whom, from which site; restore; purge once every site has applied the delete. */
 export function TrashPage() {
+  const [confirm, confirmation] = useConfirm();
   useTitle('Trash');
   const queryClient = useQueryClient();
   const trash = useInfiniteQuery({
@@ -28,6 +30,7 @@ export function TrashPage() {
 
   return (
     <section aria-labelledby="trash-title">
+      {confirmation}
       <h1 id="trash-title">Trash</h1>
       <ErrorNote error={trash.error} />
       {trash.isPending && <p role="status">Loading…</p>}
@@ -92,10 +95,13 @@ export function TrashPage() {
                   disabled={!t.purgeAllowed || purge.isPending}
                   title={t.purgeAllowed ? undefined : 'Allowed once every site has applied the delete'}
                   aria-label={`Purge ${t.originalPath} for good`}
-                  onClick={() => {
-                    if (window.confirm(`Delete ${t.originalPath} for good? This cannot be undone.`))
-                      purge.mutate(t.id);
-                  }}
+                  onClick={() =>
+                    void confirm({
+                      title: `Delete ${t.originalPath} for good?`,
+                      detail: 'This cannot be undone.',
+                      action: 'Purge',
+                    }).then((yes) => yes && purge.mutate(t.id))
+                  }
                 >
                   Purge
                 </button>

@@ -27,6 +27,7 @@ export function catalogApplication(options: { conflictDeadlineMs: number }): Rep
     hooks: {
       async afterBatch(client, origin, after, through) {
         await records.afterBatch(client, origin, after, through);
+        await names.honourRecords(client, origin, after, through);
         return trash.reconsiderTrashed(client, origin, after, through);
       },
       lostHere: (client, change) => records.lostHere(client, change),

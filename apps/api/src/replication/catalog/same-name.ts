@@ -1,7 +1,15 @@
 import type pg from 'pg';
 import { asPgError, quoteIdent, setOrigin, type Change, type PgError } from '@tributary/replication';
 import type { ConflictRecords } from './conflict-records';
-import { hashId, iso, openedAt, sortVersions, UNDECIDED, type ConflictVersion } from './conflict-rows';
+import {
+  hashId,
+  iso,
+  openedAt,
+  sortVersions,
+  UNDECIDED,
+  type ConflictRow,
+  type ConflictVersion,
+} from './conflict-rows';
 import { NAMED, type NameSpec } from './tables';
 import { idOrder, microsOf, nullableText, scalarText } from './values';
 
@@ -170,6 +178,62 @@ export class SameNameContests {
       });
     }
     return true;
+  }
+
+  /**
+   * Same-name records that arrived from `origin` in its changes `after` < seq <= `through` and name as
+   * renamed a record created at this site that still holds the contested name here: this site met no
+   * clash (the name was free when the record was created here, and the record it lost to elsewhere
+   * was in the trash here, or has not arrived), so it never renamed it, while the site that wrote the
+   * record holds it renamed and does not undo a provisional rename by itself. The creator takes the
+   * rename as its own change, so every site ends with the name the record gives, as when the creator
+   * meets the clash itself (docs/conflicts.md, Renames). A record decided, or a record renamed or
+   * moved here since, is left as it is.
+   */
+  async honourRecords(client: pg.PoolClient, origin: string, after: number, through: number): Promise<void> {
+    const { rows } = await client.query<{ record: ConflictRow }>(
+      `SELECT to_jsonb(r) AS record FROM conflicts r
+        WHERE r.kind = 'same-name' AND r.status <> 'decided'
+          AND r.id IN (SELECT c -> 'd' ->> 'id' FROM repl_archive a, jsonb_array_elements(a.changes) c
+                        WHERE a.origin = $1 AND a.seq > $2 AND a.seq <= $3
+                          AND a.changes @? '$[*] ? (@.t == "conflicts")'
+                          AND c ->> 't' = 'conflicts' AND c ->> 'o' <> 'D')
+          AND EXISTS (SELECT 1 FROM sites s WHERE s.is_local
+                         AND (r.detail ->> 'renamed')::bigint BETWEEN s.id_range_start AND s.id_range_end)
+        ORDER BY r.id`,
+      [origin, after, through],
+    );
+    for (const { record } of rows) {
+      const spec = NAMED[record.tbl];
+      const key = record.detail.renamed;
+      const contested = record.detail.name;
+      if (!spec || typeof key !== 'string' || typeof contested !== 'string') continue;
+      const held = await client.query<{ row: Record<string, unknown> }>(
+        `SELECT to_jsonb(x) AS row FROM ${quoteIdent(record.tbl)} x WHERE x.id = $1::bigint FOR UPDATE`,
+        [key],
+      );
+      const row = held.rows[0]?.row;
+      if (!row || row[spec.name] !== contested) continue;
+      const lost = record.versions.find((v) => v.key === key)?.data;
+      if (spec.parent && nullableText(row[spec.parent]) !== nullableText(lost?.[spec.parent])) continue;
+      const scope = nameScope(spec, row);
+      const free = async (name: string): Promise<boolean> =>
+        (
+          await this.rowsInScope(
+            client,
+            record.tbl,
+            spec,
+            scope,
+            `x.${quoteIdent(spec.name)} = $1 AND x.id::text <> $2`,
+            [name, key],
+          )
+        ).length === 0;
+      const given = record.detail.renamedTo;
+      let name =
+        typeof given === 'string' && given !== contested ? given : numberedName(contested, 1, spec.extension);
+      for (let n = 1; !(await free(name)); n++) name = numberedName(contested, n, spec.extension);
+      await this.renameHeld(client, origin, record.tbl, spec, key, name);
+    }
   }
 
   /** Rows of `table` in one name scope (parent, trash) matching `condition`, locked. */

@@ -313,9 +313,9 @@ describe('randomized convergence (three catalogs, in-memory transport)', () => {
       await f.settle();
       let purged = 0;
       const trashedOnce = new Set<string>();
-      // Link names once moved to the trash are not created again: a name freed by a move to the trash
-      // and taken again at a site that applied the move can diverge (a known bug of the same-name
-      // rule, the skipped case in conflicts.itest.ts); REPL_REUSE_NAMES=1 allows it.
+      // Link names once moved to the trash are not created again (REPL_REUSE_NAMES=1 allows it). That
+      // used to diverge on the same-name rule (fixed; conflicts.itest.ts, "a name freed by a move to
+      // the trash"); with reuse, runs may still meet the update-against-trash bug (docs/conflicts.md).
       const retiredNames = new Set<string>();
 
       const step = async (op: Op, s: Site): Promise<boolean> => {

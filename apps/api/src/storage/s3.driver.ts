@@ -18,7 +18,6 @@ import { createReadStream, promises as fs } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { sendStream } from './file-io';
 import { LocalDrafts } from './local-fs.driver';
@@ -126,8 +125,12 @@ export class S3Driver implements StorageDriver {
     await this.abortUnfinished();
   }
 
-  /** Aborts every multipart upload under the prefix that a crash or a failure left unfinished. */
-  private async abortUnfinished(): Promise<number> {
+  /**
+   * Aborts every multipart upload under the prefix that a crash or a failure left unfinished: all at
+   * start, and those begun before `before` when the store answers again after failing (their
+   * uploads broke off with it; ones begun since are running).
+   */
+  async abortUnfinished(before?: Date): Promise<number> {
     let aborted = 0;
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
@@ -146,6 +149,7 @@ export class S3Driver implements StorageDriver {
         });
       for (const u of page.Uploads ?? []) {
         if (!u.Key || !u.UploadId) continue;
+        if (before && (!u.Initiated || u.Initiated >= before)) continue;
         await this.client
           .send(
             new AbortMultipartUploadCommand({
@@ -188,18 +192,24 @@ export class S3Driver implements StorageDriver {
         done(null, piece);
       },
     });
-    const feeding = pipeline(source, inspect).catch((err: unknown) => {
-      if (!refused) sourceFailed = true;
-      throw err;
+    // The sender breaking off (an error, or a close before the end) is an incomplete upload; the
+    // store failing is not the sender's doing (the rest of the body is then left unread).
+    const senderFailed = (): void => {
+      if (refused || sourceFailed) return;
+      sourceFailed = true;
+      inspect.destroy(new StagingError('incomplete', 'the upload was interrupted before all bytes arrived'));
+    };
+    source.once('error', senderFailed);
+    source.once('close', () => {
+      if (!source.readableEnded) senderFailed();
     });
-    feeding.catch(() => undefined);
+    source.pipe(inspect);
     try {
       await this.upload(key, inspect);
-      await feeding;
     } catch (err) {
       await this.removeQuietly(key);
       if (refused) throw refused;
-      if (sourceFailed || err instanceof StagingError)
+      if (sourceFailed)
         throw new StagingError('incomplete', 'the upload was interrupted before all bytes arrived');
       throw this.failure(err);
     }

@@ -37,6 +37,8 @@ export interface StorageResource {
   ready: boolean;
   health: ResourceHealth;
   checkedAt?: Date;
+  /** When the current failure was first seen. */
+  failingSince?: Date;
 }
 
 /** What /api/health and the resources listing show of a resource. */
@@ -99,6 +101,7 @@ export class StorageService implements OnModuleInit, OnApplicationBootstrap, OnA
         // answer yet is checked again until it does (the site serves everything else meanwhile).
         if (resource.kind === 'local') throw err;
         resource.health = { status: 'failing', error: reasonOf(err) };
+        resource.failingSince = new Date();
         this.logger.warn(`storage resource ${resource.name} is not available: ${reasonOf(err)}`);
       }
     }
@@ -247,9 +250,17 @@ export class StorageService implements OnModuleInit, OnApplicationBootstrap, OnA
   private async setHealth(r: StorageResource, health: ResourceHealth): Promise<void> {
     const changed = r.health.status !== health.status || r.health.error !== health.error;
     if (changed) {
-      if (health.status === 'failing')
+      if (health.status === 'failing') {
         this.logger.warn(`storage resource ${r.name} is failing: ${health.error}`);
-      else this.logger.log(`storage resource ${r.name} answers again`);
+        r.failingSince ??= new Date();
+      } else {
+        this.logger.log(`storage resource ${r.name} answers again`);
+        // Multipart uploads the failure broke off are aborted (their parts would stay otherwise).
+        const since = r.failingSince;
+        r.failingSince = undefined;
+        if (since && r.driver instanceof S3Driver)
+          void r.driver.abortUnfinished(since).catch(() => undefined);
+      }
     }
     r.health = health;
     r.checkedAt = new Date();

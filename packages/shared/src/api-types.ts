@@ -900,6 +900,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/storage/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["StorageController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/groups": {
         parameters: {
             query?: never;
@@ -1326,7 +1342,7 @@ export interface components {
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "VALIDATION_FAILED" | "INVALID_PATH" | "NOT_FOUND" | "NAME_TAKEN" | "NOT_A_COLLECTION" | "NOT_AN_OBJECT" | "IS_A_SYMLINK" | "MOVE_INTO_ITSELF" | "ROOT_IMMUTABLE" | "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "ACCOUNT_DISABLED" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_SCOPE_INSUFFICIENT" | "TOKEN_OUTSIDE_COLLECTION" | "PERMISSION_DENIED" | "ADMIN_REQUIRED" | "CSRF_FAILED" | "NOT_A_MEMBER" | "RATE_LIMITED" | "PAYLOAD_TOO_LARGE" | "RANGE_NOT_SATISFIABLE" | "UPLOAD_INCOMPLETE" | "UPLOAD_OFFSET_MISMATCH" | "UPLOAD_EXPIRED" | "UPLOAD_BASE_CHANGED" | "UPLOAD_RANGE_INVALID" | "UPLOAD_RANGE_OVERLAP" | "CHECKSUM_MISMATCH" | "INVALID_CURSOR" | "ROUTE_NOT_FOUND" | "REPLICA_UNAVAILABLE" | "PEER_UNAUTHORIZED" | "BATCH_REJECTED" | "SNAPSHOT_REFUSED" | "PURGE_NOT_YET" | "PURGE_BLOCKED" | "CONFLICT_CLOSED" | "UPDATE_REJECTED" | "INVALID_QUERY" | "CACHE_DISABLED" | "CACHE_FULL" | "INTERNAL";
+                code: "VALIDATION_FAILED" | "INVALID_PATH" | "NOT_FOUND" | "NAME_TAKEN" | "NOT_A_COLLECTION" | "NOT_AN_OBJECT" | "IS_A_SYMLINK" | "MOVE_INTO_ITSELF" | "ROOT_IMMUTABLE" | "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "ACCOUNT_DISABLED" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_SCOPE_INSUFFICIENT" | "TOKEN_OUTSIDE_COLLECTION" | "PERMISSION_DENIED" | "ADMIN_REQUIRED" | "CSRF_FAILED" | "NOT_A_MEMBER" | "RATE_LIMITED" | "PAYLOAD_TOO_LARGE" | "RANGE_NOT_SATISFIABLE" | "UPLOAD_INCOMPLETE" | "UPLOAD_OFFSET_MISMATCH" | "UPLOAD_EXPIRED" | "UPLOAD_BASE_CHANGED" | "UPLOAD_RANGE_INVALID" | "UPLOAD_RANGE_OVERLAP" | "CHECKSUM_MISMATCH" | "INVALID_CURSOR" | "ROUTE_NOT_FOUND" | "REPLICA_UNAVAILABLE" | "STORAGE_UNAVAILABLE" | "PEER_UNAUTHORIZED" | "BATCH_REJECTED" | "SNAPSHOT_REFUSED" | "PURGE_NOT_YET" | "PURGE_BLOCKED" | "CONFLICT_CLOSED" | "UPDATE_REJECTED" | "INVALID_QUERY" | "CACHE_DISABLED" | "CACHE_FULL" | "INTERNAL";
                 message: string;
                 details?: {
                     [key: string]: string[];
@@ -1339,6 +1355,14 @@ export interface components {
             site: string;
             /** @enum {string} */
             catalog: "ok" | "unreachable";
+            storage?: {
+                name: string;
+                /** @enum {string} */
+                kind: "local" | "s3";
+                default: boolean;
+                /** @enum {string} */
+                status: "ok" | "failing";
+            }[];
         };
         UserDto: {
             id: string;
@@ -1893,6 +1917,27 @@ export interface components {
         MetadataAttributesDto: {
             attributes: string[];
         };
+        StorageResourceListDto: {
+            site: string;
+            items: {
+                id: string;
+                name: string;
+                /** @enum {string} */
+                kind: "local" | "s3";
+                location: string;
+                settings: {
+                    [key: string]: string | number | boolean;
+                };
+                default: boolean;
+                configured: boolean;
+                /** @enum {string} */
+                status: "ok" | "failing";
+                error: string | null;
+                checkedAt: string | null;
+                objects: number;
+                bytes: number;
+            }[];
+        };
         CacheEntryDto: {
             path: string;
             size: number;
@@ -1968,7 +2013,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The site and its catalog answer */
+            /** @description The site, its catalog and its default storage resource answer */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1977,7 +2022,7 @@ export interface operations {
                     "application/json": components["schemas"]["HealthDto"];
                 };
             };
-            /** @description The catalog database does not answer (status degraded) */
+            /** @description The catalog database or the default storage resource does not answer */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4142,7 +4187,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A site holding the bytes, or the catalog, does not answer (REPLICA_UNAVAILABLE) */
+            /** @description A site holding the bytes, the catalog or a storage resource does not answer (REPLICA_UNAVAILABLE, STORAGE_UNAVAILABLE) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4258,7 +4303,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A site holding the bytes, or the catalog, does not answer (REPLICA_UNAVAILABLE) */
+            /** @description A site holding the bytes, the catalog or a storage resource does not answer (REPLICA_UNAVAILABLE, STORAGE_UNAVAILABLE) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4343,7 +4388,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A site holding the bytes, or the catalog, does not answer (REPLICA_UNAVAILABLE) */
+            /** @description A site holding the bytes, the catalog or a storage resource does not answer (REPLICA_UNAVAILABLE, STORAGE_UNAVAILABLE) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4538,7 +4583,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A site holding the bytes, or the catalog, does not answer (REPLICA_UNAVAILABLE) */
+            /** @description A site holding the bytes, the catalog or a storage resource does not answer (REPLICA_UNAVAILABLE, STORAGE_UNAVAILABLE) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5206,7 +5251,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A site holding the bytes, or the catalog, does not answer (REPLICA_UNAVAILABLE) */
+            /** @description A site holding the bytes, the catalog or a storage resource does not answer (REPLICA_UNAVAILABLE, STORAGE_UNAVAILABLE) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6930,6 +6975,44 @@ export interface operations {
             };
             /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    StorageController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description This site's storage resources */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageResourceListDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -48,7 +48,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   416: 'The range is outside the object (RANGE_NOT_SATISFIABLE)',
   422: 'Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID)',
   429: 'Too many attempts (RATE_LIMITED)',
-  503: 'A site holding the bytes, or the catalog, does not answer (REPLICA_UNAVAILABLE)',
+  503: 'A site holding the bytes, the catalog or a storage resource does not answer (REPLICA_UNAVAILABLE, STORAGE_UNAVAILABLE)',
 };
 
 interface SuccessAnswer {

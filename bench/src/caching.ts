@@ -15,9 +15,11 @@ import { startSiteProcess, stopSiteProcess } from './site-process';
 
 const USAGE = `npm run bench:caching -- [--json] [--quick]
 
-Two sites (separate processes, real HTTP, one embedded PostgreSQL with a catalog each, 1 s
+Three sites (separate processes, real HTTP, one embedded PostgreSQL with a catalog each, 1 s
 replication cycle, 200 ms mover passes): lsu holds the bytes, tulane is a caching site
-(CACHE_MAX_BYTES 4 GiB; docs/caching.md). Every figure against a baseline of the same run:
+(CACHE_MAX_BYTES 4 GiB; docs/caching.md), uno keeps no cache (its reads of lsu's bytes pass through:
+printed as passthrough_vs_direct, what the extra hop alone costs). Every figure against a baseline of
+the same run:
   fault_in_vs_direct      the first read at tulane of a 1 GiB object held at lsu (its bytes teed into
                           tulane's cache as they are sent), against a direct GET of the same object at
                           lsu (before and after, averaged); goal >= 0.8
@@ -30,7 +32,7 @@ replication cycle, 200 ms mover passes): lsu holds the bytes, tulane is a cachin
   --quick   smaller (128 MiB objects, 3 rounds): a smoke check
 BENCH_SITE_NODE_ARGS (for example "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to each site's node.`;
 
-const SITES = ['lsu', 'tulane'] as const;
+const SITES = ['lsu', 'tulane', 'uno'] as const;
 type SiteId = (typeof SITES)[number];
 const MiB = 1024 * 1024;
 
@@ -67,15 +69,12 @@ async function main(): Promise<void> {
     say(`embedded PostgreSQL (fsync on) in ${root}`);
     const password = randomBytes(18).toString('base64url');
     await startSites(server, root, password, sites);
-    const [lsu, tulane] = sites as [Site, Site];
+    const [lsu, tulane, uno] = sites as [Site, Site, Site];
     const token = await BenchClient.createWriteToken(httpTransport(lsu.url, 2), 'admin', password);
     for (const s of sites) s.client = new BenchClient(httpTransport(s.url, 16), token);
     const home = await lsu.client!.homePath();
-    await until(
-      async () => (await probe(tulane.url, token, '/api/v1/me')) === 200,
-      60,
-      'the token at tulane',
-    );
+    for (const s of [tulane, uno])
+      await until(async () => (await probe(s.url, token, '/api/v1/me')) === 200, 60, `the token at ${s.id}`);
 
     // The objects: one held at lsu (read at tulane), one written at tulane (the local baseline).
     const dir = `${home}/bench-caching`;
@@ -91,16 +90,19 @@ async function main(): Promise<void> {
     await writeRandomFile(source, bigBytes);
     await tulane.client!.put(`${dir}/local.bin`, { kind: 'file', path: source, size: bigBytes });
     await fs.rm(source);
-    await until(
-      async () => (await probe(tulane.url, token, statRoute(`${dir}/remote.bin`))) === 200,
-      60,
-      'the object at tulane',
-    );
+    for (const s of [tulane, uno])
+      await until(
+        async () => (await probe(s.url, token, statRoute(`${dir}/remote.bin`))) === 200,
+        60,
+        `the object at ${s.id}`,
+      );
     await settle();
 
     // fault_in_vs_direct.
     const direct = async (): Promise<number> => timedRead(lsu.url, token, `${dir}/remote.bin`, bigBytes);
     const before = await direct();
+    await settle();
+    const passthrough = await timedRead(uno.url, token, `${dir}/remote.bin`, bigBytes);
     await settle();
     const faultIn = await timedRead(tulane.url, token, `${dir}/remote.bin`, bigBytes);
     await until(
@@ -113,7 +115,7 @@ async function main(): Promise<void> {
     const after = await direct();
     const directSeconds = (before + after) / 2;
     say(
-      `fault-in: ${bigBytes / MiB} MiB read at tulane in ${faultIn.toFixed(2)} s (teed into its cache); direct GET at lsu ${before.toFixed(2)} s before, ${after.toFixed(2)} s after`,
+      `fault-in: ${bigBytes / MiB} MiB read at tulane in ${faultIn.toFixed(2)} s (teed into its cache); direct GET at lsu ${before.toFixed(2)} s before, ${after.toFixed(2)} s after; passed through uno in ${passthrough.toFixed(2)} s`,
     );
 
     // cached_read_vs_local: rounds alternating which goes first.
@@ -146,6 +148,8 @@ async function main(): Promise<void> {
       fault_in_mib_s: round(bigBytes / MiB / faultIn),
       direct_get_mib_s: round(bigBytes / MiB / directSeconds),
       fault_in_vs_direct: round(directSeconds / faultIn),
+      passthrough_seconds: round(passthrough),
+      passthrough_vs_direct: round(directSeconds / passthrough),
       rounds,
       cached_read_seconds: round(cachedMedian),
       local_read_seconds: round(localMedian),
@@ -163,7 +167,7 @@ async function main(): Promise<void> {
     else {
       say('');
       say(
-        `fault_in_vs_direct      ${figures.fault_in_vs_direct} (goal >= 0.8; fault-in ${figures.fault_in_mib_s} MiB/s, direct GET ${figures.direct_get_mib_s} MiB/s, ${bigBytes / MiB} MiB)`,
+        `fault_in_vs_direct      ${figures.fault_in_vs_direct} (goal >= 0.8; fault-in ${figures.fault_in_mib_s} MiB/s, direct GET ${figures.direct_get_mib_s} MiB/s, ${bigBytes / MiB} MiB; a read passed through a site without cache: ${figures.passthrough_vs_direct})`,
       );
       say(
         `cached_read_vs_local    ${figures.cached_read_vs_local} (goal >= 0.95; cached ${figures.cached_read_mib_s} MiB/s, local ${figures.local_read_mib_s} MiB/s, median of ${rounds})`,
@@ -221,7 +225,7 @@ async function startSites(
     sites[index] = { id, url, pool, child };
   };
   await start('lsu', 0);
-  await start('tulane', 1);
+  await Promise.all([start('tulane', 1), start('uno', 2)]);
 }
 
 /**

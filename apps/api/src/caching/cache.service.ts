@@ -29,8 +29,13 @@ import { CacheRepository, type CacheScope, type EvictionCandidate } from './cach
 
 /** Fault-in drafts are named `f<object id>-<random>` in the storage's copy drafts. */
 const DRAFT_PREFIX = 'f';
-/** Bytes written to the draft but not yet on their way to the disk before the reader waits. */
-const MAX_UNWRITTEN = 16 * 1024 * 1024;
+/**
+ * Bytes sent to the reader but not yet written to the draft beyond which the fault-in gives up
+ * rather than slow the reader down to the disk's pace (the mover fetches the object instead).
+ */
+const MAX_UNWRITTEN = 64 * 1024 * 1024;
+/** The draft is written in pieces of this size (and the tee's buffers hold as much). */
+const WRITE_BYTES = 1024 * 1024;
 /** Reads noted (for the eviction's order) are written at most this often. */
 const TOUCH_FLUSH_MS = 1000;
 
@@ -39,6 +44,13 @@ export interface FaultInObject {
   objectId: bigint;
   size: number;
   checksum: string;
+}
+
+/** The draft's writes fell too far behind the reader. */
+class DiskBehindError extends Error {
+  constructor() {
+    super('the disk fell behind the reader');
+  }
 }
 
 /** Why a cached copy was not evicted. */
@@ -193,13 +205,7 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
     if (object.size > this.limit) return undefined;
     const id = object.objectId.toString();
     if (range && !(range.start === 0 && range.end === object.size - 1)) {
-      this.track(
-        this.repo
-          .request(this.site.siteId, this.site.resourceId, { kind: 'object', id }, false)
-          .catch((err: unknown) =>
-            this.logger.warn(`could not ask for object ${id} in the background: ${String(err)}`),
-          ),
-      );
+      this.track(this.fillLater(id));
       return undefined;
     }
     if (this.faulting.has(id)) return undefined;
@@ -208,16 +214,25 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
     return { sendTo: (out) => this.tee(object, stream, out) };
   }
 
+  /** A pending cached row here for the object: the mover brings its bytes in the background. */
+  private async fillLater(objectId: string): Promise<void> {
+    await this.repo
+      .request(this.site.siteId, this.site.resourceId, { kind: 'object', id: objectId }, false)
+      .catch((err: unknown) =>
+        this.logger.warn(`could not ask for object ${objectId} in the background: ${String(err)}`),
+      );
+  }
+
   /**
-   * Sends the bytes to `out` and writes them into a draft at once, hashing them; once all are sent
-   * the draft is verified and recorded in the background (the reader does not wait for the flush).
-   * A read that breaks off leaves nothing.
+   * Sends the bytes to `out` and writes them into a draft at once; once all are sent the draft is
+   * hashed, verified and recorded in the background (the reader waits neither for the hash nor for
+   * the flush: on a machine short of cores the hash in the stream cost the reader a third of its
+   * rate). A read that breaks off leaves nothing.
    */
   private async tee(object: FaultInObject, stream: Readable, out: Writable): Promise<number> {
     const objectId = object.objectId.toString();
     const store = this.storage.copies;
     const draft = `${DRAFT_PREFIX}${objectId}-${randomUUID().slice(0, 8)}`;
-    const hash = createHash('sha256');
     let writer: Awaited<ReturnType<typeof store.open>> | undefined;
     let failure: unknown;
     try {
@@ -226,25 +241,49 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
     } catch (err) {
       failure = err;
     }
+    // Pieces are gathered into writes of WRITE_BYTES, made one after another in order: few system
+    // calls, and the draft laid out as a sequential write would.
     let position = 0;
+    let flushed = 0;
     let unwritten = 0;
-    const writes: Array<Promise<void>> = [];
+    let gathered: Buffer[] = [];
+    let gatheredBytes = 0;
+    let writes: Promise<void> = Promise.resolve();
+    const flush = (): Promise<void> => {
+      if (gatheredBytes === 0 || !writer) return writes;
+      const bytes = gathered.length === 1 ? gathered[0]! : Buffer.concat(gathered, gatheredBytes);
+      const at = flushed;
+      flushed += bytes.length;
+      gathered = [];
+      gatheredBytes = 0;
+      unwritten += bytes.length;
+      const draftWriter = writer;
+      writes = writes
+        .then(() => (failure === undefined ? draftWriter.write(bytes, 0, bytes.length, at) : undefined))
+        .then(
+          () => void (unwritten -= bytes.length),
+          (err: unknown) => {
+            failure ??= err;
+            unwritten -= bytes.length;
+          },
+        );
+      return writes;
+    };
     const tee = new Transform({
+      readableHighWaterMark: WRITE_BYTES,
+      writableHighWaterMark: WRITE_BYTES,
       transform: (chunk: Buffer, _encoding, done) => {
         if (writer && failure === undefined) {
-          hash.update(chunk);
-          const at = position;
-          unwritten += chunk.length;
-          const write = writer.write(chunk, 0, chunk.length, at).then(
-            () => void (unwritten -= chunk.length),
-            (err: unknown) => void (failure ??= err),
-          );
-          writes.push(write);
+          gathered.push(chunk);
+          gatheredBytes += chunk.length;
           position += chunk.length;
-          // The disk falls behind: the reader waits for it rather than the memory growing.
+          if (gatheredBytes >= WRITE_BYTES) void flush();
+          // The disk has fallen far behind (a busy machine): the reader is not held back for the
+          // cache; the draft is dropped and the mover brings the object in the background.
           if (unwritten > MAX_UNWRITTEN) {
-            void write.then(() => done(null, chunk));
-            return;
+            failure ??= new DiskBehindError();
+            gathered = [];
+            gatheredBytes = 0;
           }
         }
         done(null, chunk);
@@ -259,8 +298,13 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
       throw err;
     }
     this.track(
-      this.record(object, draft, writer, writes, () =>
-        failure === undefined ? { size: position, sha256: hash.digest('hex') } : undefined,
+      this.record(
+        object,
+        draft,
+        writer,
+        flush(),
+        () => (failure === undefined ? position : undefined),
+        () => failure,
       ),
     );
     return sent;
@@ -270,10 +314,10 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
     objectId: string,
     draft: string,
     writer: { close(): Promise<void> } | undefined,
-    writes: Array<Promise<void>>,
+    writes: Promise<void>,
   ): Promise<void> {
     try {
-      await Promise.allSettled(writes);
+      await writes.catch(() => undefined);
       await writer?.close().catch(() => undefined);
       await this.storage.copies.remove(draft).catch(() => undefined);
     } finally {
@@ -286,16 +330,25 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
     object: FaultInObject,
     draft: string,
     writer: { close(): Promise<void> } | undefined,
-    writes: Array<Promise<void>>,
-    measured: () => { size: number; sha256: string } | undefined,
+    writes: Promise<void>,
+    written: () => number | undefined,
+    failure: () => unknown,
   ): Promise<void> {
     const objectId = object.objectId.toString();
     const store = this.storage.copies;
     try {
-      await Promise.all(writes);
+      await writes;
       await writer?.close();
-      const m = measured();
-      if (!writer || !m) return void (await store.remove(draft));
+      const size = written();
+      if (!writer || size === undefined) {
+        await store.remove(draft);
+        if (failure() instanceof DiskBehindError) await this.fillLater(objectId);
+        return;
+      }
+      // Hashed from the draft (the page cache, just written), off the reader's way.
+      const hash = createHash('sha256');
+      for await (const piece of store.read(draft) as AsyncIterable<Buffer>) hash.update(piece);
+      const m = { size, sha256: hash.digest('hex') };
       if (m.size !== object.size || m.sha256 !== object.checksum.replace(/^sha256:/, '')) {
         this.logger.warn(`the bytes read for object ${objectId} were not its bytes; not cached`);
         return void (await store.remove(draft));

@@ -176,6 +176,12 @@ for (const v of VARIANTS) {
 
       await open(page, `/search?q=${encodeURIComponent('instrument = "CTD-7"')}`, async (p) => {
         await expect(p.getByRole('link', { name: /readings\.csv/ }).first()).toBeVisible();
+        // Her two attributes' facets, drawn (the charts' chunk loads after the results).
+        const bars = p.getByTestId('facet-bars');
+        await expect(bars).toHaveCount(2);
+        for (const chart of await bars.all()) {
+          await expect(chart.locator('.recharts-bar-rectangle')).toHaveCount(1);
+        }
       });
       await check(page, v, 'search');
 
@@ -207,6 +213,9 @@ for (const v of VARIANTS) {
       await signIn(page);
       await open(page, '/sites', async (p) => {
         await expect(p.getByTestId('peer-row')).toHaveCount(2);
+        for (const name of ['Lag per peer', 'Backlog per peer (changes to send)']) {
+          await expect(p.getByRole('figure', { name }).locator('.recharts-line')).toHaveCount(2);
+        }
       });
       await check(page, v, 'sites', false);
       await open(page, '/admin', async (p) => {

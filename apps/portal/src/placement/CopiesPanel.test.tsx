@@ -4,7 +4,7 @@ import type { EntryDetailDto, PlacementRuleDto } from '@tributary/shared';
 import { cleanup, render, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { MemoryRouter } from 'react-router';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, api } from '../api';
 import { CopiesPanel } from './CopiesPanel';
 
@@ -51,15 +51,9 @@ function renderPanel() {
 }
 
 describe('CopiesPanel (a collection’s placement rules)', () => {
-  const confirm = vi.fn<(message?: string) => boolean>();
-  beforeEach(() => {
-    confirm.mockReset();
-    vi.stubGlobal('confirm', confirm);
-  });
   afterEach(() => {
     cleanup();
     vi.restoreAllMocks();
-    vi.unstubAllGlobals();
   });
 
   it('lists its own rules and the inherited ones, which link to where they are set', async () => {
@@ -141,13 +135,18 @@ describe('CopiesPanel (a collection’s placement rules)', () => {
     const remove = vi.spyOn(api, 'removePlacementRule').mockResolvedValue(undefined);
     const user = renderPanel();
     const button = within((await screen.findAllByTestId('placement-rule'))[0]!).getByRole('button');
-    confirm.mockReturnValueOnce(false);
     await user.click(button);
+    await user.click(
+      within(screen.getByRole('alertdialog', { name: /2 copies among lsu, tulane/ })).getByRole('button', {
+        name: 'Cancel',
+      }),
+    );
     expect(remove).not.toHaveBeenCalled();
-    confirm.mockReturnValueOnce(true);
     await user.click(button);
+    const ask = screen.getByRole('alertdialog', { name: /2 copies among lsu, tulane/ });
+    expect(ask.textContent).toContain('Copies it alone wants are removed.');
+    await user.click(within(ask).getByRole('button', { name: 'Remove' }));
     await waitFor(() => expect(remove).toHaveBeenCalledWith('11'));
-    expect(confirm).toHaveBeenLastCalledWith(expect.stringContaining('2 copies among lsu, tulane'));
   });
 
   it("shows a subscription as such (subscribing is trib's and the API's), and unsubscribes once confirmed", async () => {
@@ -159,10 +158,10 @@ describe('CopiesPanel (a collection’s placement rules)', () => {
     const rows = await screen.findAllByTestId('placement-rule');
     expect(within(rows[0]!).getByRole('rowheader').textContent).toBe('a copy at tulane (subscribed)');
 
-    confirm.mockReturnValueOnce(true);
     await user.click(within(rows[0]!).getByRole('button', { name: /Unsubscribe/ }));
+    const ask = screen.getByRole('alertdialog', { name: /End the subscription of tulane/ });
+    await user.click(within(ask).getByRole('button', { name: 'Unsubscribe' }));
     await waitFor(() => expect(unsubscribe).toHaveBeenCalledWith('21'));
-    expect(confirm).toHaveBeenLastCalledWith(expect.stringContaining('End the subscription of tulane'));
   });
 
   it('offers neither adding nor removing to those who do not own the collection', async () => {

@@ -3,6 +3,7 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tansta
 import type { PlacementRuleDto, PlacementSiteDto } from '@tributary/shared';
 import { Link } from 'react-router';
 import { api } from '../api';
+import { useConfirm } from '../app/ConfirmDialog';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable, type ListColumn } from '../app/ListTable';
 import { browseHref } from '../format';
@@ -15,6 +16,7 @@ import { When } from '../app/When';
  */
 export function CopiesPanel({ path }: { path: string }) {
   const id = useId();
+  const [confirm, confirmation] = useConfirm();
   const queryClient = useQueryClient();
   const key = ['placement', 'rules', path];
   const rules = useInfiniteQuery({
@@ -35,13 +37,27 @@ export function CopiesPanel({ path }: { path: string }) {
 
   function confirmRemove(rule: PlacementRuleDto) {
     const question = rule.subscription
-      ? `End the subscription of ${rule.sites?.join(', ') ?? ''} to ${rule.path}? The copies made stay.`
-      : `Remove the rule "${describeRule(rule)}" from ${rule.path}? Copies it alone wants are removed.`;
-    if (window.confirm(question)) remove.mutate(rule);
+      ? {
+          title: `End the subscription of ${rule.sites?.join(', ') ?? ''} to ${rule.path}?`,
+          detail: 'The copies made stay.',
+          action: 'Unsubscribe',
+        }
+      : {
+          title: `Remove the rule "${describeRule(rule)}" from ${rule.path}?`,
+          detail: 'Copies it alone wants are removed.',
+          action: 'Remove',
+        };
+    void confirm(question).then((yes) => yes && remove.mutate(rule));
   }
 
   const columns: ListColumn<PlacementRuleDto>[] = [
-    { id: 'copies', header: 'Keep', rowHeader: true, cell: (r) => describeRule(r) },
+    {
+      id: 'copies',
+      header: 'Keep',
+      rowHeader: true,
+      cell: (r) => describeRule(r),
+      sortValue: (r) => describeRule(r),
+    },
     {
       id: 'condition',
       header: 'Only objects where',
@@ -50,6 +66,7 @@ export function CopiesPanel({ path }: { path: string }) {
     {
       id: 'expires',
       header: 'Until',
+      sortValue: (r) => (r.expiresAt ? Date.parse(r.expiresAt) : null),
       cell: (r) =>
         r.expiresAt ? (
           <>
@@ -59,7 +76,7 @@ export function CopiesPanel({ path }: { path: string }) {
           <span className="muted">no end</span>
         ),
     },
-    { id: 'owner', header: 'Set by', cell: (r) => r.owner ?? '—' },
+    { id: 'owner', header: 'Set by', cell: (r) => r.owner ?? '—', sortValue: (r) => r.owner },
     {
       id: 'from',
       header: 'Set on',
@@ -94,6 +111,7 @@ export function CopiesPanel({ path }: { path: string }) {
 
   return (
     <section aria-labelledby={`${id}-t`} className="copies-panel">
+      {confirmation}
       <h2 id={`${id}-t`}>Copies</h2>
       <p className="muted">
         Placement rules keep copies of everything in this collection at several sites. Objects no rule covers

@@ -17,6 +17,7 @@ import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { MoverModule } from './mover/mover.module';
+import { ResourcesModule } from './resources/resources.module';
 import { NamespaceModule } from './namespace/namespace.module';
 import { PlacementModule } from './placement/placement.module';
 import { ReplicationModule } from './replication/replication.module';
@@ -56,6 +57,7 @@ export class AppModule {
         EventsModule,
         PlacementModule,
         MoverModule,
+        ResourcesModule,
         ScrubModule,
         DavModule,
       ],

@@ -173,8 +173,11 @@ export class S3Driver implements StorageDriver {
     return this.settings.prefix + key;
   }
 
-  async stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile> {
-    const key = randomUUID();
+  async stage(
+    source: Readable,
+    limits: { maxBytes: number; expectedBytes?: number; key?: string },
+  ): Promise<StagedFile> {
+    const key = limits.key ?? randomUUID();
     const hash = createHash('sha256');
     let size = 0;
     let refused: StagingError | undefined;

@@ -130,8 +130,15 @@ export interface DraftStore {
 export interface StorageDriver {
   /** Prepares the resource and drops what an interrupted upload left in staging. */
   init(): Promise<void>;
-  /** Streams `source` into staging, never holding it whole in memory. */
-  stage(source: Readable, limits: { maxBytes: number; expectedBytes?: number }): Promise<StagedFile>;
+  /**
+   * Streams `source` into staging, never holding it whole in memory. `key`: the key the caller
+   * will commit under when it knows it already (an object store uploads there directly, so an
+   * attempt made again after a crash replaces the first instead of leaving it behind).
+   */
+  stage(
+    source: Readable,
+    limits: { maxBytes: number; expectedBytes?: number; key?: string },
+  ): Promise<StagedFile>;
   /**
    * Small bodies already in memory into staging, hashed, all durable before it resolves (together,
    * which costs far less than one at a time). All or nothing: on a failure none stays.

@@ -202,6 +202,45 @@ export class StorageService implements OnModuleInit, OnApplicationBootstrap, OnA
     this.keyResource.delete(key);
   }
 
+  /** The resource with catalog id `id` when it is configured here (moves check their target). */
+  resourceById(id: bigint): StorageResource | undefined {
+    return this.byId(id);
+  }
+
+  /** Reads `key` from the resource with catalog id `resourceId` (a move's source). */
+  openIn(resourceId: bigint, key: string): Readable {
+    const r = this.byId(resourceId);
+    if (!r)
+      throw new StorageUnavailableError(`#${resourceId}`, 'the resource is not configured at this site');
+    if (r.kind === 'local') return r.driver.open(key);
+    return Readable.from(this.bytesIn(r, key), { objectMode: false });
+  }
+
+  private async *bytesIn(r: StorageResource, key: string): AsyncGenerator<Buffer> {
+    try {
+      for await (const piece of r.driver.open(key)) yield piece as Buffer;
+    } catch (err) {
+      throw this.translate(r, err);
+    }
+  }
+
+  /** Streams `source` into staging on the resource with catalog id `resourceId` (a move's target). */
+  async stageIn(
+    resourceId: bigint,
+    source: Readable,
+    limits: { maxBytes: number; expectedBytes?: number; key?: string },
+  ): Promise<StagedFile> {
+    const r = this.byId(resourceId);
+    if (!r)
+      throw new StorageUnavailableError(`#${resourceId}`, 'the resource is not configured at this site');
+    return guardStaged(await this.guard(r, () => r.driver.stage(source, limits)), (op) => this.guard(r, op));
+  }
+
+  /** Forgets where `key` was (its copy row now names another resource). */
+  forget(key: string): void {
+    this.keyResource.delete(key);
+  }
+
   /** The catalog ids of this site's configured resources (empty before the bootstrap). */
   resourceIds(): bigint[] {
     return [...this.site.resources.values()];

@@ -29,3 +29,40 @@ export const StorageResourceListDtoSchema = responseSchema(
   z.object({ site: z.string(), items: z.array(StorageResourceDtoSchema) }),
 );
 export type StorageResourceListDto = z.infer<typeof StorageResourceListDtoSchema>;
+
+/** Move the copies this site holds under a collection to another of its resources (administrators). */
+export const CreateStorageMoveSchema = z
+  .object({
+    /** The collection whose objects (at any depth) move. */
+    path: z.string().min(1),
+    /** The name of the resource they go to. */
+    resource: z.string().min(1).max(64),
+  })
+  .strict();
+export type CreateStorageMove = z.infer<typeof CreateStorageMoveSchema>;
+
+export const StorageMoveDtoSchema = responseSchema(
+  'StorageMoveDto',
+  z.object({
+    id: z.string(),
+    /** The collection's path when the move was asked for. */
+    path: z.string(),
+    resource: z.string(),
+    /** `running` until every copy is there (also across restarts), `failed` with `error`. */
+    status: z.enum(['running', 'done', 'failed']),
+    objectsTotal: z.number().int(),
+    objectsMoved: z.number().int(),
+    bytesTotal: z.number().int(),
+    bytesMoved: z.number().int(),
+    error: z.string().nullable(),
+    createdAt: z.string(),
+    finishedAt: z.string().nullable(),
+  }),
+);
+export type StorageMoveDto = z.infer<typeof StorageMoveDtoSchema>;
+
+export const StorageMoveListDtoSchema = responseSchema(
+  'StorageMoveListDto',
+  z.object({ items: z.array(StorageMoveDtoSchema) }),
+);
+export type StorageMoveListDto = z.infer<typeof StorageMoveListDtoSchema>;

@@ -1,0 +1,202 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import {
+  ErrorCode,
+  type CreateStorageMove,
+  type StorageMoveDto,
+  type StorageMoveListDto,
+} from '@tributary/shared';
+import { AccessService } from '../access/access.service';
+import { DomainError, notFound } from '../common/domain-error';
+import type { Principal } from '../common/principal';
+import { NamespaceService } from '../namespace/namespace.service';
+import { SiteContext } from '../sites/site-context';
+import { StorageGarbageSweeper } from '../storage/storage-garbage';
+import { StagingError } from '../storage/storage-driver';
+import { StorageService } from '../storage/storage.service';
+import { StorageMovesRepository, type CopyToMove, type MoveRow } from './storage-moves.repository';
+
+/** Copies taken from the catalog at a time. */
+const BATCH = 50;
+/** Wait before trying again after the store failed (the move stays running). */
+const RETRY_MS = 2000;
+/** How often running moves are looked for (a restart resumes them). */
+const POLL_MS = 1000;
+
+/** A copy's bytes did not hash to their checksum: the move stops and says so. */
+class MoveMismatch extends Error {}
+
+/**
+ * Moves the copies this site holds under a collection to another of its resources (docs/storage.md,
+ * "Moving between resources"), one at a time: read from the old resource, written to the new one
+ * and hashed on the way, compared with the copy's checksum, then the copy row switched under the
+ * object's lock with the old bytes handed to the garbage sweep in the same transaction. The work is
+ * what the catalog still has elsewhere, so a site killed mid-move resumes where it was, and the old
+ * bytes go only once the new ones are recorded.
+ */
+@Injectable()
+export class StorageMovesService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('StorageMoves');
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly repo: StorageMovesRepository,
+    private readonly storage: StorageService,
+    private readonly namespace: NamespaceService,
+    private readonly access: AccessService,
+    private readonly site: SiteContext,
+    private readonly garbage: StorageGarbageSweeper,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.kick(), POLL_MS);
+    this.timer.unref();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  async create(principal: Principal, input: CreateStorageMove): Promise<StorageMoveDto> {
+    this.access.assertAdmin(principal);
+    const resourceId = this.site.resources.get(input.resource);
+    if (resourceId === undefined) {
+      throw new DomainError(ErrorCode.ValidationFailed, `no storage resource "${input.resource}" here`, {
+        resource: [`must be one of this site's resources: ${[...this.site.resources.keys()].join(', ')}`],
+      });
+    }
+    const entry = await this.namespace.resolve(input.path);
+    if (!entry) throw notFound(`collection ${input.path}`);
+    if (entry.kind !== 'collection')
+      throw new DomainError(ErrorCode.NotACollection, `${input.path} is a data object; move its collection`);
+    const move = await this.repo.create(entry.id, input.path, this.site.siteId, resourceId, principal.userId);
+    this.logger.log(`move ${move.id}: ${move.objectsTotal} copies under ${input.path} to ${input.resource}`);
+    void this.kick();
+    return toDto(move);
+  }
+
+  async get(principal: Principal, id: string): Promise<StorageMoveDto> {
+    this.access.assertAdmin(principal);
+    const move = /^\d{1,19}$/.test(id) ? await this.repo.get(BigInt(id)) : null;
+    if (!move) throw notFound(`storage move ${id}`);
+    return toDto(move);
+  }
+
+  async list(principal: Principal): Promise<StorageMoveListDto> {
+    this.access.assertAdmin(principal);
+    return { items: (await this.repo.list(100)).map(toDto) };
+  }
+
+  /** Runs the running moves unless they already run; resolves when this round is over. */
+  kick(): Promise<void> {
+    if (this.stopped || this.site.siteId === '') return Promise.resolve();
+    this.running ??= this.work()
+      .catch((err: unknown) => this.logger.warn(`moves paused: ${(err as Error).message}`))
+      .finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async work(): Promise<void> {
+    for (const move of await this.repo.running()) {
+      if (this.stopped) return;
+      await this.runMove(move);
+    }
+  }
+
+  private async runMove(move: MoveRow): Promise<void> {
+    if (!this.storage.resourceById(move.resourceId)) {
+      await this.repo.finish(
+        move.id,
+        'failed',
+        `the resource ${move.resource} is not configured at this site`,
+      );
+      return;
+    }
+    for (;;) {
+      if (this.stopped) return;
+      const batch = await this.repo.pending(move, this.site.siteId, BATCH);
+      if (batch.length === 0) {
+        await this.repo.finish(move.id, 'done', null);
+        this.logger.log(`move ${move.id} to ${move.resource} is done`);
+        void this.garbage.sweep().catch(() => undefined);
+        return;
+      }
+      for (const copy of batch) {
+        if (this.stopped) return;
+        try {
+          await this.moveCopy(move, copy);
+        } catch (err) {
+          if (err instanceof MoveMismatch) {
+            await this.repo.finish(move.id, 'failed', err.message);
+            this.logger.warn(`move ${move.id} failed: ${err.message}`);
+            return;
+          }
+          // The store does not answer (or a copy vanished meanwhile): recorded, tried again later.
+          const why = err instanceof Error ? err.message : String(err);
+          await this.repo.noteError(move.id, why).catch(() => undefined);
+          await new Promise((r) => setTimeout(r, RETRY_MS));
+          return;
+        }
+      }
+      void this.garbage.sweep().catch(() => undefined);
+    }
+  }
+
+  /** One copy: written to the target, verified, switched; nothing changes when anything fails. */
+  private async moveCopy(move: MoveRow, copy: CopyToMove): Promise<void> {
+    let staged;
+    try {
+      staged = await this.storage.stageIn(move.resourceId, this.storage.openIn(copy.resourceId, copy.key), {
+        maxBytes: copy.size,
+        expectedBytes: copy.size,
+        // The copy keeps its key on the new resource: an attempt cut short by a crash is replaced
+        // by the next one, never left behind under a key of its own.
+        key: copy.key,
+      });
+    } catch (err) {
+      if (err instanceof StagingError)
+        throw new MoveMismatch(
+          `${copy.key} on the old resource does not hold ${copy.size} bytes: ${err.message}`,
+        );
+      throw err;
+    }
+    if (staged.sha256 !== copy.checksum) {
+      await staged.discard();
+      throw new MoveMismatch(
+        `${copy.key} hashes to ${staged.sha256}, not ${copy.checksum}: left where it is`,
+      );
+    }
+    const newKey = copy.key;
+    let switched = false;
+    try {
+      await staged.commit(newKey);
+      switched = await this.repo.switchCopy(move.id, copy, move.resourceId, newKey);
+    } finally {
+      if (!switched) {
+        await staged.discard().catch(() => undefined);
+        // Committed but not recorded: the new bytes are nobody's.
+        await this.storage.removeFrom(move.resourceId, newKey).catch(() => undefined);
+      }
+    }
+    this.storage.forget(copy.key);
+  }
+}
+
+function toDto(m: MoveRow): StorageMoveDto {
+  return {
+    id: m.id.toString(),
+    path: m.path,
+    resource: m.resource,
+    status: m.status,
+    objectsTotal: m.objectsTotal,
+    objectsMoved: m.objectsMoved,
+    bytesTotal: m.bytesTotal,
+    bytesMoved: m.bytesMoved,
+    error: m.error,
+    createdAt: m.createdAt.toISOString(),
+    finishedAt: m.finishedAt?.toISOString() ?? null,
+  };
+}

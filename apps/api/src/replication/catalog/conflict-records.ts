@@ -250,12 +250,15 @@ export class ConflictRecords {
 
   /**
    * Whether the version a change was based on was held here and lost a conflict (it is a head, was
-   * absorbed, or is kept in a conflict record about the record).
+   * absorbed, or is kept in a conflict record about the record), or was made here: a site applies its
+   * own versions as it makes them, so one it does not hold now was lost here (one between two that
+   * a rescue overruled is in no record), and it will never arrive.
    */
   async lostHere(client: pg.PoolClient, change: Change): Promise<boolean> {
     if (change.b === null || change.bs === null) return false;
     const res = await client.query<{ lost: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM repl_heads WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4)
+      `SELECT EXISTS (SELECT 1 FROM sites WHERE is_local AND id = $4)
+           OR EXISTS (SELECT 1 FROM repl_heads WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4)
            OR EXISTS (SELECT 1 FROM repl_absorbed WHERE tbl = $1 AND row_key = $2 AND stamp = $3 AND site = $4)
            OR EXISTS (SELECT 1 FROM conflicts WHERE tbl = $1 AND row_key = $2
                          AND versions @> jsonb_build_array(jsonb_build_object('stamp', $3::bigint, 'site', $4::text)))

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ID_RANGE_SIZE, idRangeFor, loadConfig } from './config';
+import { ConfigError, ID_RANGE_SIZE, idRangeFor, loadConfig, parseByteSize } from './config';
 
 function configError(env: NodeJS.ProcessEnv): ConfigError {
   try {
@@ -126,6 +126,25 @@ describe('loadConfig', () => {
 
   it('ignores unrelated environment variables', () => {
     expect(() => loadConfig({ PATH: '/usr/bin', HOME: '/root', SOMETHING_ELSE: '1' })).not.toThrow();
+  });
+});
+
+describe('CACHE_MAX_BYTES (docs/caching.md)', () => {
+  it('is 0 (no cache) by default and takes bytes or binary units', () => {
+    expect(loadConfig({}).cache.maxBytes).toBe(0);
+    expect(loadConfig({ CACHE_MAX_BYTES: '200GiB' }).cache.maxBytes).toBe(200 * 1024 ** 3);
+    expect(parseByteSize('1073741824')).toBe(1024 ** 3);
+    expect(parseByteSize('512 MiB')).toBe(512 * 1024 ** 2);
+    expect(parseByteSize('1.5T')).toBe(1.5 * 1024 ** 4);
+    expect(parseByteSize('3k')).toBe(3072);
+    expect(parseByteSize('10 GB')).toBe(10 * 1024 ** 3);
+    for (const bad of ['', 'lots', '-1', '1e3', '5 PiB', '9999999999T'])
+      expect(parseByteSize(bad), bad).toBeNull();
+  });
+
+  it('refuses a value that is not a size, naming the setting', () => {
+    expect(() => loadConfig({ CACHE_MAX_BYTES: 'lots' })).toThrow(ConfigError);
+    expect(() => loadConfig({ CACHE_MAX_BYTES: 'lots' })).toThrow(/CACHE_MAX_BYTES/);
   });
 });
 

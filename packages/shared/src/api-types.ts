@@ -884,6 +884,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/storage/moves": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["StorageMovesController_list"];
+        put?: never;
+        post: operations["StorageMovesController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/storage/moves/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["StorageMovesController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/placement/verify": {
         parameters: {
             query?: never;
@@ -1319,6 +1351,10 @@ export interface components {
             path: string;
             site?: string;
             condition?: string;
+        };
+        CreateStorageMoveDto: {
+            path: string;
+            resource: string;
         };
         CreateGroupDto: {
             name: string;
@@ -1937,6 +1973,23 @@ export interface components {
                 objects: number;
                 bytes: number;
             }[];
+        };
+        StorageMoveDto: {
+            id: string;
+            path: string;
+            resource: string;
+            /** @enum {string} */
+            status: "running" | "done" | "failed";
+            objectsTotal: number;
+            objectsMoved: number;
+            bytesTotal: number;
+            bytesMoved: number;
+            error: string | null;
+            createdAt: string;
+            finishedAt: string | null;
+        };
+        StorageMoveListDto: {
+            items: components["schemas"]["StorageMoveDto"][];
         };
         CacheEntryDto: {
             path: string;
@@ -6908,6 +6961,198 @@ export interface operations {
             };
             /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    StorageMovesController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The latest 100 moves, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageMoveListDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    StorageMovesController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateStorageMoveDto"];
+            };
+        };
+        responses: {
+            /** @description The move, started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageMoveDto"];
+                };
+            };
+            /** @description Malformed request: a body that is not valid JSON or an unreadable upload (VALIDATION_FAILED, UPLOAD_INCOMPLETE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the operation takes (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body encoding or charset the API does not read (VALIDATION_FAILED) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    StorageMovesController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The move and its progress */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageMoveDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -66,6 +66,7 @@ import type {
 import type { ReplicationCycleDto, ReplicationLagDto, ReplicationStatusDto } from './dto/replication';
 import { ErrorCode, type ErrorBody } from './errors';
 import type { CreateUploadRequest, UploadSessionDto } from './dto/uploads';
+import type { StorageMoveDto, StorageMoveListDto, StorageResourceListDto } from './dto/storage';
 
 /** A failed API call, carrying the stable error code the API answered with. */
 export class ApiError extends Error {
@@ -382,6 +383,19 @@ export function createTributaryClient(options: ClientOptions) {
     /** Evicts the cached copies below `path` now (never a pinned, wanted or last good copy). */
     evict: (path: string) =>
       unwrap<CacheChangeDto>(http.POST('/api/v1/cache/evict', { body: { path }, ...unsafe() })),
+
+    /** This site's storage resources: kind, where, default, health, use (administrators; docs/storage.md). */
+    storageResources: (signal?: AbortSignal) =>
+      unwrap<StorageResourceListDto>(http.GET('/api/v1/storage/resources', { ...safe, signal })),
+    /** Moves this site's copies under a collection to another of its resources (administrators). */
+    moveToResource: (path: string, resource: string) =>
+      unwrap<StorageMoveDto>(http.POST('/api/v1/storage/moves', { body: { path, resource }, ...unsafe() })),
+    storageMove: (id: string, signal?: AbortSignal) =>
+      unwrap<StorageMoveDto>(
+        http.GET('/api/v1/storage/moves/{id}', { params: { path: { id } }, ...safe, signal }),
+      ),
+    storageMoves: (signal?: AbortSignal) =>
+      unwrap<StorageMoveListDto>(http.GET('/api/v1/storage/moves', { ...safe, signal })),
 
     /** Replication per peer, recent cycles (administrators). */
     replicationStatus: (signal?: AbortSignal) =>

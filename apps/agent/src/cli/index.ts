@@ -6,6 +6,7 @@ import { registerFs } from './commands-fs';
 import { registerLocal } from './commands-local';
 import { registerMount } from './commands-mount';
 import { registerPlacement } from './commands-placement';
+import { registerStorage } from './commands-storage';
 import { registerTransfer } from './commands-transfer';
 import type { CliIO } from './context';
 import { describeError, ExitCode } from './errors';
@@ -51,6 +52,7 @@ Exit codes: 0 ok, 1 error, 2 bad arguments, 3 not found, 4 not logged in or not 
   registerCatalog(program, io);
   registerPlacement(program, io);
   registerCaching(program, io);
+  registerStorage(program, io);
   registerMount(program, io);
   registerLocal(program, io);
   return program;

@@ -36,6 +36,8 @@ const DRAFT_PREFIX = 'f';
 const MAX_UNWRITTEN = 64 * 1024 * 1024;
 /** The draft is written in pieces of this size (and the tee's buffers hold as much). */
 const WRITE_BYTES = 1024 * 1024;
+/** A range read asks for its object in the background at most this often. */
+const ASK_AGAIN_MS = 10_000;
 /** Reads noted (for the eviction's order) are written at most this often. */
 const TOUCH_FLUSH_MS = 1000;
 
@@ -74,6 +76,8 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
   /** Objects being faulted in now (one transfer each at a time). */
   private readonly faulting = new Set<string>();
   private readonly touched = new Set<string>();
+  /** Objects a range read asked the mover for lately, and when. */
+  private readonly askedFor = new Map<string, number>();
   private touchTimer: NodeJS.Timeout | undefined;
   private passTimer: NodeJS.Timeout | undefined;
   /** Room is made and copies recorded one at a time, so two fault-ins do not both take the last room. */
@@ -187,6 +191,7 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
         this.logger.warn(`could not note the cache's reads: ${String(err)}`),
       );
     }, TOUCH_FLUSH_MS);
+    this.touchTimer.unref();
   }
 
   /**
@@ -205,7 +210,13 @@ export class CacheService implements OnApplicationBootstrap, BeforeApplicationSh
     if (object.size > this.limit) return undefined;
     const id = object.objectId.toString();
     if (range && !(range.start === 0 && range.end === object.size - 1)) {
-      this.track(this.fillLater(id));
+      // A reader of ranges (the mount) asks for many: the row is asked for once a while.
+      const now = Date.now();
+      if ((this.askedFor.get(id) ?? 0) + ASK_AGAIN_MS < now) {
+        if (this.askedFor.size > 10_000) this.askedFor.clear();
+        this.askedFor.set(id, now);
+        this.track(this.fillLater(id));
+      }
       return undefined;
     }
     if (this.faulting.has(id)) return undefined;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { responseSchema } from './common';
+import { PathSchema, responseSchema } from './common';
 
 /** One of a site's storage resources (docs/storage.md), as administrators see it. Never its keys. */
 export const StorageResourceDtoSchema = z.object({
@@ -34,7 +34,7 @@ export type StorageResourceListDto = z.infer<typeof StorageResourceListDtoSchema
 export const CreateStorageMoveSchema = z
   .object({
     /** The collection whose objects (at any depth) move. */
-    path: z.string().min(1),
+    path: PathSchema,
     /** The name of the resource they go to. */
     resource: z.string().min(1).max(64),
   })

@@ -26,6 +26,7 @@ import { SavedSearchesModule } from './saved-searches/saved-searches.module';
 import { ScrubModule } from './scrub/scrub.module';
 import { TokensModule } from './tokens/tokens.module';
 import { UploadsModule } from './uploads/uploads.module';
+import { UsageModule } from './usage/usage.module';
 import { UsersModule } from './users/users.module';
 
 const ValidationPipe = createZodValidationPipe({
@@ -60,6 +61,7 @@ export class AppModule {
         ResourcesModule,
         ScrubModule,
         DavModule,
+        UsageModule,
       ],
       providers: [
         { provide: SITE_CONFIG, useValue: config },

@@ -17,5 +17,6 @@ export * from './dto/events';
 export * from './dto/placement';
 export * from './dto/storage';
 export * from './dto/caching';
+export * from './dto/usage';
 export * from './metadata-query';
 export * from './client';

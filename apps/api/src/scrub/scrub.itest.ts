@@ -197,6 +197,8 @@ describe('scrub', () => {
           verifiedAt: anyString,
           error: null,
           wanted: false,
+          cached: false,
+          pinned: false,
           updatedAt: anyString,
         },
       ],

@@ -67,6 +67,7 @@ import type { ReplicationCycleDto, ReplicationLagDto, ReplicationStatusDto } fro
 import { ErrorCode, type ErrorBody } from './errors';
 import type { CreateUploadRequest, UploadSessionDto } from './dto/uploads';
 import type { StorageMoveDto, StorageMoveListDto, StorageResourceListDto } from './dto/storage';
+import type { UsageDto } from './dto/usage';
 
 /** A failed API call, carrying the stable error code the API answered with. */
 export class ApiError extends Error {
@@ -396,6 +397,9 @@ export function createTributaryClient(options: ClientOptions) {
       ),
     storageMoves: (signal?: AbortSignal) =>
       unwrap<StorageMoveListDto>(http.GET('/api/v1/storage/moves', { ...safe, signal })),
+    /** Objects and bytes below a collection, per child collection and per site (docs/usage.md). */
+    usage: (query: { path?: string; children?: number } = {}, signal?: AbortSignal) =>
+      unwrap<UsageDto>(http.GET('/api/v1/usage', { params: { query }, ...safe, signal })),
 
     /** Replication per peer, recent cycles (administrators). */
     replicationStatus: (signal?: AbortSignal) =>

@@ -39,6 +39,10 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  /** Whether a move may be running (at start, after a create, while one runs): else no query. */
+  private mayRun = true;
+  /** Counts creates, so a round that found nothing does not hide a move made meanwhile. */
+  private created = 0;
 
   constructor(
     private readonly repo: StorageMovesRepository,
@@ -73,6 +77,8 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
     if (entry.kind !== 'collection')
       throw new DomainError(ErrorCode.NotACollection, `${input.path} is a data object; move its collection`);
     const move = await this.repo.create(entry.id, input.path, this.site.siteId, resourceId, principal.userId);
+    this.created++;
+    this.mayRun = true;
     this.logger.log(`move ${move.id}: ${move.objectsTotal} copies under ${input.path} to ${input.resource}`);
     void this.kick();
     return toDto(move);
@@ -92,7 +98,7 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
 
   /** Runs the running moves unless they already run; resolves when this round is over. */
   kick(): Promise<void> {
-    if (this.stopped || this.site.siteId === '') return Promise.resolve();
+    if (this.stopped || this.site.siteId === '' || !this.mayRun) return Promise.resolve();
     this.running ??= this.work()
       .catch((err: unknown) => this.logger.warn(`moves paused: ${(err as Error).message}`))
       .finally(() => (this.running = undefined));
@@ -100,7 +106,10 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
   }
 
   private async work(): Promise<void> {
-    for (const move of await this.repo.running()) {
+    const before = this.created;
+    const running = await this.repo.running();
+    if (running.length === 0 && before === this.created) this.mayRun = false;
+    for (const move of running) {
       if (this.stopped) return;
       await this.runMove(move);
     }

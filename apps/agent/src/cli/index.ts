@@ -8,6 +8,7 @@ import { registerMount } from './commands-mount';
 import { registerPlacement } from './commands-placement';
 import { registerStorage } from './commands-storage';
 import { registerTransfer } from './commands-transfer';
+import { registerUsage } from './commands-usage';
 import type { CliIO } from './context';
 import { describeError, ExitCode } from './errors';
 
@@ -53,6 +54,7 @@ Exit codes: 0 ok, 1 error, 2 bad arguments, 3 not found, 4 not logged in or not 
   registerPlacement(program, io);
   registerCaching(program, io);
   registerStorage(program, io);
+  registerUsage(program, io);
   registerMount(program, io);
   registerLocal(program, io);
   return program;

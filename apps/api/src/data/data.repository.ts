@@ -141,14 +141,25 @@ export class DataRepository {
         ...(attributes.mode !== undefined ? { mode: attributes.mode } : {}),
       },
     });
+    // This site's copy, on whichever of its storage resources it is (a move, or a default that
+    // changed, may have put it elsewhere): it moves to the resource the new bytes were written to.
     const previous = await tx.replica.findFirst({
-      where: { objectId, siteId: replica.siteId, resourceId: replica.resourceId },
-      select: { id: true, physicalPath: true },
+      where: { objectId, siteId: replica.siteId },
+      orderBy: { id: 'asc' },
+      select: { id: true, physicalPath: true, resourceId: true },
     });
+    if (previous && previous.resourceId !== replica.resourceId) {
+      // The old bytes are on another resource than the new ones: the garbage sweep removes them
+      // there (the caller's removal of the previous key looks in the default resource).
+      await tx.$executeRaw`INSERT INTO storage_garbage (resource_id, key, object_id)
+                           VALUES (${previous.resourceId}, ${previous.physicalPath}, ${objectId})
+                           ON CONFLICT (resource_id, key) DO NOTHING`;
+    }
     if (previous) {
       await tx.replica.update({
         where: { id: previous.id },
         data: {
+          resourceId: replica.resourceId,
           physicalPath: replica.physicalPath,
           size: bytes.size,
           checksum: bytes.checksum,
@@ -168,6 +179,6 @@ export class DataRepository {
       where: { objectId, NOT: { siteId: replica.siteId, resourceId: replica.resourceId } },
       data: { status: 'stale', updatedBy: by },
     });
-    return previous?.physicalPath ?? null;
+    return previous && previous.resourceId === replica.resourceId ? previous.physicalPath : null;
   }
 }

@@ -157,6 +157,40 @@ describe('moving a collection to another storage resource', () => {
       expect(sha256(again.bytes)).toBe(sha256(files.get('/projects/survey/deep/er/c.bin')!));
     }, 90_000);
 
+    it('an update of a moved object puts its one copy where the new bytes went and sweeps the old', async () => {
+      expectStatus(await admin.post('/api/v1/namespace/collections', { path: '/projects/upd' }), 201);
+      await upload(admin, '/projects/upd/f.bin', randomBytes(50_000));
+      const move = expectStatus(
+        await admin.post<StorageMoveDto>('/api/v1/storage/moves', {
+          path: '/projects/upd',
+          resource: 'archive',
+        }),
+        202,
+      ).body;
+      await until(admin, move.id, (m) => m.status === 'done', 30_000);
+      const archive = site.config.storage.resources.find((r) => r.name === 'archive');
+      if (archive?.kind !== 's3') throw new Error('no archive');
+      const before = (await copies((sql) => site.query(sql))).find((r) => r.resource === 'archive')!;
+      expect((await s3Keys(archive)).includes(before.key!)).toBe(true);
+
+      const next = randomBytes(70_000);
+      expectStatus(
+        await admin.request('PUT', '/api/v1/data', {
+          query: { path: '/projects/upd/f.bin', overwrite: 'true' },
+          body: next,
+        }),
+        200,
+      );
+      const rows = (await copies((sql) => site.query(sql))).filter((r) => r.id === before.id);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.resource).toBe('default');
+      const read = await admin.get('/api/v1/data', { query: { path: '/projects/upd/f.bin' } });
+      expect(sha256(expectStatus(read, 200).bytes)).toBe(sha256(next));
+      // The old bytes, on the archive, go with the garbage sweep (after each replication cycle).
+      await site.runReplicationCycle();
+      expect(await waitFor(async () => !(await s3Keys(archive)).includes(before.key!), 10_000)).toBe(true);
+    });
+
     it('is for administrators, and refuses unknown resources and paths', async () => {
       const user = await site.createUser();
       expectError(

@@ -8,6 +8,7 @@ import { useConfirm } from '../app/ConfirmDialog';
 import { useTitle } from '../app/Layout';
 import { baseName, breadcrumbs, browseHref, formatBytes, parentPath, pathFromSplat } from '../format';
 import { CopiesPanel } from '../placement/CopiesPanel';
+import { StorageUsage } from './StorageUsage';
 import { ObjectCopies } from '../placement/ObjectCopies';
 import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
 import { FolderTree } from './FolderTree';
@@ -196,6 +197,7 @@ export function BrowsePage() {
         )}
         {selected.size > 0 && <BulkTag paths={[...selected]} />}
         <UploadPanel uploads={uploads} />
+        <StorageUsage path={path} />
         <CopiesPanel path={path} />
       </section>
       {active && (

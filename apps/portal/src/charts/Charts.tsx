@@ -131,6 +131,11 @@ export function PeerSeriesChart({ history, measure, title, format, from, to, tes
   );
 }
 
+/** Recharts draws each word of a label as a text span of its own: no-break spaces keep one label one span. */
+function unbroken(text: string): string {
+  return text.replace(/ /g, '\u00a0');
+}
+
 export interface BarDatum {
   label: string;
   value: number;
@@ -170,7 +175,7 @@ export function Bars({ title, data, format = String, onSelect, captionHidden, te
               width={Math.min(18, longest) * 7 + 8}
               stroke={colors.muted}
               tick={{ fill: colors.text, fontSize: 12 }}
-              tickFormatter={(v: string) => (v.length > 18 ? `${v.slice(0, 17)}…` : v)}
+              tickFormatter={(v: string) => unbroken(v.length > 18 ? `${v.slice(0, 17)}…` : v)}
               tickLine={false}
               interval={0}
             />
@@ -190,7 +195,7 @@ export function Bars({ title, data, format = String, onSelect, captionHidden, te
                 className="bar-value"
                 fill={colors.text}
                 fontSize={12}
-                formatter={(v: unknown) => format(Number(v))}
+                formatter={(v: unknown) => unbroken(format(Number(v)))}
               />
             </Bar>
           </BarChart>

@@ -106,7 +106,9 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Se
     '-s3.port.lance=0',
     `-s3.config=${config}`,
     '-metricsPort=0',
-    '-master.volumeSizeLimitMB=1024',
+    // SeaweedFS grows 7 volumes per bucket and allows free disk / volume size of them: small
+    // volumes leave room for the many buckets of a test run.
+    '-master.volumeSizeLimitMB=256',
     '-volume.max=0',
   ];
   const endpoint = `http://127.0.0.1:${s3}`;
@@ -237,13 +239,14 @@ async function freePorts(n: number): Promise<number[]> {
 }
 
 /**
- * The settings that put a test site's bytes on the run's S3 server (TRIBUTARY_TEST_STORAGE=s3), in
- * a bucket of its own, as its default resource; none when the run keeps bytes on local disk.
+ * The settings that put a test site's bytes on the run's S3 server (TRIBUTARY_TEST_STORAGE=s3) as
+ * its default resource: one bucket for the run, a prefix of its own per site (as sites sharing an
+ * institution's bucket would); none when the run keeps bytes on local disk.
  */
 export function testStorageEnv(
   s3: Pick<S3Server, 'endpoint' | 'region' | 'accessKeyId' | 'secretAccessKey'> | undefined,
   site: string,
 ): Record<string, string> {
   if (!s3) return {};
-  return s3ResourceEnv(s3, { bucket: testBucket(site) });
+  return s3ResourceEnv(s3, { bucket: 'tributary-tests', prefix: `${testBucket(site)}/` });
 }

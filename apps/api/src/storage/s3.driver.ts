@@ -118,8 +118,9 @@ export class S3Driver implements StorageDriver {
       await this.client
         .send(new CreateBucketCommand({ Bucket: this.settings.bucket }))
         .catch((e: unknown) => {
-          if (!(e instanceof S3ServiceException && e.name === 'BucketAlreadyOwnedByYou'))
-            throw this.failure(e);
+          // Another site sharing the bucket may have made it meanwhile.
+          const made = e instanceof S3ServiceException && /^BucketAlready(OwnedByYou|Exists)$/.test(e.name);
+          if (!made) throw this.failure(e);
         });
     }
     await this.abortUnfinished();

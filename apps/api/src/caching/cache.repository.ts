@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { CopyState } from '@tributary/shared';
-import type pg from 'pg';
 import { SqlPool } from '../database/sql-pool';
 
 /** The object path of `o` (joined with its collection `c`). */
@@ -104,7 +103,7 @@ export class CacheRepository {
     },
     place: () => Promise<void>,
   ): Promise<FaultInOutcome> {
-    return this.transaction(async (client) => {
+    return this.sql.transaction(async (client) => {
       const object = await client.query<{ checksum: string; size: string }>(
         `SELECT checksum, size::text FROM data_objects
           WHERE id = $1 AND trash_id = 0 AND link_target IS NULL FOR UPDATE`,
@@ -163,7 +162,7 @@ export class CacheRepository {
    * rows added.
    */
   async request(siteId: string, resourceId: bigint, scope: CacheScope, pin: boolean): Promise<number> {
-    return this.transaction(async (client) => {
+    return this.sql.transaction(async (client) => {
       const added = await client.query(
         `${scopeSql(scope)}
          INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, status,
@@ -292,7 +291,7 @@ export class CacheRepository {
    * its key, or null when it did not remove it.
    */
   async evict(replicaId: string, siteId: string, checksum: string): Promise<string | null> {
-    return this.transaction(async (client) => {
+    return this.sql.transaction(async (client) => {
       const object = await client.query<{ checksum: string }>(
         `SELECT o.checksum FROM data_objects o
           WHERE o.id = (SELECT object_id FROM replicas WHERE id = $1) AND o.trash_id = 0 FOR UPDATE`,
@@ -371,20 +370,5 @@ export class CacheRepository {
       total: totals.rows[0]!.total,
       bytes: Number(totals.rows[0]!.bytes),
     };
-  }
-
-  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.sql.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const out = await work(client);
-      await client.query('COMMIT');
-      return out;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
   }
 }

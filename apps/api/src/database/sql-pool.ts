@@ -35,6 +35,25 @@ export class SqlPool implements OnApplicationShutdown {
   }
 
   /**
+   * Runs `work` in one transaction on one connection of the pool: committed when it resolves,
+   * rolled back when it throws (the error passed on).
+   */
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const out = await work(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
    * In the last shutdown phase: services stop their background work (replication cycles, policy
    * runs, folds) in the earlier ones, and Nest runs the hooks of one phase in module order, which
    * would otherwise end the pool under a running cycle. The app may be closed twice at once (Nest's

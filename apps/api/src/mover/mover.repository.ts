@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { checkCondition, parseQueryText, type CopyState } from '@tributary/shared';
 import type { CopyJob, PlacementRuleChoice, PlacementSite } from '@tributary/placement';
-import type pg from 'pg';
 import { SqlPool } from '../database/sql-pool';
 import { ConditionCompiler, SqlParams } from '../metadata/query-compiler';
 
@@ -171,7 +170,7 @@ export class MoverRepository {
       [siteId],
     );
     if (found.rows.length === 0) return 0;
-    return this.transaction(async (client) => {
+    return this.sql.transaction(async (client) => {
       await client.query('SELECT id FROM data_objects WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE', [
         found.rows.map((r) => r.object_id),
       ]);
@@ -301,7 +300,7 @@ export class MoverRepository {
   ): Promise<Map<string, CompleteOutcome>> {
     const out = new Map<string, CompleteOutcome>();
     if (copies.length === 0) return out;
-    return this.transaction(async (client) => {
+    return this.sql.transaction(async (client) => {
       const objects = await client.query<{ id: string; checksum: string; size: string }>(
         'SELECT id::text, checksum, size::text FROM data_objects WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE',
         [copies.map((c) => c.objectId)],
@@ -410,7 +409,7 @@ export class MoverRepository {
     siteId: string,
     expect: { good: boolean; checksum: string },
   ): Promise<string | null> {
-    return this.transaction(async (client) => {
+    return this.sql.transaction(async (client) => {
       const object = await client.query<{ checksum: string; trash_id: string }>(
         `SELECT o.checksum, o.trash_id::text FROM data_objects o
           WHERE o.id = (SELECT object_id FROM replicas WHERE id = $1) FOR UPDATE`,
@@ -600,21 +599,6 @@ export class MoverRepository {
         `rule ${rule.id}: its condition does not parse (${(err as Error).message}); it covers nothing`,
       );
       return null;
-    }
-  }
-
-  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.sql.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const out = await work(client);
-      await client.query('COMMIT');
-      return out;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
     }
   }
 }

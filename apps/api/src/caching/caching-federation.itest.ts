@@ -457,6 +457,8 @@ describe('caching sites and subscriptions', () => {
     })();
 
     const latest = new Map(cases.map((c) => [c.path, c.bytes]));
+    /** An update whose answer was lost (a busy machine) may have been made all the same. */
+    const maybe = new Map<string, Buffer>();
     await Promise.all(
       cases.map(async (c, i) => {
         await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 500)));
@@ -473,6 +475,7 @@ describe('caching sites and subscriptions', () => {
           read(pick(sites), pick(cases).path).catch(() => Buffer.alloc(0)),
         ]);
         if (updated) latest.set(c.path, bytes);
+        else maybe.set(c.path, bytes);
         await evicting.http.post('/api/v1/cache/evict', { path: c.path });
       }),
     );
@@ -489,11 +492,16 @@ describe('caching sites and subscriptions', () => {
     await watcher;
     expect(lost, context).toEqual([]);
     // The concurrent updates survived: every site reads each object's latest bytes.
-    for (const c of cases)
-      for (const site of sites)
-        expect(sha256(await read(site, c.path)), `${context}: ${site.id} ${c.path}`).toBe(
-          sha256(latest.get(c.path)!),
-        );
+    for (const c of cases) {
+      const seen = new Set<string>();
+      for (const site of sites) seen.add(sha256(await read(site, c.path)));
+      expect(seen.size, `${context}: every site reads the same bytes of ${c.path}`).toBe(1);
+      const candidates = [latest.get(c.path)!, ...(maybe.has(c.path) ? [maybe.get(c.path)!] : [])];
+      expect(
+        candidates.map((b) => sha256(b)),
+        `${context}: ${c.path}`,
+      ).toContain([...seen][0]);
+    }
     for (const site of sites)
       expect(await cachedBytes(site), `${context}: ${site.id}`).toBeLessThanOrEqual(LIMIT);
   }, 180_000);

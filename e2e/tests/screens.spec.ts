@@ -160,6 +160,11 @@ for (const v of VARIANTS) {
         await expect(p.getByRole('row', { name: /readings\.csv/ })).toBeVisible();
       });
       await check(page, v, 'browse');
+      // Storage used, opened: her files at lsu and her two folders as bars; fit and accessibility.
+      await page.getByText('Storage used').click();
+      await expect(page.getByTestId('usage-sites').locator('.recharts-bar-rectangle')).toHaveCount(1);
+      await expect(page.getByTestId('usage-children').locator('.recharts-bar-rectangle')).toHaveCount(1);
+      await check(page, v, 'browse-storage', false);
 
       await open(page, `/browse${HOME}?entry=readings.csv`, async (p) => {
         const details = p.getByRole('complementary', { name: 'Details of readings.csv' });

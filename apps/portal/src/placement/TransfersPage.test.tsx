@@ -64,11 +64,18 @@ describe('TransfersPage (the mover, for administrators)', () => {
     expect(transfer.textContent).toContain('/p/big.bin');
     expect(transfer.textContent).toContain('512 KiB of 2 MiB');
     expect(within(transfer).getByRole('progressbar').getAttribute('value')).toBe('25');
+    // The same progress as a bar chart (loaded on its own): its numbers, as screen readers get them.
+    const bars = await screen.findByTestId('transfer-bars', {}, { timeout: 10_000 });
+    expect(bars.querySelector('figcaption')?.textContent).toBe('Percent copied of each transfer in flight');
+    expect(within(bars).getByRole('row', { name: /big\.bin from lsu/ }).textContent).toBe(
+      'big.bin from lsu25 %',
+    );
     expect(screen.getByTestId('failure').textContent).toContain('lsu did not answer');
     const cache = (await screen.findByTestId('cache-status')).textContent;
     expect(cache).toContain('at most 10 MiB: 3 MiB in 7 copies (1 MiB pinned)');
     expect(cache).toContain('42 hits, 5 misses, 4 MiB faulted in, 2 evictions');
-  });
+    // Recharts is loaded the first time: give its import time on a busy machine.
+  }, 20_000);
 
   it('works out progress without dividing by zero', () => {
     expect(percentDone(0, 0)).toBe(100);

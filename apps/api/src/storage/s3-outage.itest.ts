@@ -153,6 +153,16 @@ describe('an s3 resource whose store stops', () => {
     await s3.start();
     expect(await waitFor(async () => (await health()).status === 200, 30_000)).toBe(true);
 
+    // A store just restarted answers its health check before it serves every object again.
+    const readable = async (): Promise<boolean> =>
+      (
+        await alice.client.get('/api/v1/data', {
+          query: { path: `${dir}/big.bin` },
+          headers: { range: 'bytes=0-0' },
+        })
+      ).status === 206;
+    expect(await waitFor(readable, 30_000)).toBe(true);
+
     // Mid-download: the answer has begun; it breaks off short of its length (never a clean end).
     const download = slowGet(site.url, alice.client.authHeaders(), `${dir}/big.bin`);
     const got = await download.started;

@@ -107,12 +107,12 @@ describe('storage garbage sweeper', () => {
       context.resourceId.toString(),
       key,
     ]);
-    const remove = storage.remove.bind(storage);
-    storage.remove = () => Promise.reject(new Error('EIO'));
+    const remove = storage.removeFrom.bind(storage);
+    storage.removeFrom = () => Promise.reject(new Error('EIO'));
     try {
       await sweeper.sweep();
     } finally {
-      storage.remove = remove;
+      storage.removeFrom = remove;
     }
     expect(await keysWaiting()).toEqual([key]);
     expect(await fileExists(fileOf(key))).toBe(true);

@@ -73,20 +73,24 @@ async function main(): Promise<void> {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const password = randomBytes(18).toString('base64url');
-    site = await startSiteProcess('lsu', {
-      DATABASE_URL: `postgresql://${encodeURIComponent(String(connection.user))}:${encodeURIComponent(String(connection.password))}@127.0.0.1:${connection.port}/${String(connection.database)}`,
-      TRIBUTARY_DATA_DIR: path.join(root, 'data'),
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      SITE_ID: 'lsu',
-      ADMIN_PASSWORD: password,
-      LOG_LEVEL: 'error',
-      PORTAL_DIR: path.join(root, 'no-portal'),
-      ...s3ResourceEnv(s3, {
-        bucket: 'bench-site',
-        extra: { partSizeMiB: PART_MIB, partsInParallel: PARTS_IN_PARALLEL },
-      }),
-    });
+    site = await startSiteProcess(
+      'lsu',
+      {
+        DATABASE_URL: `postgresql://${encodeURIComponent(String(connection.user))}:${encodeURIComponent(String(connection.password))}@127.0.0.1:${connection.port}/${String(connection.database)}`,
+        TRIBUTARY_DATA_DIR: path.join(root, 'data'),
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        SITE_ID: 'lsu',
+        ADMIN_PASSWORD: password,
+        LOG_LEVEL: 'error',
+        PORTAL_DIR: path.join(root, 'no-portal'),
+        ...s3ResourceEnv(s3, {
+          bucket: 'bench-site',
+          extra: { partSizeMiB: PART_MIB, partsInParallel: PARTS_IN_PARALLEL },
+        }),
+      },
+      process.env.BENCH_SITE_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
+    );
     const token = await BenchClient.createWriteToken(httpTransport(url, 2), 'admin', password);
     const client = new BenchClient(httpTransport(url, 16), token);
     const home = await client.homePath();

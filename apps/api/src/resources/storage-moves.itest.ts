@@ -219,6 +219,7 @@ describe('moving a collection to another storage resource', () => {
       expectError(await admin.post('/api/v1/storage/moves', { path: '/projects' }), 422, 'VALIDATION_FAILED');
       expectError(await admin.get('/api/v1/storage/moves/999999'), 404, 'NOT_FOUND');
       expectError(await admin.get('/api/v1/storage/moves/x'), 404, 'NOT_FOUND');
+      expectError(await admin.get('/api/v1/storage/moves/9999999999999999999'), 404, 'NOT_FOUND');
     });
   });
 

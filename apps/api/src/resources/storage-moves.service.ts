@@ -86,7 +86,9 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
 
   async get(principal: Principal, id: string): Promise<StorageMoveDto> {
     this.access.assertAdmin(principal);
-    const move = /^\d{1,19}$/.test(id) ? await this.repo.get(BigInt(id)) : null;
+    // Anything that is not an id a move can have (a bigint) is simply not found.
+    const valid = /^\d{1,19}$/.test(id) && BigInt(id) <= 9223372036854775807n;
+    const move = valid ? await this.repo.get(BigInt(id)) : null;
     if (!move) throw notFound(`storage move ${id}`);
     return toDto(move);
   }

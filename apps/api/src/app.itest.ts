@@ -1,4 +1,4 @@
-import { ErrorCode } from '@tributary/shared';
+import { ErrorCode, type HealthDto } from '@tributary/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startTestSite, type TestSite } from './test/test-site';
 
@@ -17,9 +17,17 @@ describe('site basics', () => {
   });
 
   it('GET /api/health answers 200 with the catalog reachable, without signing in', async () => {
-    const res = await site.anonymous().get<{ status: string; site: string; catalog: string }>('/api/health');
+    const res = await site.anonymous().get<HealthDto>('/api/health');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ok', site: 'lsu', catalog: 'ok' });
+    // The test sites keep their bytes on the local resource, or on an s3 one (TRIBUTARY_TEST_STORAGE).
+    expect(res.body).toEqual({
+      status: 'ok',
+      site: 'lsu',
+      catalog: 'ok',
+      storage: [expect.objectContaining({ default: true, status: 'ok' })],
+    });
+    // Where a resource is (its path or bucket) is not told to anyone who asks.
+    expect(Object.keys(res.body.storage[0]!).sort()).toEqual(['default', 'kind', 'name', 'status']);
   });
 
   it('GET /metrics serves Prometheus text with the request histogram, labelled by route', async () => {

@@ -24,12 +24,11 @@ import { LocalDrafts } from './local-fs.driver';
 import type { S3Credentials, S3ResourceSettings } from './resource-config';
 import {
   DraftGoneError,
+  ForwardingDrafts,
   KeyMissingError,
   ObjectTooLargeError,
   StagingError,
   StorageUnavailableError,
-  type DraftStore,
-  type DraftWriter,
   type ResourceHealth,
   type StagedFile,
   type StorageDriver,
@@ -480,49 +479,16 @@ function reasonOf(err: unknown, status: number | undefined, name: string): strin
  * when adopted. The draft stays until its owner removes it, so a commit the catalog refuses
  * (`discard` after `commit`) leaves it as it was.
  */
-export class S3Drafts implements DraftStore {
-  private readonly local: LocalDrafts;
-
+export class S3Drafts extends ForwardingDrafts {
   constructor(
     private readonly driver: S3Driver,
     readonly dir: string,
   ) {
-    this.local = new LocalDrafts(dir, () =>
-      Promise.reject(new Error('an s3 draft is never renamed into place')),
-    );
-  }
-
-  list(): Promise<string[]> {
-    return this.local.list();
-  }
-  create(id: string): Promise<void> {
-    return this.local.create(id);
-  }
-  exists(id: string): Promise<boolean> {
-    return this.local.exists(id);
-  }
-  write(
-    id: string,
-    source: AsyncIterable<Buffer>,
-    options: { start: number; inspect?(piece: Buffer): void },
-  ): Promise<number> {
-    return this.local.write(id, source, options);
-  }
-  open(id: string): Promise<DraftWriter> {
-    return this.local.open(id);
-  }
-  read(id: string, range?: { start: number; end: number }): Readable {
-    return this.local.read(id, range);
-  }
-  truncate(id: string, size: number): Promise<void> {
-    return this.local.truncate(id, size);
-  }
-  remove(id: string): Promise<void> {
-    return this.local.remove(id);
+    super(new LocalDrafts(dir, () => Promise.reject(new Error('an s3 draft is never renamed into place'))));
   }
 
   async adopt(id: string, measured: { size: number; sha256: string }): Promise<StagedFile> {
-    if (!(await this.local.exists(id))) throw new DraftGoneError(id);
+    if (!(await this.inner.exists(id))) throw new DraftGoneError(id);
     const file = path.join(this.dir, id);
     const { size } = await fs.stat(file);
     if (size !== measured.size)

@@ -124,6 +124,45 @@ export interface DraftStore {
 }
 
 /**
+ * A DraftStore that keeps its drafts in another one (`inner`) and changes only how a draft becomes
+ * staged bytes (`adopt`): an object store's drafts are local files uploaded when adopted; a guarded
+ * store turns the store's failures into 503s.
+ */
+export abstract class ForwardingDrafts implements DraftStore {
+  constructor(protected readonly inner: DraftStore) {}
+
+  list(): Promise<string[]> {
+    return this.inner.list();
+  }
+  create(id: string): Promise<void> {
+    return this.inner.create(id);
+  }
+  exists(id: string): Promise<boolean> {
+    return this.inner.exists(id);
+  }
+  write(
+    id: string,
+    source: AsyncIterable<Buffer>,
+    options: { start: number; inspect?(piece: Buffer): void },
+  ): Promise<number> {
+    return this.inner.write(id, source, options);
+  }
+  open(id: string): Promise<DraftWriter> {
+    return this.inner.open(id);
+  }
+  read(id: string, range?: { start: number; end: number }): Readable {
+    return this.inner.read(id, range);
+  }
+  truncate(id: string, size: number): Promise<void> {
+    return this.inner.truncate(id, size);
+  }
+  remove(id: string): Promise<void> {
+    return this.inner.remove(id);
+  }
+  abstract adopt(id: string, measured: { size: number; sha256: string }): Promise<StagedFile>;
+}
+
+/**
  * Where a storage resource keeps object bytes. Keys are chosen by the catalog (never by users);
  * drivers still confine every key to their own root.
  */

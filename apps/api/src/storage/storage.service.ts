@@ -15,9 +15,9 @@ import { LocalFsDriver } from './local-fs.driver';
 import type { ResourceSpec } from './resource-config';
 import { S3Driver } from './s3.driver';
 import {
+  ForwardingDrafts,
   StorageUnavailableError,
   type DraftStore,
-  type DraftWriter,
   type ResourceHealth,
   type StagedFile,
   type StorageDriver,
@@ -381,42 +381,16 @@ export function storageUnavailable(err: StorageUnavailableError, retryAfterSecon
 }
 
 /** A DraftStore whose failures of the store become 503 STORAGE_UNAVAILABLE. */
-class GuardedDrafts implements DraftStore {
+class GuardedDrafts extends ForwardingDrafts {
   constructor(
-    private readonly store: DraftStore,
+    store: DraftStore,
     private readonly guard: <T>(op: () => Promise<T>) => Promise<T>,
-  ) {}
+  ) {
+    super(store);
+  }
 
-  list(): Promise<string[]> {
-    return this.store.list();
-  }
-  create(id: string): Promise<void> {
-    return this.store.create(id);
-  }
-  exists(id: string): Promise<boolean> {
-    return this.store.exists(id);
-  }
-  write(
-    id: string,
-    source: AsyncIterable<Buffer>,
-    options: { start: number; inspect?(piece: Buffer): void },
-  ): Promise<number> {
-    return this.store.write(id, source, options);
-  }
-  open(id: string): Promise<DraftWriter> {
-    return this.store.open(id);
-  }
-  read(id: string, range?: { start: number; end: number }): Readable {
-    return this.store.read(id, range);
-  }
-  truncate(id: string, size: number): Promise<void> {
-    return this.store.truncate(id, size);
-  }
-  remove(id: string): Promise<void> {
-    return this.store.remove(id);
-  }
   async adopt(id: string, measured: { size: number; sha256: string }): Promise<StagedFile> {
-    return guardStaged(await this.guard(() => this.store.adopt(id, measured)), this.guard);
+    return guardStaged(await this.guard(() => this.inner.adopt(id, measured)), this.guard);
   }
 }
 

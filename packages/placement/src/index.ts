@@ -5,3 +5,4 @@ export * from './wanted';
 export * from './mover';
 export * from './scrub';
 export * from './frames';
+export * from './erasure';

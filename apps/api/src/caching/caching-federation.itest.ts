@@ -11,6 +11,7 @@ import {
 } from '@tributary/shared';
 import {
   parseRequestCounts,
+  prng,
   testBytes,
   uniqueName,
   type Federation,
@@ -400,35 +401,11 @@ describe('caching sites and subscriptions', () => {
     expect(await copied()).toBe(true);
   }, 180_000);
 
-  /**
-   * KNOWN BUG (the clean-clone CI run of session 23, seed not printed): after evictions, fault-ins and
-   * updates race, one site may keep a copy row the others do not (insert clashes on
-   * `replicas (object_id, site_id, resource_id)` resolved as "held version stands", docs/caching.md).
-   * Until that is fixed, this run waits for every other table to converge and reports a difference
-   * in `replicas` without failing; `CACHE_STRICT_REPLICAS=1` makes it fail. The checks that follow
-   * (no moment without a good copy, every site reading the same latest bytes, the limit) stay strict.
-   */
-  async function convergedButReplicas(): Promise<void> {
-    try {
-      await fed.waitForConvergence(60_000);
-    } catch (err) {
-      if (process.env.CACHE_STRICT_REPLICAS === '1') throw err;
-      const digests = await Promise.all([lsu, tulane, uno].map((s) => s.digest()));
-      const differing = Object.keys(digests[0]!.tables).filter((t) =>
-        digests.some((d) => d.tables[t]?.digest !== digests[0]!.tables[t]?.digest),
-      );
-      if (differing.some((t) => t !== 'replicas')) throw err;
-      console.warn(`known bug: copy rows differ between sites after the run (${String(err).slice(0, 300)})`);
-    }
-  }
-
   it('random evictions, limit evictions and reads with a concurrent update elsewhere never lose the last good copy', async () => {
     const seed = Number(process.env.CACHE_SEED ?? Math.floor(Math.random() * 2 ** 31));
-    let x = seed || 1;
-    const random = (): number => {
-      x = (x * 1103515245 + 12345) % 2 ** 31;
-      return x / 2 ** 31;
-    };
+    const random = prng(seed);
+    // Printed first, so that a failure anywhere in the run (a convergence wait too) can be replayed.
+    console.log(`random eviction run: seed ${seed} (CACHE_SEED)`);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const sites = [lsu, tulane, uno];
     const root = `/projects/${uniqueName('evict-random')}`;
@@ -501,7 +478,7 @@ describe('caching sites and subscriptions', () => {
         await evicting.http.post('/api/v1/cache/evict', { path: c.path });
       }),
     );
-    await convergedButReplicas();
+    await converged();
     // Evictions for the limit and on request after the updates reached every site.
     for (const site of sites) {
       for (const c of cases) {

@@ -704,6 +704,83 @@ describe('symbolic links and attributes (docs/attributes.md)', () => {
   });
 });
 
+describe('copy rows (replicas): a site removing its own copy', () => {
+  /** A storage resource at `site` (the catalog fixture registers sites, not their resources). */
+  async function resourceAt(site: string): Promise<string> {
+    return (
+      await one<{ id: string }>(
+        site,
+        `INSERT INTO storage_resources (site_id, name, root_path, is_default, updated_at)
+         VALUES ($1, 'default', '/srv', true, now()) RETURNING id::text AS id`,
+        [site],
+      )
+    ).id;
+  }
+
+  async function addCopyRow(
+    site: string,
+    objectId: string,
+    resourceId: string,
+    key: string,
+  ): Promise<string> {
+    return (
+      await one<{ id: string }>(
+        site,
+        `INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, status, cached)
+         VALUES ($1, $2, $3, $4, 1, 'sha256:x', 'good', true) RETURNING id::text AS id`,
+        [objectId, site, resourceId, key],
+      )
+    ).id;
+  }
+
+  const copiesOf = async (site: string, objectId: string) =>
+    (
+      await db(site).query<{ id: string; site_id: string; physical_path: string; status: string }>(
+        `SELECT id::text, site_id, physical_path, status::text AS status FROM replicas
+          WHERE object_id = $1 ORDER BY id`,
+        [objectId],
+      )
+    ).rows;
+
+  // The caching run found this (docs/caching.md): tulane evicts its cached copy and faults the bytes
+  // in again (a new row with the same object, site and resource) while lsu, updating the object,
+  // marks tulane's old row stale. With the latest change winning, lsu's later update brought the
+  // deleted row back at lsu and uno, where tulane's new row then clashed with it: tulane kept its new
+  // row, the others the old one, and a site counted a copy that was not there.
+  it("the removal wins over another site's later update of the row, and the new row replicates everywhere", async () => {
+    const { proj } = await base();
+    const f = await addObject('lsu', proj, 'f1');
+    const resource = await resourceAt('tulane');
+    await converge();
+    const old = await addCopyRow('tulane', f, resource, 'key-1');
+    await converge();
+    // tulane: eviction, then a new fault-in; lsu, later, marks tulane's (old) row stale.
+    await db('tulane').query('DELETE FROM replicas WHERE id = $1', [old]);
+    const fresh = await addCopyRow('tulane', f, resource, 'key-2');
+    await db('lsu').query(`UPDATE replicas SET status = 'stale', updated_at = now() WHERE id = $1`, [old]);
+    await converge();
+    for (const site of SITES) {
+      expect(await copiesOf(site, f), site).toEqual([
+        { id: fresh, site_id: 'tulane', physical_path: 'key-2', status: 'good' },
+      ]);
+    }
+  });
+
+  it('the removal also wins when the update comes from the site that removes it later', async () => {
+    const { proj } = await base();
+    const f = await addObject('lsu', proj, 'f1');
+    const resource = await resourceAt('tulane');
+    await converge();
+    const old = await addCopyRow('tulane', f, resource, 'key-1');
+    await converge();
+    // lsu marks the row stale first; tulane, not having seen it, removes its copy afterwards.
+    await db('lsu').query(`UPDATE replicas SET status = 'stale', updated_at = now() WHERE id = $1`, [old]);
+    await db('tulane').query('DELETE FROM replicas WHERE id = $1', [old]);
+    await converge();
+    for (const site of SITES) expect(await copiesOf(site, f), site).toEqual([]);
+  });
+});
+
 // A known bug, reproduced (docs/conflicts.md, Tests): registered only with `REPL_KNOWN_BUGS=1`, where it
 // fails on today's code, so the default run neither passes it nor counts it as skipped.
 if (process.env.REPL_KNOWN_BUGS === '1') {

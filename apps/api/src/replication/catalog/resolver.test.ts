@@ -33,4 +33,27 @@ describe('CatalogResolver', () => {
     expect(resolver.resolve(conflict({ trash_id: 0 }, { trash_id: 0 }, 99)).winner).toBe('incoming');
     expect(resolver.resolve(conflict({ trash_id: 0 }, { trash_id: 0 }, 1)).winner).toBe('held');
   });
+
+  it("a copy row's removal wins over an update of it, whichever is later and wherever it is held", () => {
+    const row = { id: '7', object_id: '42', site_id: 'tulane', status: 'stale' };
+    const incomingUpdate: DetectedConflict = {
+      kind: 'update-deleted',
+      table: 'replicas',
+      key: '7',
+      incoming: { site: 'lsu', change: { t: 'replicas', o: 'U', k: '7', d: row, s: 99, b: 1, bs: 'tulane' } },
+      held: { stamp: 5, site: 'tulane', deleted: true, row: null },
+    };
+    expect(resolver.resolve(incomingUpdate).winner).toBe('held');
+    const incomingDelete: DetectedConflict = {
+      kind: 'delete-updated',
+      table: 'replicas',
+      key: '7',
+      incoming: {
+        site: 'tulane',
+        change: { t: 'replicas', o: 'D', k: '7', d: null, s: 5, b: 1, bs: 'tulane' },
+      },
+      held: { stamp: 99, site: 'lsu', deleted: false, row },
+    };
+    expect(resolver.resolve(incomingDelete).winner).toBe('incoming');
+  });
 });

@@ -48,3 +48,12 @@ export const sharedConfig: Pick<ViteUserConfig, 'plugins' | 'resolve'> = {
     },
   },
 };
+
+/**
+ * In CI (`CI` set, as .ci/run does) the run also writes a JUnit report, test-results/junit-<suite>.xml,
+ * for CI tools that read test results from files rather than from the log.
+ */
+export function junitInCi(suite: string): { reporters?: string[]; outputFile?: { junit: string } } {
+  if (!process.env.CI) return {};
+  return { reporters: ['default', 'junit'], outputFile: { junit: `test-results/junit-${suite}.xml` } };
+}

@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { sharedConfig } from './vitest.shared';
+import { junitInCi, sharedConfig } from './vitest.shared';
 
 /**
  * Fast tests without a database: pure functions and small units, in Node. The portal's component
@@ -16,6 +16,7 @@ export default defineConfig({
       'bench/src/**/*.test.ts',
     ],
     pool: 'forks',
+    ...junitInCi('unit'),
     maxWorkers: 2,
   },
 });

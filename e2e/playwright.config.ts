@@ -14,7 +14,10 @@ export default defineConfig({
   // empty after its uploads in a full run (2026-11-27; it passes alone and in the other full runs),
   // an open race of the portal's listing refresh noted for the next session.
   retries: process.env.CI ? 1 : 0,
-  reporter: process.env.CI ? 'list' : [['list']],
+  // In CI also a JUnit report beside the Vitest ones (test-results/ at the root), for CI tools.
+  reporter: process.env.CI
+    ? [['list'], ['junit', { outputFile: '../test-results/junit-e2e.xml' }]]
+    : [['list']],
   globalSetup: './global-setup.ts',
   // Reference images of the main screens (tests/screens.spec.ts), kept in the repository.
   snapshotPathTemplate: '{testDir}/../screenshots/{arg}{ext}',

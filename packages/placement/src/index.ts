@@ -6,3 +6,4 @@ export * from './mover';
 export * from './scrub';
 export * from './frames';
 export * from './erasure';
+export * from './shard-placement';

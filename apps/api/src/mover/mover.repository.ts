@@ -96,12 +96,15 @@ export class MoverRepository {
     return rows.map((r) => ({ id: r.id, idRangeStart: BigInt(r.s), idRangeEnd: BigInt(r.e) }));
   }
 
-  /** Rules that count now (not expired), on live collections. */
+  /**
+   * Rules of copies that count now (not expired), on live collections. Erasure rules are the
+   * erasure mover's (docs/erasure.md): they want no whole copy, and are left out here.
+   */
   async liveRules(): Promise<LiveRule[]> {
     const { rows } = await this.sql.query<RuleRow>(
       `SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition, r.subscription
          FROM placement_rules r JOIN collections c ON c.id = r.collection_id
-        WHERE c.trash_id = 0 AND (r.expires_at IS NULL OR r.expires_at > now())
+        WHERE c.trash_id = 0 AND (r.expires_at IS NULL OR r.expires_at > now()) AND r.erasure_k IS NULL
         ORDER BY r.id`,
     );
     return rows.map(liveRule);
@@ -444,6 +447,7 @@ export class MoverRepository {
     return { checksum: o.checksum, size: Number(o.size), rules: await this.rulesCovering(objectId) };
   }
 
+  /** The rules of copies that cover the object (erasure rules left out, as in liveRules). */
   async rulesCovering(objectId: string): Promise<LiveRule[]> {
     const { rows } = await this.sql.query<RuleRow>(
       `WITH RECURSIVE up AS (
@@ -453,7 +457,7 @@ export class MoverRepository {
        )
        SELECT r.id::text, r.collection_id::text, r.copies, r.sites, r.condition, r.subscription
          FROM placement_rules r JOIN up ON up.id = r.collection_id
-        WHERE r.expires_at IS NULL OR r.expires_at > now()
+        WHERE (r.expires_at IS NULL OR r.expires_at > now()) AND r.erasure_k IS NULL
         ORDER BY r.id`,
       [objectId],
     );

@@ -20,6 +20,10 @@ export interface RuleRecord {
   owner: string | null;
   created_at: Date;
   subscription: boolean;
+  /** Set for an erasure rule (docs/erasure.md). */
+  erasure_k: number | null;
+  erasure_m: number | null;
+  erasure_domain: 'site' | 'resource' | null;
 }
 
 export interface NewRule {
@@ -31,6 +35,8 @@ export interface NewRule {
   ownerId: bigint;
   /** A subscription of its one site (docs/placement.md, "Subscriptions"). */
   subscription?: boolean;
+  /** An erasure rule: k data + m parity shards, each in another domain (docs/erasure.md). */
+  erasure?: { k: number; m: number; domain: 'site' | 'resource' };
 }
 
 /** Where a listing resumes: after this rule, ordered by collection depth (deepest first), then id. */
@@ -41,7 +47,7 @@ export interface RuleCursor {
 
 const SELECT_RULES = `
   SELECT r.id::text, r.collection_id::text, c.path, r.copies, r.sites, r.condition, r.expires_at,
-         u.username AS owner, r.created_at, r.subscription
+         u.username AS owner, r.created_at, r.subscription, r.erasure_k, r.erasure_m, r.erasure_domain
     FROM placement_rules r
     JOIN collections c ON c.id = r.collection_id
     LEFT JOIN users u ON u.id = r.owner_id`;
@@ -80,6 +86,14 @@ export class PlacementRepository {
     return res.rows;
   }
 
+  /** The storage resources in the catalog (the domains of an erasure rule by resource). */
+  async resources(): Promise<{ id: string; siteId: string }[]> {
+    const res = await this.sql.query<{ id: string; site_id: string }>(
+      'SELECT id::text, site_id FROM storage_resources ORDER BY id',
+    );
+    return res.rows.map((r) => ({ id: r.id, siteId: r.site_id }));
+  }
+
   /**
    * Inserts the rule if its collection is still live (it may have gone since it was checked); returns
    * the new id, or null when the collection is gone.
@@ -87,8 +101,8 @@ export class PlacementRepository {
   async insert(rule: NewRule): Promise<string | null> {
     const res = await this.sql.query<{ id: string }>(
       `INSERT INTO placement_rules (collection_id, condition, copies, sites, expires_at, owner_id, created_by, updated_by,
-                                    subscription)
-       SELECT c.id, $2, $3, $4::text[], $5::timestamptz, $6, $6, $6, $7
+                                    subscription, erasure_k, erasure_m, erasure_domain)
+       SELECT c.id, $2, $3, $4::text[], $5::timestamptz, $6, $6, $6, $7, $8, $9, $10
          FROM collections c WHERE c.id = $1 AND c.trash_id = 0
        RETURNING id::text`,
       [
@@ -99,6 +113,9 @@ export class PlacementRepository {
         rule.expiresAt,
         rule.ownerId,
         rule.subscription ?? false,
+        rule.erasure?.k ?? null,
+        rule.erasure?.m ?? null,
+        rule.erasure?.domain ?? null,
       ],
     );
     return res.rows[0]?.id ?? null;

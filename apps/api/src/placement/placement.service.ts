@@ -16,6 +16,7 @@ import {
   type SubscriptionListDto,
   type SubscriptionRequest,
 } from '@tributary/shared';
+import { erasureDomains } from '@tributary/placement';
 import { AccessService, levelAtLeast } from '../access/access.service';
 import { DomainError } from '../common/domain-error';
 import type { Principal } from '../common/principal';
@@ -49,8 +50,28 @@ export class PlacementService {
     const unknown = (body.sites ?? []).filter((s) => !known.includes(s));
     if (unknown.length > 0)
       add('sites', `unknown site${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
-    if (body.copies > known.length) {
+    if (body.copies !== undefined && body.copies > known.length) {
       add('copies', `must be at most the number of usable sites (${known.length})`);
+    }
+    const erasure = body.erasure && {
+      k: body.erasure.k,
+      m: body.erasure.m,
+      domain: body.erasure.domain ?? 'site',
+    };
+    if (erasure) {
+      // Each shard in another failure domain: refused when there are fewer domains than shards.
+      const domains = erasureDomains(
+        { domain: erasure.domain, sites: body.sites ?? null },
+        known,
+        erasure.domain === 'resource' ? await this.repo.resources() : [],
+      );
+      const shards = erasure.k + erasure.m;
+      if (domains < shards)
+        add(
+          'erasure',
+          `k + m = ${shards} shards need ${shards} different ${erasure.domain === 'site' ? 'sites' : 'storage resources'}; ` +
+            `the rule can use ${domains}`,
+        );
     }
     const condition = body.condition === undefined ? null : body.condition;
     if (condition !== null) {
@@ -63,11 +84,12 @@ export class PlacementService {
 
     const id = await this.repo.insert({
       collectionId: collection.id,
-      copies: body.copies,
+      copies: erasure ? erasure.k + erasure.m : (body.copies ?? 1),
       sites: body.sites ?? null,
       condition,
       expiresAt,
       ownerId: p.userId,
+      ...(erasure ? { erasure } : {}),
     });
     if (!id) throw noCollection(body.path);
     const record = await this.repo.findOne(id);
@@ -235,6 +257,10 @@ function toDto(r: RuleRecord, inheritedFrom: string | null): PlacementRuleDto {
     owner: r.owner,
     createdAt: new Date(r.created_at).toISOString(),
     subscription: r.subscription,
+    erasure:
+      r.erasure_k === null || r.erasure_m === null
+        ? null
+        : { k: r.erasure_k, m: r.erasure_m, domain: r.erasure_domain ?? 'site' },
     inheritedFrom,
   };
 }

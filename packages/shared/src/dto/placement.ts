@@ -25,11 +25,33 @@ export const PlacementSiteIdSchema = z
 /** The most copies one rule may ask for (the number of usable sites decides below that). */
 export const MAX_RULE_COPIES = 64;
 
+/** Largest k and m of an erasure rule (the codec's limits; docs/erasure.md). */
+export const MAX_ERASURE_K = 24;
+export const MAX_ERASURE_M = 6;
+
+/** What each shard of an erasure-coded object must differ in: its site, or its storage resource. */
+export const ERASURE_DOMAINS = ['site', 'resource'] as const;
+export type ErasureDomain = (typeof ERASURE_DOMAINS)[number];
+
+/** `erasure` of a rule: k data shards and m parity shards, each in another failure domain. */
+export const ErasureSpecSchema = z
+  .object({
+    k: z.number().int().min(1).max(MAX_ERASURE_K),
+    m: z.number().int().min(1).max(MAX_ERASURE_M),
+    /** site (default): each shard at another site; resource: at another storage resource. */
+    domain: z.enum(ERASURE_DOMAINS).optional(),
+  })
+  .strict();
+export type ErasureSpec = z.input<typeof ErasureSpecSchema>;
+
 export const PlacementRuleRequestSchema = z
   .object({
     /** The collection the rule covers (everything below it, now and later). */
     path: PathSchema,
-    copies: z.number().int().min(1).max(MAX_RULE_COPIES),
+    /** Whole copies to keep; give either this or `erasure`. */
+    copies: z.number().int().min(1).max(MAX_RULE_COPIES).optional(),
+    /** Keep the objects erasure-coded instead: k data + m parity shards (docs/erasure.md). */
+    erasure: ErasureSpecSchema.optional(),
     /** The sites to choose from; absent: any site. */
     sites: z.array(PlacementSiteIdSchema).min(1).max(MAX_RULE_COPIES).optional(),
     /** Only objects that match this metadata condition (the query language of docs/metadata.md). */
@@ -40,6 +62,13 @@ export const PlacementRuleRequestSchema = z
   .strict()
   .superRefine((rule, ctx) => {
     // What the request alone can tell; the site checks the rest (known sites, how many are usable).
+    if ((rule.copies === undefined) === (rule.erasure === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [rule.copies === undefined ? 'copies' : 'erasure'],
+        message: 'give either copies or erasure, not both nor neither',
+      });
+    }
     if (!rule.sites) return;
     const seen = new Set<string>();
     for (const site of rule.sites) {
@@ -47,7 +76,15 @@ export const PlacementRuleRequestSchema = z
         ctx.addIssue({ code: 'custom', path: ['sites'], message: `${site} is listed twice` });
       seen.add(site);
     }
-    if (rule.copies > rule.sites.length) {
+    const shards = rule.erasure ? rule.erasure.k + rule.erasure.m : 0;
+    if (rule.erasure && (rule.erasure.domain ?? 'site') === 'site' && shards > rule.sites.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['erasure'],
+        message: `k + m (${shards}) shards need as many sites, ${rule.sites.length} listed`,
+      });
+    }
+    if (rule.copies !== undefined && rule.copies > rule.sites.length) {
       ctx.addIssue({
         code: 'custom',
         path: ['copies'],
@@ -72,7 +109,13 @@ export const PlacementRuleDtoSchema = responseSchema(
     id: z.string(),
     /** The collection's path now. */
     path: z.string(),
+    /** Whole copies; for an erasure rule, k + m (the shards it places). */
     copies: z.number().int(),
+    /** Set for an erasure rule: k data + m parity shards, each in another `domain`. */
+    erasure: z
+      .object({ k: z.number().int(), m: z.number().int(), domain: z.enum(ERASURE_DOMAINS) })
+      .nullable()
+      .optional(),
     /** Null: any site. */
     sites: z.array(z.string()).nullable(),
     condition: z.string().nullable(),
@@ -127,6 +170,44 @@ export const CopyDtoSchema = responseSchema(
 );
 export type CopyDto = z.infer<typeof CopyDtoSchema>;
 
+/** One shard of an erasure-coded object (docs/erasure.md). */
+export const ShardDtoSchema = responseSchema(
+  'ShardDto',
+  z.object({
+    index: z.number().int(),
+    site: z.string(),
+    /** good, suspect (the scrub found it missing or different), or stale (older bytes). */
+    state: z.enum(['good', 'suspect', 'stale']),
+    /** Whether this shard can be used for reads: good, and of the object's current bytes. */
+    current: z.boolean(),
+    size: z.number().int(),
+    checksum: z.string(),
+    verifiedAt: TimeSchema.nullable(),
+    error: z.string().nullable(),
+    /** Whether the erasure rule wants this shard at this site. */
+    wanted: z.boolean(),
+  }),
+);
+export type ShardDto = z.infer<typeof ShardDtoSchema>;
+
+/** An object's erasure layout: k, m, where each shard is wanted and where each one is. */
+export const ErasureLayoutDtoSchema = responseSchema(
+  'ErasureLayoutDto',
+  z.object({
+    k: z.number().int(),
+    m: z.number().int(),
+    /** Bytes of each shard per stripe (the stripe holds k of them of the object). */
+    chunk: z.number().int(),
+    domain: z.enum(ERASURE_DOMAINS),
+    /** The site wanted for each shard index (0..k+m-1); empty when no erasure rule covers it now. */
+    wantedSites: z.array(z.string()),
+    /** Current good shards (a read needs k of them). */
+    goodShards: z.number().int(),
+    shards: z.array(ShardDtoSchema),
+  }),
+);
+export type ErasureLayoutDto = z.infer<typeof ErasureLayoutDtoSchema>;
+
 export const ObjectCopiesDtoSchema = responseSchema(
   'ObjectCopiesDto',
   z.object({
@@ -138,6 +219,8 @@ export const ObjectCopiesDtoSchema = responseSchema(
     /** The ids of the rules that cover the object. */
     rules: z.array(z.string()),
     copies: z.array(CopyDtoSchema),
+    /** The object's erasure-coded layout, when an erasure rule covers it or shards exist. */
+    erasure: ErasureLayoutDtoSchema.nullable().optional(),
   }),
 );
 export type ObjectCopiesDto = z.infer<typeof ObjectCopiesDtoSchema>;

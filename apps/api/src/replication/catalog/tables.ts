@@ -30,10 +30,17 @@ export const CONFLICTS_TABLE = 'conflicts';
 
 /**
  * Tables whose conflicts are bookkeeping rather than something people decide (they stay in the
- * engine's log, `repl_conflicts`): the federation's own rows, replicas, trash entries, and the
+ * engine's log, `repl_conflicts`): the federation's own rows, replicas and erasure shards, trash entries, and the
  * conflict records themselves (their copies merge).
  */
-const NOT_NEGOTIATED = new Set(['sites', 'storage_resources', 'replicas', 'trash_entries', CONFLICTS_TABLE]);
+const NOT_NEGOTIATED = new Set([
+  'sites',
+  'storage_resources',
+  'replicas',
+  'erasure_shards',
+  'trash_entries',
+  CONFLICTS_TABLE,
+]);
 
 export function isNegotiable(table: string): boolean {
   return !NOT_NEGOTIATED.has(table);

@@ -149,7 +149,7 @@ describe('CopiesPanel (a collection’s placement rules)', () => {
     await waitFor(() => expect(remove).toHaveBeenCalledWith('11'));
   });
 
-  it("shows a subscription as such (subscribing is trib's and the API's), and unsubscribes once confirmed", async () => {
+  it('shows a subscription as such, and unsubscribes once confirmed', async () => {
     mockApi('own');
     const sub = rule({ id: '21', copies: 1, sites: ['tulane'], subscription: true });
     vi.mocked(api.placementRules).mockResolvedValue({ items: [sub, OWN], total: 2 });
@@ -171,5 +171,53 @@ describe('CopiesPanel (a collection’s placement rules)', () => {
     await waitFor(() => expect(api.stat).toHaveBeenCalled());
     expect(screen.queryByRole('button', { name: /Remove/ })).toBeNull();
     expect(screen.queryByRole('button', { name: 'Add rule' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Subscribe' })).toBeNull();
+  });
+
+  it('subscribes this site by default, another site when picked, and says what follows', async () => {
+    mockApi('own');
+    const subscribe = vi
+      .spyOn(api, 'subscribe')
+      .mockRejectedValueOnce(
+        new ApiError(422, 'VALIDATION_FAILED', 'invalid condition: expected a value at position 10', {
+          condition: ['expected a value at position 10'],
+        }),
+      )
+      .mockResolvedValueOnce({
+        id: '31',
+        path: PATH,
+        site: 'tulane',
+        condition: 'instrument = lidar',
+        owner: 'alice',
+        createdAt: '2026-11-27T10:00:00Z',
+      });
+    const user = renderPanel();
+    const subscriber = await screen.findByLabelText('Subscriber');
+    // This site first (the default), then the others.
+    await waitFor(() =>
+      expect([...subscriber.querySelectorAll('option')].map((o) => o.textContent)).toEqual([
+        'This site, LSU (lsu)',
+        'tulane',
+      ]),
+    );
+    const condition = screen.getByLabelText('Follow only objects where (optional)');
+    await user.type(condition, 'instrument');
+    await user.click(screen.getByRole('button', { name: 'Subscribe' }));
+    await waitFor(() => expect(subscribe).toHaveBeenCalledWith({ path: PATH, condition: 'instrument' }));
+    expect((await screen.findByRole('alert')).textContent).toContain('expected a value at position 10');
+
+    await user.selectOptions(subscriber, 'tulane');
+    await user.type(condition, ' = lidar');
+    await user.click(screen.getByRole('button', { name: 'Subscribe' }));
+    await waitFor(() =>
+      expect(subscribe).toHaveBeenLastCalledWith({
+        path: PATH,
+        site: 'tulane',
+        condition: 'instrument = lidar',
+      }),
+    );
+    expect((await screen.findByRole('status')).textContent).toContain('tulane follows /projects/coast/raw');
+    // The rules are fetched again: the subscription shows among them.
+    await waitFor(() => expect(vi.mocked(api.placementRules).mock.calls.length).toBeGreaterThan(1));
   });
 });

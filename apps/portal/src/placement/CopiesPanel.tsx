@@ -8,6 +8,7 @@ import { ErrorNote } from '../app/ErrorNote';
 import { ListTable, type ListColumn } from '../app/ListTable';
 import { browseHref } from '../format';
 import { describeRule, EMPTY_RULE_FORM, isExpired, ruleRequest, type RuleForm } from './rules';
+import { SubscribeForm } from './SubscribeForm';
 import { When } from '../app/When';
 
 /**
@@ -137,6 +138,7 @@ export function CopiesPanel({ path }: { path: string }) {
       )}
       <ErrorNote error={remove.error} />
       {canOwn && <AddRule path={path} onAdded={invalidate} />}
+      {canOwn && <SubscribeForm path={path} onSubscribed={invalidate} />}
     </section>
   );
 }

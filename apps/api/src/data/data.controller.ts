@@ -1,6 +1,12 @@
 import { Body, Controller, Get, Head, HttpCode, Post, Put, Query, Req, Res } from '@nestjs/common';
 import { ApiConsumes, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { EntryDtoSchema, ObjectPathSchema, PathSchema, type EntryDto } from '@tributary/shared';
+import {
+  EntryDtoSchema,
+  ObjectPathSchema,
+  ObjectStagingDtoSchema,
+  PathSchema,
+  type EntryDto,
+} from '@tributary/shared';
 import type { Request, Response } from 'express';
 import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
@@ -150,11 +156,27 @@ export class DataController {
     await answerObject(req, res, object);
   }
 
-  /** Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. */
+  /**
+   * Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. An object held
+   * at this site only in the archive of a compound resource is staged into its cache first: `202`
+   * with `Retry-After` at once, or, with `Prefer: wait=<seconds>` (at most 600), the bytes when the
+   * staging ends within that time (docs/storage.md, "Compound resources").
+   */
   @AnswerBytes(200, ['*/*'], "The object's bytes, as its stored content type")
   @AnswerBytes(206, ['*/*'], 'The range asked for')
+  @Answer(
+    202,
+    ObjectStagingDtoSchema,
+    'Being staged from the archive into the cache: ask again after Retry-After',
+  )
   @AnswerBytes(304, [], 'If-None-Match matched the ETag')
   @Fails(404, 409, 416, 503)
+  @ApiHeader({
+    name: 'Prefer',
+    required: false,
+    description:
+      '`wait=<seconds>`: wait up to that long (at most 600) for an object being staged, then send it',
+  })
   @Get()
   async download(
     @CurrentPrincipal() p: Principal,
@@ -163,7 +185,22 @@ export class DataController {
     @Res() res: Response,
   ): Promise<void> {
     const { object, source } = await this.reads.openForRead(p, q.path);
+    const staging = await this.reads.staging(q.path, object, source, preferredWaitMs(req.get('prefer')));
+    if (staging) {
+      res.setHeader('Retry-After', String(staging.retryAfterSeconds));
+      res.status(202).json(staging);
+      return;
+    }
     const sent = await answerObject(req, res, object, (range) => this.reads.openBytes(source, range));
     this.reads.countSent(sent);
   }
+}
+
+/** The longest `Prefer: wait` honoured. */
+const MAX_WAIT_SECONDS = 600;
+
+/** `Prefer: wait=<seconds>` (RFC 7240) in milliseconds; 0 without it. */
+export function preferredWaitMs(prefer: string | undefined): number {
+  const m = /(?:^|[,;\s])wait\s*=\s*"?(\d{1,6})"?/i.exec(prefer ?? '');
+  return m ? Math.min(Number(m[1]), MAX_WAIT_SECONDS) * 1000 : 0;
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, splitPath } from '@tributary/shared';
+import { ErrorCode, splitPath, type ObjectStagingDto } from '@tributary/shared';
 import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AccessService, levelAtLeast } from '../access/access.service';
@@ -51,6 +51,9 @@ interface PeerAnswer {
   abort: (why: Error) => void;
 }
 
+/** Retry-After of a download answered 202 while its bytes are staged from an archive. */
+const STAGING_RETRY_SECONDS = 2;
+
 /** A peer's byte stream that has sent nothing for this long (after its headers) is given up. */
 const MIN_STALL_MS = 10_000;
 
@@ -82,6 +85,23 @@ export class ReadService {
     private readonly cache: CacheService,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
   ) {}
+
+  /**
+   * A download's bytes on a compound resource here held only in its archive (docs/storage.md): the
+   * staging into the cache (started now if it was not) after waiting up to `waitMs` for it; null
+   * when the bytes can be sent.
+   */
+  async staging(
+    path: string,
+    object: ObjectRecord,
+    source: ByteSource,
+    waitMs: number,
+  ): Promise<ObjectStagingDto | null> {
+    if (source.kind !== 'local' || Number(object.size) === 0) return null;
+    const progress = await this.storage.readiness(source.key, waitMs);
+    if (!progress) return null;
+    return { path, status: 'staging', ...progress, retryAfterSeconds: STAGING_RETRY_SECONDS };
+  }
 
   /**
    * Checks read access and finds where to read the object's bytes: this site's copy, or else a

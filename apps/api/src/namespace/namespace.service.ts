@@ -101,7 +101,23 @@ export class NamespaceService {
 
   async stat(principal: Principal, path: string): Promise<EntryDetailDto> {
     const { entry, level } = await this.reach(principal, path, 'read');
-    return toEntryDetailDto(entry, level);
+    const detail = toEntryDetailDto(entry, level);
+    if (entry.kind !== 'object') return detail;
+    // Copies on this site's compound resources show their tiers (docs/storage.md).
+    const mine = entry.replicas.filter((r) => r.siteId === this.site.siteId);
+    const tiers = await this.storage.tiers(mine.map((r) => ({ resource: r.resource, key: r.physicalPath })));
+    if (tiers.size === 0) return detail;
+    entry.replicas.forEach((r, i) => {
+      const t = r.siteId === this.site.siteId ? tiers.get(r.physicalPath) : undefined;
+      if (t)
+        detail.replicas[i]!.tier = {
+          cache: t.inCache,
+          archive: t.archive,
+          archiveError: t.archiveError,
+          staging: t.staging ?? null,
+        };
+    });
+    return detail;
   }
 
   async list(

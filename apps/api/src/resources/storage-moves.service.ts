@@ -72,6 +72,14 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
         resource: [`must be one of this site's resources: ${[...this.site.resources.keys()].join(', ')}`],
       });
     }
+    const compound = this.storage.partOf(input.resource);
+    if (compound !== undefined) {
+      throw new DomainError(
+        ErrorCode.ValidationFailed,
+        `"${input.resource}" is a part of the compound resource "${compound}"`,
+        { resource: [`move to "${compound}" instead: its parts are reached only through it`] },
+      );
+    }
     const entry = await this.namespace.resolve(input.path);
     if (!entry) throw notFound(`collection ${input.path}`);
     if (entry.kind !== 'collection')

@@ -20,6 +20,35 @@ describe('storage resources from the environment', () => {
       resources: [{ name: 'default', kind: 'local', root: '/srv/trib/storage' }],
       defaultResource: 'default',
       checkIntervalMs: 15_000,
+      compoundPassMs: 1000,
+    });
+  });
+
+  it('reads a compound resource: a local cache in front of an archive, with its limit', () => {
+    const c = loadStorageConfig(
+      {
+        STORAGE_RESOURCES: JSON.stringify([
+          { name: 'fast', kind: 'local', root: '/fast' },
+          { name: 'tape', kind: 'local', root: '/tape' },
+          { name: 'tiered', kind: 'compound', cache: 'fast', archive: 'tape', cacheMaxBytes: '2GiB' },
+        ]),
+        STORAGE_DEFAULT_RESOURCE: 'tiered',
+      },
+      '/srv',
+    );
+    const r = c.resources[3]!;
+    expect(r).toEqual({
+      name: 'tiered',
+      kind: 'compound',
+      cache: 'fast',
+      archive: 'tape',
+      cacheMaxBytes: 2 * 1024 ** 3,
+    });
+    expect(catalogEntryOf(r)).toEqual({
+      name: 'tiered',
+      driver: 'compound',
+      rootPath: 'compound://fast+tape',
+      settings: { cache: 'fast', archive: 'tape', cacheMaxBytes: 2 * 1024 ** 3 },
     });
   });
 
@@ -114,5 +143,31 @@ describe('storage resources from the environment', () => {
       /STORAGE_DEFAULT_RESOURCE: "tape" is not one of the resources/,
     );
     refuse({ STORAGE_CHECK_SECONDS: '-1' }, /STORAGE_CHECK_SECONDS/);
+    const compound = (extra: Record<string, unknown>, more: object[] = []) =>
+      JSON.stringify([
+        { name: 'fast', kind: 'local', root: '/fast' },
+        { name: 'tape', kind: 'local', root: '/tape' },
+        ...more,
+        { name: 'tiered', kind: 'compound', cache: 'fast', archive: 'tape', cacheMaxBytes: 1000, ...extra },
+      ]);
+    refuse(
+      { STORAGE_RESOURCES: compound({ cache: 'nope' }) },
+      /STORAGE_RESOURCES\.2\.cache: "nope" is not one/,
+    );
+    refuse({ STORAGE_RESOURCES: compound({ archive: 'fast' }) }, /STORAGE_RESOURCES\.2\.archive/);
+    refuse({ STORAGE_RESOURCES: compound({ cacheMaxBytes: 'lots' }) }, /STORAGE_RESOURCES\.2\.cacheMaxBytes/);
+    refuse(
+      { STORAGE_RESOURCES: compound({}), STORAGE_DEFAULT_RESOURCE: 'fast' },
+      /STORAGE_RESOURCES\.2\.cache: "fast" is STORAGE_DEFAULT_RESOURCE/,
+    );
+    refuse(
+      {
+        STORAGE_RESOURCES: compound({}, [
+          { name: 'other', kind: 'compound', cache: 'fast', archive: 'tape', cacheMaxBytes: 5 },
+        ]),
+      },
+      /"fast" is already a part of the compound "other"/,
+    );
+    refuse({ STORAGE_COMPOUND_PASS_MS: '0' }, /STORAGE_COMPOUND_PASS_MS/);
   });
 });

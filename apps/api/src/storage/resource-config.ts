@@ -9,7 +9,9 @@ import { z } from 'zod';
  * - `STORAGE_RESOURCES`: a JSON array of resources besides the built-in local one, which is named
  *   `default` and lives in the site's storage directory. Each is `{ "name", "kind": "s3", "endpoint",
  *   "bucket", "region"?, "prefix"?, "forcePathStyle"?, "createBucket"?, "credentialsFile"?,
- *   "partSizeMiB"?, "partsInParallel"? }` or `{ "name", "kind": "local", "root" }`.
+ *   "partSizeMiB"?, "partsInParallel"? }`, `{ "name", "kind": "local", "root" }`, or `{ "name", "kind":
+ *   "compound", "cache", "archive", "cacheMaxBytes" }`: a local cache resource in front of an archive
+ *   resource (local or s3), both named in the same array (docs/storage.md, "Compound resources").
  * - `STORAGE_DEFAULT_RESOURCE`: the resource new bytes go to (default `default`).
  *
  * An s3 resource's keys never come from the catalog or the API: either `credentialsFile`, a file
@@ -60,7 +62,21 @@ export interface S3ResourceSettings {
 
 export type ResourceSpec =
   | { name: string; kind: 'local'; root: string }
-  | { name: string; kind: 's3'; settings: S3ResourceSettings; credentials: S3Credentials };
+  | { name: string; kind: 's3'; settings: S3ResourceSettings; credentials: S3Credentials }
+  | CompoundResourceSpec;
+
+/**
+ * A compound resource: new bytes land in `cache` (a local resource) and are copied to `archive` (a
+ * local or s3 resource) in the background; the cache keeps at most `cacheMaxBytes`, evicting only
+ * what is verified in the archive. Its parts are resources of their own, used only through it.
+ */
+export interface CompoundResourceSpec {
+  name: string;
+  kind: 'compound';
+  cache: string;
+  archive: string;
+  cacheMaxBytes: number;
+}
 
 export interface StorageConfig {
   /** Every resource of this site, the built-in local one first. */
@@ -69,6 +85,8 @@ export interface StorageConfig {
   defaultResource: string;
   /** Time between checks of every resource (STORAGE_CHECK_SECONDS; 0: only on failures). */
   checkIntervalMs: number;
+  /** Time between compound resources' background passes (STORAGE_COMPOUND_PASS_MS). */
+  compoundPassMs: number;
 }
 
 const NAME = z
@@ -96,7 +114,30 @@ const S3Schema = z
 
 const LocalSchema = z.object({ name: NAME, kind: z.literal('local'), root: z.string().min(1) }).strict();
 
-const ResourcesSchema = z.array(z.discriminatedUnion('kind', [S3Schema, LocalSchema]));
+/** `1073741824`, `"200GiB"`, `"500MB"`, `"10G"`: bytes. */
+const BYTES = z.union([
+  z.number().int().min(1),
+  z
+    .string()
+    .regex(
+      /^\s*\d+(\.\d+)?\s*([KMGT]i?B?|B)?\s*$/i,
+      'must be a number of bytes such as 1073741824 or "200GiB"',
+    )
+    .transform(parseBytes),
+]);
+
+const CompoundSchema = z
+  .object({ name: NAME, kind: z.literal('compound'), cache: NAME, archive: NAME, cacheMaxBytes: BYTES })
+  .strict();
+
+const ResourcesSchema = z.array(z.discriminatedUnion('kind', [S3Schema, LocalSchema, CompoundSchema]));
+
+/** `"200GiB"` and the like as bytes (K, M, G, T: powers of 1024 with or without `i`/`B`). */
+export function parseBytes(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([KMGT])?/i.exec(text)!;
+  const power = m[2] ? 'KMGT'.indexOf(m[2].toUpperCase()) + 1 : 0;
+  return Math.round(Number(m[1]) * 1024 ** power);
+}
 
 export class StorageConfigError extends Error {}
 
@@ -133,6 +174,10 @@ export function loadStorageConfig(env: NodeJS.ProcessEnv, storageRoot: string): 
         resources.push({ name: r.name, kind: 'local', root: path.resolve(r.root) });
         continue;
       }
+      if (r.kind === 'compound') {
+        resources.push({ ...r });
+        continue;
+      }
       const credentials = s3Credentials(env, r.name, r.credentialsFile, problems);
       if (!credentials) continue;
       const { name, credentialsFile: _file, kind: _kind, ...settings } = r;
@@ -142,11 +187,48 @@ export function loadStorageConfig(env: NodeJS.ProcessEnv, storageRoot: string): 
   const defaultResource = env.STORAGE_DEFAULT_RESOURCE?.trim() || DEFAULT_RESOURCE;
   if (!resources.some((r) => r.name === defaultResource))
     problems.push(`STORAGE_DEFAULT_RESOURCE: "${defaultResource}" is not one of the resources`);
+  checkCompounds(resources, defaultResource, problems);
   const check = Number(env.STORAGE_CHECK_SECONDS ?? '15');
   if (!Number.isFinite(check) || check < 0)
     problems.push('STORAGE_CHECK_SECONDS: must be a number of seconds, 0 or more');
+  const pass = Number(env.STORAGE_COMPOUND_PASS_MS ?? '1000');
+  if (!Number.isInteger(pass) || pass < 10)
+    problems.push('STORAGE_COMPOUND_PASS_MS: must be a whole number of milliseconds, 10 or more');
   if (problems.length > 0) throw new StorageConfigError(problems.join('\n'));
-  return { resources, defaultResource, checkIntervalMs: Math.round(check * 1000) };
+  return { resources, defaultResource, checkIntervalMs: Math.round(check * 1000), compoundPassMs: pass };
+}
+
+/**
+ * A compound's cache must be a local resource and its archive a local or s3 one, two different
+ * resources that no other compound uses and that are not the default (their bytes are the
+ * compound's, reached only through it).
+ */
+function checkCompounds(resources: ResourceSpec[], defaultResource: string, problems: string[]): void {
+  const used = new Map<string, string>();
+  for (const [i, r] of resources.entries()) {
+    if (r.kind !== 'compound') continue;
+    const at = `STORAGE_RESOURCES.${i - 1}`;
+    for (const part of ['cache', 'archive'] as const) {
+      const name = r[part];
+      const target = resources.find((o) => o.name === name);
+      if (!target) problems.push(`${at}.${part}: "${name}" is not one of the resources`);
+      else if (target.kind === 'compound')
+        problems.push(`${at}.${part}: "${name}" is a compound resource itself`);
+      else if (part === 'cache' && target.kind !== 'local')
+        problems.push(`${at}.cache: "${name}" must be a local resource (it is ${target.kind})`);
+      else if (used.has(name))
+        problems.push(`${at}.${part}: "${name}" is already a part of the compound "${used.get(name)}"`);
+      else if (name === defaultResource)
+        problems.push(`${at}.${part}: "${name}" is STORAGE_DEFAULT_RESOURCE; make the compound the default`);
+      used.set(name, r.name);
+    }
+    if (r.cache === r.archive) problems.push(`${at}.archive: must be another resource than the cache`);
+  }
+}
+
+/** The compound resource that `name` is a part of, if any. */
+export function compoundOf(resources: readonly ResourceSpec[], name: string): string | undefined {
+  return resources.find((r) => r.kind === 'compound' && (r.cache === name || r.archive === name))?.name;
 }
 
 /** The environment variables holding an s3 resource's keys. */
@@ -209,11 +291,18 @@ function s3Credentials(
 /** What the catalog records of a resource: its kind and where it is, never its keys. */
 export function catalogEntryOf(spec: ResourceSpec): {
   name: string;
-  driver: 'local' | 's3';
+  driver: 'local' | 's3' | 'compound';
   rootPath: string;
   settings: Record<string, string | number | boolean>;
 } {
   if (spec.kind === 'local') return { name: spec.name, driver: 'local', rootPath: spec.root, settings: {} };
+  if (spec.kind === 'compound')
+    return {
+      name: spec.name,
+      driver: 'compound',
+      rootPath: `compound://${spec.cache}+${spec.archive}`,
+      settings: { cache: spec.cache, archive: spec.archive, cacheMaxBytes: spec.cacheMaxBytes },
+    };
   const s = spec.settings;
   return {
     name: spec.name,

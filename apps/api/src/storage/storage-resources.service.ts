@@ -30,7 +30,7 @@ export class StorageResourcesService {
         return {
           id: r.id.toString(),
           name: r.name,
-          kind: r.kind === 's3' ? 's3' : 'local',
+          kind: r.kind === 's3' || r.kind === 'compound' ? r.kind : 'local',
           location: r.rootPath,
           settings,
           default: r.isDefault,

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { CompoundStateRepository } from './compound-state.repository';
 import { StorageGarbageSweeper } from './storage-garbage';
 import { StorageGarbageRepository } from './storage-garbage.repository';
 import { StorageResourcesRepository } from './storage-resources.repository';
@@ -12,6 +13,7 @@ import { StorageResourcesService } from './storage-resources.service';
   providers: [
     StorageService,
     StorageResourcesRepository,
+    CompoundStateRepository,
     StorageResourcesService,
     StorageGarbageRepository,
     StorageGarbageSweeper,

@@ -11,8 +11,10 @@ import { Readable, type Writable } from 'node:stream';
 import { DomainError } from '../common/domain-error';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
 import { SiteContext } from '../sites/site-context';
+import { CompoundStateRepository } from './compound-state.repository';
+import { CompoundDriver, type CompoundState, type StagingProgress } from './compound.driver';
 import { LocalFsDriver } from './local-fs.driver';
-import type { ResourceSpec } from './resource-config';
+import { compoundOf, type ResourceSpec } from './resource-config';
 import { S3Driver } from './s3.driver';
 import {
   ForwardingDrafts,
@@ -32,6 +34,8 @@ export interface StorageResource {
   name: string;
   kind: ResourceSpec['kind'];
   isDefault: boolean;
+  /** The compound resource this one is the cache or archive of (reached only through it). */
+  partOf?: string;
   driver: StorageDriver;
   /** Whether `init` has succeeded (a store that was down at start is initialised when it answers). */
   ready: boolean;
@@ -72,16 +76,35 @@ export class StorageService implements OnModuleInit, OnApplicationBootstrap, OnA
     @Inject(SITE_CONFIG) config: SiteConfig,
     private readonly site: SiteContext,
     private readonly repo: StorageResourcesRepository,
+    compoundState: CompoundStateRepository,
   ) {
-    for (const spec of config.storage.resources) {
+    const specs = config.storage.resources;
+    // Compound resources last: they are built on their parts' drivers.
+    for (const spec of [
+      ...specs.filter((s) => s.kind !== 'compound'),
+      ...specs.filter((s) => s.kind === 'compound'),
+    ]) {
       const driver =
         spec.kind === 'local'
           ? new LocalFsDriver(spec.root)
-          : new S3Driver(spec.name, spec.settings, spec.credentials, config.storageRoot);
+          : spec.kind === 's3'
+            ? new S3Driver(spec.name, spec.settings, spec.credentials, config.storageRoot)
+            : new CompoundDriver(
+                spec.name,
+                this.resources.get(spec.cache)!.driver,
+                this.resources.get(spec.archive)!.driver,
+                { cache: spec.cache, archive: spec.archive },
+                spec.cacheMaxBytes,
+                compoundState.forResource(spec.name),
+                (message) => this.logger.log(message),
+                config.storage.compoundPassMs,
+              );
+      const partOf = compoundOf(specs, spec.name);
       this.resources.set(spec.name, {
         name: spec.name,
         kind: spec.kind,
         isDefault: spec.name === config.storage.defaultResource,
+        ...(partOf !== undefined ? { partOf } : {}),
         driver,
         ready: false,
         health: { status: 'ok' },
@@ -234,6 +257,48 @@ export class StorageService implements OnModuleInit, OnApplicationBootstrap, OnA
     if (!r)
       throw new StorageUnavailableError(`#${resourceId}`, 'the resource is not configured at this site');
     return guardStaged(await this.guard(r, () => r.driver.stage(source, limits)), (op) => this.guard(r, op));
+  }
+
+  /**
+   * For a read that will not wait long: null when `key`'s bytes can be sent now; else (a key of a
+   * compound resource held only in its archive) the staging into the cache, started if it was not,
+   * with its progress after waiting up to `waitMs` for it (null if it finished).
+   */
+  async readiness(key: string, waitMs: number): Promise<StagingProgress | null> {
+    const r = await this.resourceOf(key);
+    if (!(r.driver instanceof CompoundDriver)) return null;
+    const driver = r.driver;
+    return this.guard(r, () => driver.readiness(key, waitMs));
+  }
+
+  /**
+   * The tiers of copies on this site's compound resources (resource name and key each), for the
+   * copies view; copies on other resources are left out.
+   */
+  async tiers(
+    copies: ReadonlyArray<{ resource: string; key: string }>,
+  ): Promise<Map<string, CompoundState & { staging?: StagingProgress }>> {
+    const out = new Map<string, CompoundState & { staging?: StagingProgress }>();
+    const byResource = new Map<CompoundDriver, string[]>();
+    for (const c of copies) {
+      const driver = this.resources.get(c.resource)?.driver;
+      if (driver instanceof CompoundDriver)
+        byResource.set(driver, [...(byResource.get(driver) ?? []), c.key]);
+    }
+    for (const [driver, keys] of byResource)
+      for (const [key, state] of await driver.states(keys)) out.set(key, state);
+    return out;
+  }
+
+  /** The compound resource that the resource `name` is the cache or archive of, if any. */
+  partOf(name: string): string | undefined {
+    return this.resources.get(name)?.partOf;
+  }
+
+  /** The compound resource named `name`, if it is one here (tests and status). */
+  compound(name: string): CompoundDriver | undefined {
+    const driver = this.resources.get(name)?.driver;
+    return driver instanceof CompoundDriver ? driver : undefined;
   }
 
   /** Forgets where `key` was (its copy row now names another resource). */

@@ -140,7 +140,7 @@ export const HealthDtoSchema = responseSchema(
       .array(
         z.object({
           name: z.string(),
-          kind: z.enum(['local', 's3']),
+          kind: z.enum(['local', 's3', 'compound']),
           default: z.boolean(),
           status: z.enum(['ok', 'failing']),
         }),

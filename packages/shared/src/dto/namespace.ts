@@ -113,6 +113,19 @@ export const ReplicaDtoSchema = responseSchema(
     checksum: z.string(),
     /** The copy's state (docs/placement.md); only a good copy whose checksum is the object's is served. */
     status: z.enum(COPY_STATES),
+    /**
+     * A copy on a compound resource of the site answering (docs/storage.md): in its cache, archived
+     * (`pending`: not yet copied to the archive; `archived`: copied and verified there), and the
+     * staging from the archive into the cache when one runs. Absent for other copies.
+     */
+    tier: z
+      .object({
+        cache: z.boolean(),
+        archive: z.enum(['pending', 'archived']),
+        archiveError: z.string().nullable(),
+        staging: z.object({ bytesStaged: z.number().int(), bytesTotal: z.number().int() }).nullable(),
+      })
+      .optional(),
   }),
 );
 export type ReplicaDto = z.infer<typeof ReplicaDtoSchema>;

@@ -5,10 +5,13 @@ import { PathSchema, responseSchema } from './common';
 export const StorageResourceDtoSchema = z.object({
   id: z.string(),
   name: z.string(),
-  kind: z.enum(['local', 's3']),
-  /** Where it is: a local directory, or `s3://bucket/prefix`. */
+  kind: z.enum(['local', 's3', 'compound']),
+  /** Where it is: a local directory, `s3://bucket/prefix`, or `compound://<cache>+<archive>`. */
   location: z.string(),
-  /** An s3 resource's endpoint, bucket, region and prefix (empty for a local one). */
+  /**
+   * An s3 resource's endpoint, bucket, region and prefix; a compound's cache, archive and
+   * cacheMaxBytes (empty for a local one).
+   */
   settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
   /** The resource new bytes go to. */
   default: z.boolean(),
@@ -66,3 +69,22 @@ export const StorageMoveListDtoSchema = responseSchema(
   z.object({ items: z.array(StorageMoveDtoSchema) }),
 );
 export type StorageMoveListDto = z.infer<typeof StorageMoveListDtoSchema>;
+
+/**
+ * A download of an object held only in the archive of a compound resource (docs/storage.md,
+ * "Compound resources"): `202` while it is staged into the cache, with `Retry-After`. A client that
+ * sends `Prefer: wait=<seconds>` gets the bytes instead when the staging ends within that time.
+ */
+export const ObjectStagingDtoSchema = responseSchema(
+  'ObjectStagingDto',
+  z.object({
+    path: z.string(),
+    status: z.literal('staging'),
+    /** Bytes copied from the archive into the cache so far. */
+    bytesStaged: z.number().int(),
+    bytesTotal: z.number().int(),
+    /** Seconds after which to ask again (also the `Retry-After` header). */
+    retryAfterSeconds: z.number().int(),
+  }),
+);
+export type ObjectStagingDto = z.infer<typeof ObjectStagingDtoSchema>;

@@ -1410,7 +1410,7 @@ export interface components {
             storage?: {
                 name: string;
                 /** @enum {string} */
-                kind: "local" | "s3";
+                kind: "local" | "s3" | "compound";
                 default: boolean;
                 /** @enum {string} */
                 status: "ok" | "failing";
@@ -1594,6 +1594,16 @@ export interface components {
             checksum: string;
             /** @enum {string} */
             status: "pending" | "copying" | "good" | "stale" | "suspect" | "failed";
+            tier?: {
+                cache: boolean;
+                /** @enum {string} */
+                archive: "pending" | "archived";
+                archiveError: string | null;
+                staging: {
+                    bytesStaged: number;
+                    bytesTotal: number;
+                } | null;
+            };
         };
         EntryDto: {
             /** @enum {string} */
@@ -1975,7 +1985,7 @@ export interface components {
                 id: string;
                 name: string;
                 /** @enum {string} */
-                kind: "local" | "s3";
+                kind: "local" | "s3" | "compound";
                 location: string;
                 settings: {
                     [key: string]: string | number | boolean;
@@ -2006,6 +2016,14 @@ export interface components {
         };
         StorageMoveListDto: {
             items: components["schemas"]["StorageMoveDto"][];
+        };
+        ObjectStagingDto: {
+            path: string;
+            /** @enum {string} */
+            status: "staging";
+            bytesStaged: number;
+            bytesTotal: number;
+            retryAfterSeconds: number;
         };
         CacheEntryDto: {
             path: string;
@@ -4193,7 +4211,10 @@ export interface operations {
             query: {
                 path: string;
             };
-            header?: never;
+            header?: {
+                /** @description `wait=<seconds>`: wait up to that long (at most 600) for an object being staged, then send it */
+                Prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4206,6 +4227,15 @@ export interface operations {
                 };
                 content: {
                     "*/*": string;
+                };
+            };
+            /** @description Being staged from the archive into the cache: ask again after Retry-After */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectStagingDto"];
                 };
             };
             /** @description The range asked for */

@@ -3,9 +3,10 @@ import { createCollection, exchange, screenshot, unique, type SiteApi } from './
 
 /**
  * A collection's Copies panel: a placement rule added with copies, sites and a condition is listed,
- * a condition that does not parse is refused in words, and the rule is removed after confirmation.
+ * a condition that does not parse is refused in words, the rule is removed after confirmation, and
+ * another site is subscribed to the collection.
  */
-test('adds a placement rule in the Copies panel, sees it listed, and removes it', async ({
+test('adds a placement rule in the Copies panel, sees it listed, removes it, and subscribes another site', async ({
   page,
   sites,
   signedIn,
@@ -64,4 +65,16 @@ test('adds a placement rule in the Copies panel, sees it listed, and removes it'
     await lsu.http.get(`/api/v1/placement/rules?path=${encodeURIComponent(dir)}`)
   ).json()) as { total: number };
   expect(after.total).toBe(0);
+
+  // Subscribing tulane to the collection: listed among the rules as a subscription, at the site too.
+  const subscribe = panel.getByRole('group', { name: 'Subscribe a site' });
+  await subscribe.getByLabel('Subscriber').selectOption('tulane');
+  await subscribe.getByRole('button', { name: 'Subscribe' }).click();
+  await expect(panel.getByRole('status')).toContainText(`tulane follows ${dir}`);
+  await expect(rows).toHaveCount(1);
+  await expect(rows.first()).toContainText('a copy at tulane (subscribed)');
+  const subscriptions = (await (
+    await lsu.http.get(`/api/v1/placement/subscriptions?path=${encodeURIComponent(dir)}`)
+  ).json()) as { items: { path: string; site: string }[] };
+  expect(subscriptions.items).toMatchObject([{ path: dir, site: 'tulane' }]);
 });

@@ -50,7 +50,7 @@ describe('CatalogResolver', () => {
       key: '7',
       incoming: {
         site: 'tulane',
-        change: { t: 'replicas', o: 'D', k: '7', d: null, s: 5, b: 1, bs: 'tulane' },
+        change: { t: 'replicas', o: 'D', k: '7', d: row, s: 5, b: 1, bs: 'tulane' },
       },
       held: { stamp: 99, site: 'lsu', deleted: false, row },
     };

@@ -17,6 +17,7 @@ export function wrapTransport(err: unknown, signal?: AbortSignal): unknown {
 
 /** The API's error envelope (or, without one, an error for the bare status). */
 export function apiError(status: number, text: string): ApiError {
+  if (status === 202) return stagingError(text);
   let body: ErrorBody | undefined;
   try {
     body = JSON.parse(text) as ErrorBody;
@@ -29,5 +30,32 @@ export function apiError(status: number, text: string): ApiError {
     status,
     status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed,
     `HTTP ${status}`,
+  );
+}
+
+/**
+ * A download answered `202` (its object is staged from a compound resource's archive,
+ * docs/storage.md): never bytes. The message tells the progress; `details.bytesStaged`,
+ * `details.bytesTotal` and `details.retryAfterSeconds` hold it as numbers (one string each).
+ */
+export function stagingError(text: string): ApiError {
+  let body: { bytesStaged?: unknown; bytesTotal?: unknown; retryAfterSeconds?: unknown } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    body = {};
+  }
+  const n = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  const staged = n(body.bytesStaged);
+  const total = n(body.bytesTotal);
+  return new ApiError(
+    202,
+    ErrorCode.ObjectStaging,
+    `being staged from the archive (${staged} of ${total} bytes)`,
+    {
+      bytesStaged: [String(staged)],
+      bytesTotal: [String(total)],
+      retryAfterSeconds: [String(n(body.retryAfterSeconds) || 2)],
+    },
   );
 }

@@ -229,7 +229,8 @@ export class ApiConnection {
       throw wrapTransport(err, signal);
     }
     this.heard(clock);
-    if (!res.ok && res.status !== 304) {
+    // 202: the object is being staged from an archive (docs/storage.md); its JSON is no body.
+    if ((!res.ok && res.status !== 304) || res.status === 202) {
       let text: string;
       try {
         text = await res.text();
@@ -451,7 +452,7 @@ export class ApiConnection {
             },
           },
         };
-        if (status >= 400) {
+        if (status >= 400 || status === 202) {
           const pieces: Buffer[] = [];
           res.on('data', (piece: Buffer) => pieces.push(piece));
           res.on('end', () => done(apiError(status, Buffer.concat(pieces).toString('utf8'))));
@@ -514,13 +515,14 @@ function inPlace(bytes: Uint8Array): ReadableStream<Uint8Array> {
 export const dataUrl = (path: string): string => `/api/v1/data?path=${encodeURIComponent(path)}`;
 
 /**
- * Worth another try: no answer, a reset connection, or a server-side failure (5xx, 429). Not a
+ * Worth another try: no answer, a reset connection, a server-side failure (5xx, 429), or a 202 (the
+ * bytes are being staged from an archive, docs/storage.md). Not a
  * timeout (RequestTimeoutError) nor a request refused during an outage (SiteUnreachableError): the
  * caller chose how long to wait, and trying again would multiply it.
  */
 export function isTransient(err: unknown): boolean {
   if (err instanceof RequestTimeoutError || err instanceof SiteUnreachableError) return false;
   if (err instanceof TransportError) return true;
-  if (err instanceof ApiError) return err.status >= 500 || err.status === 429;
+  if (err instanceof ApiError) return err.status >= 500 || err.status === 429 || err.status === 202;
   return false;
 }

@@ -66,7 +66,12 @@ import type {
 import type { ReplicationCycleDto, ReplicationLagDto, ReplicationStatusDto } from './dto/replication';
 import { ErrorCode, type ErrorBody } from './errors';
 import type { CreateUploadRequest, UploadSessionDto } from './dto/uploads';
-import type { StorageMoveDto, StorageMoveListDto, StorageResourceListDto } from './dto/storage';
+import type {
+  ObjectStagingDto,
+  StorageMoveDto,
+  StorageMoveListDto,
+  StorageResourceListDto,
+} from './dto/storage';
 import type { UsageDto } from './dto/usage';
 
 /** A failed API call, carrying the stable error code the API answered with. */
@@ -492,13 +497,31 @@ export function createTributaryClient(options: ClientOptions) {
       ),
     abortUpload: (id: string) => sessionCall<void>('DELETE', `/${id}`),
 
-    /** Fetches an object's bytes; `range` is inclusive, as in HTTP. */
-    async download(path: string, range?: { start: number; end: number }): Promise<Response> {
+    /**
+     * Fetches an object's bytes; `range` is inclusive, as in HTTP. An object the site stages from a
+     * compound resource's archive first (`202`, docs/storage.md) is asked for again after each
+     * Retry-After, with `onStaging` told the progress, until its bytes come.
+     */
+    async download(
+      path: string,
+      range?: { start: number; end: number },
+      options: { onStaging?(progress: ObjectStagingDto): void; signal?: AbortSignal } = {},
+    ): Promise<Response> {
       const h = headers(false);
       if (range) h.range = `bytes=${range.start}-${range.end}`;
-      const res = await fetchImpl(dataUrl(path), { headers: h });
-      if (!res.ok) throw toApiError(res.status, await res.json().catch(() => undefined));
-      return res;
+      for (;;) {
+        const res = await fetchImpl(dataUrl(path), { headers: h, signal: options.signal ?? null });
+        if (res.status === 202) {
+          const staging = (await res.json()) as ObjectStagingDto;
+          options.onStaging?.(staging);
+          const seconds = Math.min(10, Math.max(1, Number(res.headers.get('retry-after')) || 2));
+          await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+          options.signal?.throwIfAborted();
+          continue;
+        }
+        if (!res.ok) throw toApiError(res.status, await res.json().catch(() => undefined));
+        return res;
+      }
     },
 
     downloadUrl: (path: string) => dataUrl(path),

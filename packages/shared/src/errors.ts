@@ -48,6 +48,11 @@ export const ErrorCode = {
   InvalidQuery: 'INVALID_QUERY',
   CacheDisabled: 'CACHE_DISABLED',
   CacheFull: 'CACHE_FULL',
+  /**
+   * Not an error body: a download answered `202` while the object is staged from a compound
+   * resource's archive (ObjectStagingDto). Clients that take answers as bytes report it so.
+   */
+  ObjectStaging: 'OBJECT_STAGING',
   Internal: 'INTERNAL',
 } as const;
 
@@ -100,6 +105,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   INVALID_QUERY: 422,
   CACHE_DISABLED: 409,
   CACHE_FULL: 409,
+  OBJECT_STAGING: 202,
   INTERNAL: 500,
 };
 

@@ -6,6 +6,7 @@ import {
   joinPath,
   type EntryDetailDto,
   type EntryDto,
+  type ReplicaDto,
   type TrashEntryDto,
 } from '@tributary/shared';
 import { action, choiceArg } from './command';
@@ -67,7 +68,9 @@ export function registerFs(program: Command, io: CliIO): void {
                 ['modified', `${formatTime(e.modifiedAt)} (the catalog record)`],
                 [
                   'replicas',
-                  e.replicas.map((r) => `${r.site}:${r.resource} (${r.status})`).join(', ') || '-',
+                  e.replicas
+                    .map((r) => `${r.site}:${r.resource} (${r.status}${tierText(r.tier)})`)
+                    .join(', ') || '-',
                 ],
               ]),
             )
@@ -414,4 +417,22 @@ async function cp(
   ctx.result(copied, () =>
     ctx.options.quiet ? '' : `Copied ${copied.length} object${copied.length === 1 ? '' : 's'}.\n`,
   );
+}
+
+/**
+ * A copy's tiers on a compound resource (docs/storage.md): `cached` or `archive only`, the archive
+ * copy `archived` or `archiving`, and a staging's progress.
+ */
+function tierText(tier: ReplicaDto['tier']): string {
+  if (!tier) return '';
+  const parts = [
+    tier.cache ? 'cached' : 'archive only',
+    tier.archive === 'archived' ? 'archived' : 'archiving',
+  ];
+  if (tier.staging) {
+    const { bytesStaged, bytesTotal } = tier.staging;
+    parts.push(`staging ${bytesTotal > 0 ? Math.floor((100 * bytesStaged) / bytesTotal) : 0}%`);
+  }
+  if (tier.archiveError && tier.archive !== 'archived') parts.push(`archive failing: ${tier.archiveError}`);
+  return `, ${parts.join(', ')}`;
 }

@@ -103,7 +103,7 @@ async function tracked(
   run: (tracker: TransferTracker) => Promise<TransferSummary>,
 ): Promise<void> {
   const journal = await startJournal(ctx, service, direction, source, target);
-  const tracker = new TransferTracker(ctx.io.stderr, ctx.showProgress, journal);
+  const tracker = new TransferTracker(ctx.io.stderr, ctx.showProgress, journal, (text) => ctx.note(text));
   let summary: TransferSummary;
   try {
     summary = await run(tracker);

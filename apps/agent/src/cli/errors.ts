@@ -84,6 +84,7 @@ const CODE_EXIT: Partial<Record<ErrorCode, ExitCode>> = {
   RATE_LIMITED: ExitCode.Unreachable,
   REPLICA_UNAVAILABLE: ExitCode.Unreachable,
   STORAGE_UNAVAILABLE: ExitCode.Unreachable,
+  OBJECT_STAGING: ExitCode.Unreachable,
   INTERNAL: ExitCode.Unreachable,
 };
 
@@ -101,6 +102,7 @@ const CODE_HINT: Partial<Record<ErrorCode, string>> = {
   PURGE_NOT_YET: 'the delete has not reached every site yet; try again after the next replication cycle',
   REPLICA_UNAVAILABLE: 'the site holding the bytes is not answering; try again later',
   STORAGE_UNAVAILABLE: 'the storage the site keeps these bytes on is not answering; try again later',
+  OBJECT_STAGING: 'the site is copying these bytes from its archive into its cache; try again shortly',
 };
 
 /** A stable description of any failure: its exit code, a message, a hint and the API code if any. */

@@ -20,7 +20,25 @@ export class TransferTracker {
     private readonly stderr: OutputStream,
     private readonly showBar: boolean,
     private readonly journal?: TransferJournal,
+    /** Messages for people (staging); silenced by --quiet and --json. */
+    private readonly note: (text: string) => void = () => undefined,
   ) {}
+
+  /**
+   * An object the site is staging from a compound resource's archive before it can be read
+   * (docs/storage.md): "staging" with its progress, once per change.
+   */
+  staging(objectPath: string, staged: number, total: number): void {
+    const percent = total > 0 ? Math.floor((100 * staged) / total) : 0;
+    const line = `staging ${objectPath} from the archive: ${percent}% (${formatSize(staged)} of ${formatSize(total)})`;
+    if (line === this.lastStaging) return;
+    this.lastStaging = line;
+    this.bar?.stop();
+    this.bar = undefined;
+    this.note(line);
+  }
+
+  private lastStaging: string | undefined;
 
   plan(files: number, bytes: number): void {
     this.filesTotal += files;

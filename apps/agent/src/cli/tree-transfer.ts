@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { ApiError, ErrorCode, normalizeName, type EntryDto } from '@tributary/shared';
-import { downloadFile, sha256OfFile, uploadFile, withRetry, DEFAULT_RETRY } from '@tributary/buffer';
+import { downloadFile, sha256OfFile, sleep, uploadFile, withRetry, DEFAULT_RETRY } from '@tributary/buffer';
 import { agentHome } from '../agent-home';
 import { CliError, ExitCode } from './errors';
 import type { TransferTracker } from './progress';
@@ -476,6 +476,7 @@ export async function downloadObjects(
   if (batch.length > 0) batches.push(batch);
   let batchReadMissing = false;
   const single = async ({ entry, local }: { entry: EntryDto; local: string }): Promise<void> => {
+    await awaitStaged(service, entry, tracker, settings.signal);
     const { body } = await withRetry(
       () =>
         service.api.bytes({
@@ -521,6 +522,7 @@ export async function downloadObjects(
   });
   await parallel(large, Math.max(1, Math.min(4, settings.parallel)), async ({ entry, local }) => {
     let counted = 0;
+    await awaitStaged(service, entry, tracker, settings.signal);
     await place(local, (part) =>
       downloadFile(service.api, entry.path, part, {
         chunkBytes: settings.chunkBytes,
@@ -536,6 +538,38 @@ export async function downloadObjects(
     tally.done(entry.size);
   });
   return tally.summary();
+}
+
+/**
+ * Waits while the site stages the object from a compound resource's archive into its cache
+ * (docs/storage.md, "Compound resources"): a one-byte read answers `202` with the progress, shown
+ * as "staging", and is asked again after its Retry-After. Any other answer ends the wait; the
+ * download itself reports failures.
+ */
+export async function awaitStaged(
+  service: SiteService,
+  entry: EntryDto,
+  tracker: TransferTracker,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (entry.size === 0) return;
+  for (;;) {
+    try {
+      const res = await service.api.send({
+        method: 'GET',
+        url: `/api/v1/data?path=${encodeURIComponent(entry.path)}`,
+        headers: { range: 'bytes=0-0' },
+        signal,
+      });
+      await res.body?.cancel();
+      return;
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === ErrorCode.ObjectStaging)) return;
+      const number = (field: string): number => Number(err.details?.[field]?.[0] ?? 0) || 0;
+      tracker.staging(entry.path, number('bytesStaged'), number('bytesTotal') || entry.size);
+      await sleep(Math.min(10, Math.max(1, number('retryAfterSeconds'))) * 1000, signal);
+    }
+  }
 }
 
 /** The bytes of a small object must hash to what the catalog says. */

@@ -13,6 +13,7 @@ import { DatabaseModule } from './database/database.module';
 import { DATABASE_CONNECTION } from './database/sql-pool';
 import { DataModule } from './data/data.module';
 import { DavModule } from './dav/dav.module';
+import { ErasureModule } from './erasure/erasure.module';
 import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
@@ -58,6 +59,7 @@ export class AppModule {
         EventsModule,
         PlacementModule,
         MoverModule,
+        ErasureModule,
         ResourcesModule,
         ScrubModule,
         DavModule,

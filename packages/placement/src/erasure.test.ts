@@ -164,3 +164,47 @@ describe('encode and decode', () => {
     await expect(encode(layout, randomBytes(101))).rejects.toThrow(/more than the 100 bytes/);
   });
 });
+
+describe('verified decoding', () => {
+  const chunk = 64;
+  const stripe = 4 * chunk;
+
+  it('leaves out a shard whose bytes were changed and returns the right bytes', async () => {
+    const size = 12 * stripe + 9;
+    const bytes = randomBytes(size);
+    const layout = erasureLayout(4, 2, size, chunk);
+    for (const bad of [0, 2, 3, 4, 5]) {
+      const shards = await encode(layout, bytes);
+      shards[bad]![5 * chunk + 7] ^= 0xff; // one byte of stripe 5
+      const failed: number[] = [];
+      const out = await collect(
+        decodeRange(layout, 0, size, {
+          candidates: [0, 1, 2, 3, 4, 5],
+          open: opener(shards),
+          verify: true,
+          onShardFailed: (i) => failed.push(i),
+        }),
+      );
+      expect(sha(out), `shard ${bad} damaged`).toBe(sha(bytes));
+      // Shards 0-4 are read (one more than needed): a damaged shard 5 is never read at all.
+      expect(failed).toEqual(bad === 5 ? [] : [bad]);
+    }
+  });
+
+  it('refuses to guess when too few shards are left to tell the bad one', async () => {
+    const size = 4 * stripe;
+    const bytes = randomBytes(size);
+    const layout = erasureLayout(4, 2, size, chunk);
+    const shards = await encode(layout, bytes);
+    shards[1]![3] ^= 1;
+    await expect(
+      collect(
+        decodeRange(layout, 0, size, {
+          candidates: [0, 1, 2, 3, 4, 5],
+          open: opener(shards, new Set([5])),
+          verify: true,
+        }),
+      ),
+    ).rejects.toThrow(/disagree/);
+  });
+});

@@ -206,6 +206,12 @@ export interface DecodeOptions {
   open: ShardOpener;
   /** Told each shard given up, and why (for logs and for marking sites down). */
   onShardFailed?: (index: number, error: unknown) => void;
+  /**
+   * Read one shard more than needed (when there is one) and check every stripe against it: a shard
+   * whose bytes disagree with the others is found (reading more shards when needed) and left out,
+   * so bad bytes are never returned while the others can outvote them.
+   */
+  verify?: boolean;
 }
 
 /**
@@ -231,6 +237,8 @@ export async function* decodeRange(
   const slot = (i: number): Buffer =>
     i < k ? data.subarray(i * chunk, (i + 1) * chunk) : parity.subarray((i - k) * chunk, (i - k + 1) * chunk);
   const lastShardByte = (last + 1) * chunk;
+  // With `verify`, one shard more than needed is read and checked against the others.
+  let want = k + (options.verify ? 1 : 0);
 
   const give = (i: number, error: unknown): void => {
     const reader = readers.get(i);
@@ -239,15 +247,38 @@ export async function* decodeRange(
     options.onShardFailed?.(i, error);
   };
   const fill = async (stripe: number): Promise<void> => {
-    while (readers.size < k) {
+    while (readers.size < want) {
       const i = waiting.shift();
-      if (i === undefined) throw new Error(`only ${readers.size} of the ${k} shards needed could be read`);
+      if (i === undefined) {
+        if (readers.size >= k) return;
+        throw new Error(`only ${readers.size} of the ${k} shards needed could be read`);
+      }
       try {
         readers.set(i, new ChunkReader(await options.open(i, { start: stripe * chunk, end: lastShardByte })));
       } catch (error) {
         options.onShardFailed?.(i, error);
       }
     }
+  };
+  /** Starts every reader again at this stripe (they are ahead by one chunk after reading it). */
+  const rewind = (): void => {
+    const held = [...readers.keys()].sort((a, b) => a - b);
+    for (const i of held) void readers.get(i)!.close();
+    readers.clear();
+    waiting.unshift(...held);
+  };
+  /**
+   * Decodes the data chunks from `from` (k indexes) with the fetched chunks in `saved`, then checks
+   * that the chunks of `checks` computed from them equal the fetched ones.
+   */
+  const attempt = async (from: number[], checks: number[], saved: Map<number, Buffer>): Promise<boolean> => {
+    for (const [i, b] of saved) b.copy(slot(i));
+    let sources = 0;
+    for (const i of from) sources |= 1 << i;
+    let targets = ((1 << k) - 1) & ~sources;
+    for (const i of checks) targets |= 1 << i;
+    await codeStripe(layout, sources, targets, data, parity);
+    return checks.every((i) => slot(i).equals(saved.get(i)!));
   };
   try {
     for (let stripe = first; stripe <= last; stripe += 1) {
@@ -262,18 +293,43 @@ export async function* decodeRange(
             give(taken[n]!, r.reason);
           }
         });
-        if (!broken) break;
-        // Readers that did read this stripe are ahead by one chunk now: start them again here too.
-        for (const i of [...readers.keys()]) {
-          void readers.get(i)!.close();
-          readers.delete(i);
-          waiting.unshift(i);
+        if (broken) {
+          rewind();
+          continue;
         }
+        const fetched = [...readers.keys()].sort((a, b) => a - b);
+        if (fetched.length === k) {
+          let sources = 0;
+          for (const i of fetched) sources |= 1 << i;
+          await codeStripe(layout, sources, ((1 << k) - 1) & ~sources, data, parity);
+          break;
+        }
+        const saved = new Map(fetched.map((i) => [i, Buffer.from(slot(i))]));
+        if (await attempt(fetched.slice(0, k), fetched.slice(k), saved)) break;
+        // The chunks disagree: find the one whose removal makes the others agree.
+        let bad: number | undefined;
+        if (fetched.length >= k + 2) {
+          for (const b of fetched) {
+            const rest = fetched.filter((i) => i !== b);
+            if (await attempt(rest.slice(0, k), rest.slice(k), saved)) {
+              bad = b;
+              break;
+            }
+          }
+        }
+        if (bad !== undefined) {
+          give(bad, new Error(`shard ${bad} disagrees with the others at stripe ${stripe}`));
+          const rest = fetched.filter((i) => i !== bad);
+          await attempt(rest.slice(0, k), rest.slice(k), saved);
+          break;
+        }
+        if (waiting.length === 0)
+          throw new Error(
+            `the shards read disagree at stripe ${stripe} and too few are left to tell which is bad`,
+          );
+        want += 1;
+        rewind();
       }
-      let sources = 0;
-      for (const i of readers.keys()) sources |= 1 << i;
-      const targets = ((1 << k) - 1) & ~sources;
-      await codeStripe(layout, sources, targets, data, parity);
       const stripeStart = stripe * stripeBytes;
       const from = Math.max(start, stripeStart) - stripeStart;
       const to = Math.min(end, stripeStart + stripeBytes) - stripeStart;

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { CachingModule } from '../caching/caching.module';
+import { ErasureModule } from '../erasure/erasure.module';
 import { NamespaceModule } from '../namespace/namespace.module';
 import { StorageModule } from '../storage/storage.module';
 import { DataController } from './data.controller';
@@ -14,7 +15,7 @@ import { ReadService } from './read.service';
 import { UploadStaging } from './upload-staging';
 
 @Module({
-  imports: [AuthModule, NamespaceModule, StorageModule, CachingModule],
+  imports: [AuthModule, NamespaceModule, StorageModule, CachingModule, ErasureModule],
   controllers: [DataController, PeerDataController],
   providers: [
     DataRepository,

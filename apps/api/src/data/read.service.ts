@@ -12,6 +12,8 @@ import { entryTarget, NamespaceService } from '../namespace/namespace.service';
 import { ReplicationService } from '../replication/replication.service';
 import { PeerAvailability } from '../sites/peer-availability';
 import { CacheService } from '../caching/cache.service';
+import { ErasureRepository } from '../erasure/erasure.repository';
+import { currentShardSet, ShardIO, type ShardSet } from '../erasure/shard-io';
 import { SiteContext } from '../sites/site-context';
 import { StorageService } from '../storage/storage.service';
 import { DataRepository } from './data.repository';
@@ -42,6 +44,13 @@ export type ByteSource =
       sites: string[];
       /** The object's size, when these are its current bytes: a whole read of them fills the cache. */
       size?: number;
+      /** The object's shards, read when no site with a whole copy answers (docs/erasure.md). */
+      shards?: ShardSet;
+    }
+  | {
+      /** No whole copy anywhere: decoded from any k of the object's shards (docs/erasure.md). */
+      kind: 'erasure';
+      shards: ShardSet;
     };
 
 /** A peer's answer with the bytes, and how to stop receiving them. */
@@ -83,6 +92,8 @@ export class ReadService {
     private readonly replication: ReplicationService,
     private readonly availability: PeerAvailability,
     private readonly cache: CacheService,
+    private readonly erasure: ErasureRepository,
+    private readonly shardIO: ShardIO,
     @Inject(SITE_CONFIG) private readonly config: SiteConfig,
   ) {}
 
@@ -117,7 +128,25 @@ export class ReadService {
     if (!entry || entry.kind !== 'object')
       throw new DomainError(ErrorCode.NotAnObject, `${path} is a collection; list it instead`);
     if (entry.linkTarget !== null) throw isASymlink(path, entry.linkTarget);
-    return { object: entry, source: this.sourceOf(path, entry) };
+    return { object: entry, source: await this.sourceWithShards(path, entry) };
+  }
+
+  /**
+   * `sourceOf`, and where this site holds no whole copy, the object's shards of its current bytes
+   * (docs/erasure.md): read when no whole copy is left, or when no site holding one answers.
+   */
+  private async sourceWithShards(path: string, entry: ObjectRecord): Promise<ByteSource> {
+    if (servableCopies(entry).some((r) => r.siteId === this.site.siteId)) return this.sourceOf(path, entry);
+    const object = { id: entry.id.toString(), size: Number(entry.size), checksum: entry.checksum };
+    const shards = currentShardSet(object, await this.erasure.shardsOf([object.id]));
+    if (!shards) return this.sourceOf(path, entry);
+    let source: ByteSource;
+    try {
+      source = this.sourceOf(path, entry);
+    } catch {
+      return { kind: 'erasure', shards };
+    }
+    return source.kind === 'remote' ? { ...source, shards } : source;
   }
 
   /**
@@ -139,7 +168,7 @@ export class ReadService {
     const holder = holdingSite(object, this.site.siteId);
     if (!baseAcceptable(object, base, holder === this.site.siteId)) throw baseChanged(path, object.version);
     // The base is the bytes this catalog knows: any good copy of them will do.
-    if (object.version === base.version) return { object, source: this.sourceOf(path, object) };
+    if (object.version === base.version) return { object, source: await this.sourceWithShards(path, object) };
     // A newer base (this catalog lags): only the holding site has its bytes for certain.
     if (!this.replication.peers.peer(holder)) throw noPeerLinkToHolder(path, holder);
     return {
@@ -216,7 +245,7 @@ export class ReadService {
           const object = path === '/' ? undefined : found.get(splitPath(path).name);
           opened[index] =
             object && object.linkTarget === null
-              ? { object, source: this.sourceOf(path, object) }
+              ? { object, source: await this.sourceWithShards(path, object) }
               : await this.openForRead(principal, path);
         }
       }
@@ -246,7 +275,7 @@ export class ReadService {
     }
     const stream = await this.read(source, range);
     const cached =
-      source.size === undefined
+      source.kind === 'erasure' || source.size === undefined
         ? undefined
         : this.cache.faultIn(
             { objectId: source.objectId, size: source.size, checksum: source.checksum },
@@ -274,16 +303,50 @@ export class ReadService {
    */
   async read(source: ByteSource, range?: { start: number; end: number }): Promise<Readable> {
     if (source.kind === 'local') return this.storage.open(source.key, range);
-    const state = {
-      answer: await this.answerFrom(source, range?.start ?? 0, range?.end, new Set()),
-      closed: false,
-    };
+    if (source.kind === 'erasure') return this.decoded(source.shards, range);
+    let answer: PeerAnswer;
+    try {
+      answer = await this.answerFrom(source, range?.start ?? 0, range?.end, new Set());
+    } catch (err) {
+      // No site with a whole copy answered: a degraded read from the shards, when there are any.
+      if (!source.shards || !(err instanceof DomainError)) throw err;
+      return this.decoded(source.shards, range);
+    }
+    const state = { answer, closed: false };
     const stream = Readable.from(this.continued(source, range, state), { objectMode: false });
     // A receiver that went away stops the peer's answer at once (not after it sends again).
     stream.once('close', () => {
       state.closed = true;
       state.answer.abort(new Error('the read ended'));
     });
+    return stream;
+  }
+
+  /**
+   * The bytes (range end inclusive) decoded from any k shards (docs/erasure.md). The first stripe
+   * is decoded before this resolves, so too few reachable shards is a 503 before any answer.
+   */
+  private async decoded(shards: ShardSet, range?: { start: number; end: number }): Promise<Readable> {
+    const size = shards.layout.size;
+    const bytes = this.shardIO.decode(shards, range?.start ?? 0, range ? range.end + 1 : size);
+    let first: IteratorResult<Buffer>;
+    try {
+      first = await bytes.next();
+    } catch (err) {
+      throw new DomainError(
+        ErrorCode.ReplicaUnavailable,
+        `no whole copy could be read, and too few shards answered (${err instanceof Error ? err.message : String(err)}); try again later`,
+        undefined,
+        { 'retry-after': String(Math.max(1, Math.ceil(this.config.peerReads.downMs / 1000))) },
+      );
+    }
+    async function* all(): AsyncGenerator<Buffer> {
+      if (first.done) return;
+      yield first.value;
+      yield* bytes;
+    }
+    const stream = Readable.from(all(), { objectMode: false });
+    stream.once('close', () => void bytes.return(undefined));
     return stream;
   }
 

@@ -208,6 +208,31 @@ export const ErasureLayoutDtoSchema = responseSchema(
 );
 export type ErasureLayoutDto = z.infer<typeof ErasureLayoutDtoSchema>;
 
+/** `GET /placement/shards`: an object's erasure layout (null: no erasure rule covers it, no shards). */
+export const ObjectShardsDtoSchema = responseSchema(
+  'ObjectShardsDto',
+  z.object({
+    path: z.string(),
+    size: z.number().int(),
+    checksum: z.string(),
+    erasure: ErasureLayoutDtoSchema.nullable(),
+  }),
+);
+export type ObjectShardsDto = z.infer<typeof ObjectShardsDtoSchema>;
+
+/** `POST /placement/erasure/scrub` (administrators): this site's shards re-hashed now. */
+export const ErasureScrubDtoSchema = responseSchema(
+  'ErasureScrubDto',
+  z.object({
+    site: z.string(),
+    /** Shards hashed. */
+    checked: z.number().int(),
+    /** Shards found missing or different (now suspect, rebuilt by the mover). */
+    suspect: z.number().int(),
+  }),
+);
+export type ErasureScrubDto = z.infer<typeof ErasureScrubDtoSchema>;
+
 export const ObjectCopiesDtoSchema = responseSchema(
   'ObjectCopiesDto',
   z.object({
@@ -219,8 +244,6 @@ export const ObjectCopiesDtoSchema = responseSchema(
     /** The ids of the rules that cover the object. */
     rules: z.array(z.string()),
     copies: z.array(CopyDtoSchema),
-    /** The object's erasure-coded layout, when an erasure rule covers it or shards exist. */
-    erasure: ErasureLayoutDtoSchema.nullable().optional(),
   }),
 );
 export type ObjectCopiesDto = z.infer<typeof ObjectCopiesDtoSchema>;

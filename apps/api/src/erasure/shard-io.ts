@@ -1,0 +1,149 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { decodeRange, encodeStripes, type ErasureLayout, type ShardRange } from '@tributary/placement';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { SITE_CONFIG, type SiteConfig } from '../config/config';
+import { ReplicationService } from '../replication/replication.service';
+import { PeerAvailability } from '../sites/peer-availability';
+import { SiteContext } from '../sites/site-context';
+import { StorageService } from '../storage/storage.service';
+import type { ShardRow } from './erasure.repository';
+
+/** The erasure peer routes (PeerErasureController). */
+export const PEER_ERASURE_PATH = '/api/v1/replication/peer/erasure';
+
+/** Where the shards of one version of an object are: the layout, and the holders of each index. */
+export interface ShardSet {
+  objectId: string;
+  /** The SHA-256 of the object bytes the shards encode. */
+  objectChecksum: string;
+  layout: ErasureLayout;
+  /** Good shards of that version, by index (several sites may hold one index). */
+  holders: Map<number, ShardRow[]>;
+}
+
+/** The usable shard set of an object's current bytes in these rows, or null when under k indexes. */
+export function currentShardSet(
+  object: { id: string; size: number; checksum: string },
+  rows: readonly ShardRow[],
+): ShardSet | null {
+  const good = rows.filter(
+    (r) =>
+      r.objectId === object.id &&
+      r.status === 'good' &&
+      r.objectChecksum === object.checksum &&
+      r.objectSize === object.size,
+  );
+  const first = good[0];
+  if (!first) return null;
+  // One layout per version: the rows of another (k, m, chunk) are not mixed in.
+  const same = good.filter((r) => r.k === first.k && r.m === first.m && r.chunk === first.chunk);
+  const holders = new Map<number, ShardRow[]>();
+  for (const r of same) holders.set(r.index, [...(holders.get(r.index) ?? []), r]);
+  if (holders.size < first.k) return null;
+  return {
+    objectId: object.id,
+    objectChecksum: object.checksum,
+    layout: { k: first.k, m: first.m, chunk: first.chunk, size: object.size },
+    holders,
+  };
+}
+
+/**
+ * Shard bytes in and out of this site (docs/erasure.md): a shard read from this site's storage or
+ * from a peer's signed route (ranged, its answer bound by the peer connect timeout), a decode from
+ * any k shards with failover, and a shard encoded from whole bytes.
+ */
+@Injectable()
+export class ShardIO {
+  constructor(
+    private readonly storage: StorageService,
+    private readonly replication: ReplicationService,
+    private readonly availability: PeerAvailability,
+    private readonly site: SiteContext,
+    @Inject(SITE_CONFIG) private readonly config: SiteConfig,
+  ) {}
+
+  /** Opens shard bytes [range.start, range.end) of one holder of it. */
+  async openShard(row: ShardRow, range: ShardRange): Promise<AsyncIterable<Uint8Array>> {
+    if (range.end <= range.start) return Readable.from([]);
+    if (row.siteId === this.site.siteId)
+      return this.storage.open(row.key, { start: range.start, end: range.end - 1 });
+    const timeoutMs = this.config.peerReads.connectTimeoutMs;
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new Error(`no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    let res: Response;
+    try {
+      res = await this.replication.peers.stream(
+        row.siteId,
+        `${PEER_ERASURE_PATH}/shards/${row.objectId}/${row.index}?checksum=${encodeURIComponent(row.objectChecksum)}`,
+        { range: `bytes=${range.start}-${range.end - 1}` },
+        controller.signal,
+      );
+    } catch (err) {
+      this.availability.markDown(row.siteId);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+    this.availability.markUp(row.siteId);
+    if (res.status !== 206 || !res.body) {
+      controller.abort(new Error('not the shard asked for'));
+      throw new Error(
+        `${row.siteId} answered ${res.status} for shard ${row.index} of object ${row.objectId}`,
+      );
+    }
+    return Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+  }
+
+  /**
+   * Bytes [start, end) of the object from its shards: the data shards first (no Galois work when
+   * they answer), this site's and sites that answered lately before others; a shard that fails is
+   * replaced by another holder of its index or by another index. One shard more than k is read when
+   * there is one, and each stripe is checked against it (decodeRange's `verify`).
+   */
+  decode(set: ShardSet, start: number, end: number): AsyncGenerator<Buffer> {
+    const byIndex = new Map<number, ShardRow[]>();
+    for (const [index, rows] of set.holders) {
+      const order = this.availability.order(rows.map((r) => r.siteId));
+      const local = rows.filter((r) => r.siteId === this.site.siteId);
+      byIndex.set(index, [
+        ...local,
+        ...order.flatMap((s) => rows.filter((r) => r.siteId === s && s !== this.site.siteId)),
+      ]);
+    }
+    const indexes = [...byIndex.keys()].sort((a, b) => a - b);
+    const down = (i: number): boolean =>
+      (byIndex.get(i) ?? []).every((r) => this.availability.isDown(r.siteId));
+    // Data shards first, then parity; an index whose holders did not answer lately goes last.
+    const candidates = [...indexes.filter((i) => !down(i)), ...indexes.filter((i) => down(i))];
+    return decodeRange(set.layout, start, end, {
+      candidates,
+      // One shard more than needed when there is one: a damaged shard is outvoted, never returned.
+      verify: true,
+      open: async (index, range) => {
+        let last: unknown;
+        for (const row of byIndex.get(index) ?? []) {
+          try {
+            return await this.openShard(row, range);
+          } catch (err) {
+            last = err;
+          }
+        }
+        throw last instanceof Error ? last : new Error(`shard ${index} has no holder left`);
+      },
+    });
+  }
+
+  /** Shard `index` of whole object bytes, stripe by stripe (each chunk copied out of the reused stripe). */
+  async *encodeShard(
+    layout: ErasureLayout,
+    bytes: AsyncIterable<Uint8Array>,
+    index: number,
+  ): AsyncGenerator<Buffer> {
+    for await (const stripe of encodeStripes(layout, bytes)) yield Buffer.from(stripe.shards[index]!);
+  }
+}

@@ -884,6 +884,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/placement/shards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["ErasureController_shards"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/placement/erasure/scrub": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["ErasureController_scrub"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/storage/moves": {
         parameters: {
             query?: never;
@@ -1357,7 +1389,13 @@ export interface components {
         };
         PlacementRuleRequestDto: {
             path: string;
-            copies: number;
+            copies?: number;
+            erasure?: {
+                k: number;
+                m: number;
+                /** @enum {string} */
+                domain?: "site" | "resource";
+            };
             sites?: string[];
             condition?: string;
             /** Format: date-time */
@@ -1394,7 +1432,7 @@ export interface components {
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "VALIDATION_FAILED" | "INVALID_PATH" | "NOT_FOUND" | "NAME_TAKEN" | "NOT_A_COLLECTION" | "NOT_AN_OBJECT" | "IS_A_SYMLINK" | "MOVE_INTO_ITSELF" | "ROOT_IMMUTABLE" | "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "ACCOUNT_DISABLED" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_SCOPE_INSUFFICIENT" | "TOKEN_OUTSIDE_COLLECTION" | "PERMISSION_DENIED" | "ADMIN_REQUIRED" | "CSRF_FAILED" | "NOT_A_MEMBER" | "RATE_LIMITED" | "PAYLOAD_TOO_LARGE" | "RANGE_NOT_SATISFIABLE" | "UPLOAD_INCOMPLETE" | "UPLOAD_OFFSET_MISMATCH" | "UPLOAD_EXPIRED" | "UPLOAD_BASE_CHANGED" | "UPLOAD_RANGE_INVALID" | "UPLOAD_RANGE_OVERLAP" | "CHECKSUM_MISMATCH" | "INVALID_CURSOR" | "ROUTE_NOT_FOUND" | "REPLICA_UNAVAILABLE" | "STORAGE_UNAVAILABLE" | "PEER_UNAUTHORIZED" | "BATCH_REJECTED" | "SNAPSHOT_REFUSED" | "PURGE_NOT_YET" | "PURGE_BLOCKED" | "CONFLICT_CLOSED" | "UPDATE_REJECTED" | "INVALID_QUERY" | "CACHE_DISABLED" | "CACHE_FULL" | "INTERNAL";
+                code: "VALIDATION_FAILED" | "INVALID_PATH" | "NOT_FOUND" | "NAME_TAKEN" | "NOT_A_COLLECTION" | "NOT_AN_OBJECT" | "IS_A_SYMLINK" | "MOVE_INTO_ITSELF" | "ROOT_IMMUTABLE" | "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "ACCOUNT_DISABLED" | "TOKEN_INVALID" | "TOKEN_EXPIRED" | "TOKEN_REVOKED" | "TOKEN_SCOPE_INSUFFICIENT" | "TOKEN_OUTSIDE_COLLECTION" | "PERMISSION_DENIED" | "ADMIN_REQUIRED" | "CSRF_FAILED" | "NOT_A_MEMBER" | "RATE_LIMITED" | "PAYLOAD_TOO_LARGE" | "RANGE_NOT_SATISFIABLE" | "UPLOAD_INCOMPLETE" | "UPLOAD_OFFSET_MISMATCH" | "UPLOAD_EXPIRED" | "UPLOAD_BASE_CHANGED" | "UPLOAD_RANGE_INVALID" | "UPLOAD_RANGE_OVERLAP" | "CHECKSUM_MISMATCH" | "INVALID_CURSOR" | "ROUTE_NOT_FOUND" | "REPLICA_UNAVAILABLE" | "STORAGE_UNAVAILABLE" | "PEER_UNAUTHORIZED" | "BATCH_REJECTED" | "SNAPSHOT_REFUSED" | "PURGE_NOT_YET" | "PURGE_BLOCKED" | "CONFLICT_CLOSED" | "UPDATE_REJECTED" | "INVALID_QUERY" | "CACHE_DISABLED" | "CACHE_FULL" | "OBJECT_STAGING" | "INTERNAL";
                 message: string;
                 details?: {
                     [key: string]: string[];
@@ -1507,6 +1545,12 @@ export interface components {
             id: string;
             path: string;
             copies: number;
+            erasure?: {
+                k: number;
+                m: number;
+                /** @enum {string} */
+                domain: "site" | "resource";
+            } | null;
             sites: string[] | null;
             condition: string | null;
             /** @description ISO 8601 time */
@@ -1542,6 +1586,40 @@ export interface components {
             pinned: boolean;
             /** @description ISO 8601 time */
             updatedAt: string;
+        };
+        ShardDto: {
+            index: number;
+            site: string;
+            /** @enum {string} */
+            state: "good" | "suspect" | "stale";
+            current: boolean;
+            size: number;
+            checksum: string;
+            /** @description ISO 8601 time */
+            verifiedAt: string | null;
+            error: string | null;
+            wanted: boolean;
+        };
+        ErasureLayoutDto: {
+            k: number;
+            m: number;
+            chunk: number;
+            /** @enum {string} */
+            domain: "site" | "resource";
+            wantedSites: string[];
+            goodShards: number;
+            shards: components["schemas"]["ShardDto"][];
+        };
+        ObjectShardsDto: {
+            path: string;
+            size: number;
+            checksum: string;
+            erasure: components["schemas"]["ErasureLayoutDto"] | null;
+        };
+        ErasureScrubDto: {
+            site: string;
+            checked: number;
+            suspect: number;
         };
         ObjectCopiesDto: {
             path: string;
@@ -7016,6 +7094,102 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MoverStatusDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ErasureController_shards: {
+        parameters: {
+            query: {
+                path: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The object's shards (erasure null when it has none) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectShardsDto"];
+                };
+            };
+            /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed (PERMISSION_DENIED, ADMIN_REQUIRED, TOKEN_SCOPE_INSUFFICIENT, TOKEN_OUTSIDE_COLLECTION, CSRF_FAILED, NOT_A_MEMBER, ACCOUNT_DISABLED) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such thing, or none the caller may see (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ErasureController_scrub: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the check found */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureScrubDto"];
                 };
             };
             /** @description Not signed in, or a bad credential (UNAUTHENTICATED, INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED) */

@@ -16,8 +16,8 @@ import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { randomFillSync } from 'node:crypto';
-import { execFile } from 'node:child_process';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
+import { median, settle } from './bench-kit';
 import { BenchClient, expectOk, httpTransport } from './client';
 import { localSite, remoteSite, type BenchSite } from './site';
 
@@ -99,22 +99,6 @@ function transfer(
     if (file) createReadStream(file.path, { highWaterMark: 4 * MiB }).pipe(req);
     else req.end();
   });
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-/**
- * Before each timed transfer: the previous one's dirty pages written back and its replaced version's
- * file removed, so neither side pays for the other (measured: whichever side went first in a round
- * was 10 to 35 % slower, the previous round's writeback and removal running under it).
- */
-async function settle(): Promise<void> {
-  await promisify(execFile)('sync');
-  await new Promise((r) => setTimeout(r, 500));
 }
 
 async function main(): Promise<void> {

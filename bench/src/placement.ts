@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream, promises as fs } from 'node:fs';
 import http from 'node:http';
@@ -8,17 +8,10 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import {
-  freePort,
-  measureScrubVsSha256,
-  migrate,
-  startEmbeddedPostgres,
-  type EmbeddedServer,
-} from '@tributary/api/embedding';
+import { measureScrubVsSha256, startEmbeddedPostgres, type EmbeddedServer } from '@tributary/api/embedding';
+import { percentile, probe, sleep, until, writeRandomFile } from './bench-kit';
 import { BenchClient, httpTransport } from './client';
-import { startSiteProcess, stopSiteProcess } from './site-process';
-import { pairKeys, siteSettings } from './federation-settings';
+import { startProcessFederation, stopProcessFederation, type ProcessSite } from './site-process';
 
 const USAGE = `npm run bench:placement -- [--json] [--quick]
 
@@ -47,11 +40,7 @@ const STEPS = ['replicate', 'small', 'failover', 'scrub'] as const;
 type SiteId = (typeof SITES)[number];
 const PEER_DOWN_MS = 1500;
 
-interface Site {
-  id: SiteId;
-  url: string;
-  pool: pg.Pool;
-  child: ChildProcess;
+interface Site extends ProcessSite<SiteId> {
   client?: BenchClient;
 }
 
@@ -89,7 +78,21 @@ async function main(): Promise<void> {
     server = await startEmbeddedPostgres(path.join(root, 'postgres'), { fast: false });
     say(`embedded PostgreSQL (fsync on) in ${root}`);
     const password = randomBytes(18).toString('base64url');
-    await startSites(server, root, password, sites);
+    sites.push(
+      ...(await startProcessFederation({
+        server,
+        root,
+        password,
+        ids: SITES,
+        databasePrefix: 'bench_placement',
+        env: () => ({
+          PLACEMENT_INTERVAL_MS: '200',
+          PEER_DOWN_MS: String(PEER_DOWN_MS),
+          // The scrub is measured on its own below; in the federation it would only compete.
+          SCRUB_RATE_MIBS: '0',
+        }),
+      })),
+    );
     const [lsu, tulane, uno] = sites as [Site, Site, Site];
     const token = await BenchClient.createWriteToken(httpTransport(lsu.url, 2), 'admin', password);
     for (const s of sites) s.client = new BenchClient(httpTransport(s.url, 16), token);
@@ -164,57 +167,10 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    await Promise.all(sites.map((s) => s.pool.end().catch(() => undefined)));
-    await Promise.all(sites.map((s) => stopSiteProcess(s.child)));
+    await stopProcessFederation(sites);
     await server?.stop().catch(() => undefined);
     await fs.rm(root, { recursive: true, force: true }).catch(() => undefined);
   }
-}
-
-/** The three sites as processes, each on its own catalog in the one embedded server. */
-async function startSites(
-  server: EmbeddedServer,
-  root: string,
-  password: string,
-  sites: Site[],
-): Promise<void> {
-  const ports = await Promise.all(SITES.map(() => freePort()));
-  const key = pairKeys();
-  const start = async (id: SiteId, index: number): Promise<void> => {
-    const connection = await server.database(`bench_placement_${id}`);
-    await migrate(connection);
-    const url = `http://127.0.0.1:${ports[index]}`;
-    const env: Record<string, string> = {
-      DATABASE_URL: `postgresql://${encodeURIComponent(String(connection.user))}:${encodeURIComponent(String(connection.password))}@127.0.0.1:${connection.port}/${String(connection.database)}`,
-      ...siteSettings({
-        id,
-        index,
-        portOf: (p) => ports[SITES.indexOf(p as SiteId)]!,
-        peers: SITES.filter((p) => p !== id),
-        key,
-        dataDir: path.join(root, 'data'),
-        portalDir: path.join(root, 'no-portal'),
-        password,
-        cycleSeconds: 1,
-        joinFrom: index > 0 ? 'lsu' : '',
-      }),
-      PLACEMENT_INTERVAL_MS: '200',
-      PEER_DOWN_MS: String(PEER_DOWN_MS),
-      // The scrub is measured on its own below; in the federation it would only compete.
-      SCRUB_RATE_MIBS: '0',
-    };
-    // One site as a process (what a deployment runs per machine).
-    const child = await startSiteProcess(
-      id,
-      env,
-      process.env.BENCH_SITE_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
-    );
-    const pool = new pg.Pool({ ...connection, max: 2 });
-    pool.on('error', () => undefined);
-    sites[index] = { id, url, pool, child };
-  };
-  await start('lsu', 0);
-  await Promise.all([start('tulane', 1), start('uno', 2)]);
 }
 
 /**
@@ -495,21 +451,6 @@ async function goodCopiesKnown(site: Site, dir: string, at: string): Promise<num
   return r.rows[0]!.n;
 }
 
-async function writeRandomFile(file: string, bytes: number): Promise<void> {
-  const handle = await fs.open(file, 'w');
-  try {
-    const chunk = randomBytes(8 * 1024 * 1024);
-    for (let done = 0; done < bytes; done += chunk.length) {
-      // Each chunk differs a little, so no two parts of the object are the same bytes.
-      chunk.writeUInt32LE(done / chunk.length, 0);
-      await handle.write(chunk, 0, Math.min(chunk.length, bytes - done));
-    }
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 function get(url: string, token: string, objectPath: string): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const req = http.get(`${url}/api/v1/data?path=${encodeURIComponent(objectPath)}`, {
@@ -545,48 +486,12 @@ async function readAll(url: string, token: string, objectPath: string): Promise<
     throw new Error(`${objectPath}: the bytes read differ from the ETag`);
 }
 
-function probe(url: string, token: string, route: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = http.get(`${url}${route}`, { headers: { authorization: `Bearer ${token}` } });
-    req.once('response', (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.once('error', () => resolve(0));
-  });
-}
-
 function execCp(from: string, to: string): Promise<void> {
   return new Promise((resolve, reject) =>
     execFile('cp', ['-r', from, to], (err) =>
       err ? reject(new Error(`cp failed: ${err.message}`)) : resolve(),
     ),
   );
-}
-
-async function until(
-  check: () => Promise<boolean>,
-  seconds: number,
-  what: string,
-  everyMs = 100,
-): Promise<void> {
-  const t0 = performance.now();
-  for (;;) {
-    if (await check()) return;
-    if (performance.now() - t0 > seconds * 1000)
-      throw new Error(`timed out after ${seconds} s waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-function percentile(xs: number[], p: number): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]!;
 }
 
 function round(x: number): number {

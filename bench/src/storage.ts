@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { freePort, migrate, startEmbeddedPostgres, type EmbeddedServer } from '@tributary/api/embedding';
 import { s3ResourceEnv, startS3Server, type S3Server } from '@tributary/testkit/s3-server';
+import { median, writeRandomFile } from './bench-kit';
 import { BenchClient, httpTransport } from './client';
 import { startSiteProcess, stopSiteProcess } from './site-process';
 
@@ -271,25 +272,6 @@ async function drain(stream: Readable): Promise<number> {
   let n = 0;
   for await (const chunk of stream) n += (chunk as Buffer).length;
   return n;
-}
-
-async function writeRandomFile(file: string, bytes: number): Promise<void> {
-  const handle = await fs.open(file, 'w');
-  try {
-    const chunk = randomBytes(8 * MiB);
-    for (let done = 0; done < bytes; done += chunk.length) {
-      chunk.writeUInt32LE(done / chunk.length, 0);
-      await handle.write(chunk, 0, Math.min(chunk.length, bytes - done));
-    }
-  } finally {
-    await handle.close();
-  }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 const mibs = (bytes: number, seconds: number): number => Math.round((bytes / MiB / seconds) * 10) / 10;

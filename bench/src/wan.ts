@@ -9,6 +9,7 @@ import { freePort, migrate, startEmbeddedPostgres, type EmbeddedServer } from '@
 import { ApiConnection, downloadFile } from '@tributary/buffer';
 import { prng } from '@tributary/testkit/prng';
 import { startWan, WAN_PROFILES, type Wan, type WanProfile } from '@tributary/testkit/wan';
+import { median } from './bench-kit';
 import { BenchClient, httpTransport } from './client';
 import { pairKeys, siteSettings } from './federation-settings';
 import { startSiteProcess, stopSiteProcess } from './site-process';
@@ -537,12 +538,6 @@ function printTables(
   ])
     say(`${k.padEnd(46)} ${figures[k] ?? '-'}`);
   say(`(the seed: central_over_async 3.19, sync_over_async 11.11; goals: <= 1.1, >= 10, >= 3)`);
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function round(x: number): number {

@@ -4288,6 +4288,7 @@ export interface operations {
         parameters: {
             query: {
                 path: string;
+                wait?: number;
             };
             header?: {
                 /** @description `wait=<seconds>`: wait up to that long (at most 600) for an object being staged, then send it */

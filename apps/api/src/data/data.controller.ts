@@ -30,6 +30,13 @@ class UploadQueryDto extends createZodDto(
 class PathQueryDto extends createZodDto(z.object({ path: PathSchema })) {}
 /** Reads and writes of one object: a trailing slash names a collection, so it is refused (422). */
 class ObjectPathQueryDto extends createZodDto(z.object({ path: ObjectPathSchema })) {}
+/** A download: `wait` (seconds, at most 600) as `Prefer: wait=` does, for links that cannot send headers. */
+class DownloadQueryDto extends createZodDto(
+  z.object({
+    path: ObjectPathSchema,
+    wait: z.coerce.number().int().min(0).max(600).optional(),
+  }),
+) {}
 class BatchReadDto extends createZodDto(
   z.object({ paths: z.array(ObjectPathSchema).min(1).max(MAX_BATCH_READ_OBJECTS) }),
 ) {}
@@ -159,8 +166,9 @@ export class DataController {
   /**
    * Downloads an object; supports `Range` (one range), `ETag` and `If-None-Match`. An object held
    * at this site only in the archive of a compound resource is staged into its cache first: `202`
-   * with `Retry-After` at once, or, with `Prefer: wait=<seconds>` (at most 600), the bytes when the
-   * staging ends within that time (docs/storage.md, "Compound resources").
+   * with `Retry-After` at once, or, with `Prefer: wait=<seconds>` or `wait=<seconds>` in the query
+   * (at most 600), the bytes when the staging ends within that time (docs/storage.md, "Compound
+   * resources").
    */
   @AnswerBytes(200, ['*/*'], "The object's bytes, as its stored content type")
   @AnswerBytes(206, ['*/*'], 'The range asked for')
@@ -180,12 +188,13 @@ export class DataController {
   @Get()
   async download(
     @CurrentPrincipal() p: Principal,
-    @Query() q: ObjectPathQueryDto,
+    @Query() q: DownloadQueryDto,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
     const { object, source } = await this.reads.openForRead(p, q.path);
-    const staging = await this.reads.staging(q.path, object, source, preferredWaitMs(req.get('prefer')));
+    const waitMs = q.wait !== undefined ? q.wait * 1000 : preferredWaitMs(req.get('prefer'));
+    const staging = await this.reads.staging(q.path, object, source, waitMs);
     if (staging) {
       res.setHeader('Retry-After', String(staging.retryAfterSeconds));
       res.status(202).json(staging);

@@ -171,14 +171,12 @@ for (const archiveKind of ['s3', 'local'] as const) {
       });
       expect(sha256(expectStatus(waited, 200).bytes)).toBe(sha256(files.get(second)!));
 
-      // Every object reads back equal (staged where needed), and the catalog and tiers agree.
+      // Every object reads back equal (staged where needed; `wait` in the query as links send it).
       for (const [p, b] of files) {
-        const res = await admin.request('GET', '/api/v1/data', {
-          query: { path: p },
-          headers: { Prefer: 'wait=30' },
-        });
+        const res = await admin.get('/api/v1/data', { query: { path: p, wait: '30' } });
         expect(sha256(expectStatus(res, 200).bytes), p).toBe(sha256(b));
       }
+      expectStatus(await admin.get('/api/v1/data', { query: { path: first, wait: '601' } }), 422);
     }, 120_000);
 
     it('keeps every version through interleaved writes, updates, archiving, eviction and reads (randomized)', async () => {

@@ -10,6 +10,7 @@ import { baseName, breadcrumbs, browseHref, formatBytes, parentPath, pathFromSpl
 import { CopiesPanel } from '../placement/CopiesPanel';
 import { StorageUsage } from './StorageUsage';
 import { ObjectCopies } from '../placement/ObjectCopies';
+import { archiveOnly, tierLabel, tiersMoving } from '../placement/tiers';
 import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
 import { FolderTree } from './FolderTree';
 import { Preview } from './Preview';
@@ -780,7 +781,13 @@ function RenameForm({ entry, onDone }: { entry: EntryDto; onDone: (changed: bool
 }
 
 function Details({ entry, onClose }: { entry: EntryDto; onClose: () => void }) {
-  const stat = useQuery({ queryKey: ['stat', entry.path], queryFn: () => api.stat(entry.path) });
+  const stat = useQuery({
+    queryKey: ['stat', entry.path],
+    queryFn: () => api.stat(entry.path),
+    refetchInterval: (q) => (tiersMoving(q.state.data?.replicas) ? 2_000 : false),
+  });
+  // Held here only in a compound resource's archive: the download waits while it is staged.
+  const staged = archiveOnly(stat.data?.replicas);
   const canWrite = entry.access === 'write' || entry.access === 'own';
   return (
     <div className="details">
@@ -823,16 +830,29 @@ function Details({ entry, onClose }: { entry: EntryDto; onClose: () => void }) {
             <dt>Checksum</dt>
             <dd className="mono">{entry.checksum ?? '—'}</dd>
             <dt>Replicas</dt>
-            <dd>{stat.data?.replicas.map((r) => `${r.site} (${r.status})`).join(', ') ?? '…'}</dd>
+            <dd>
+              {stat.data?.replicas
+                .map((r) => `${r.site} (${r.status}${r.tier ? `, ${tierLabel(r.tier)}` : ''})`)
+                .join(', ') ?? '…'}
+            </dd>
           </>
         )}
       </dl>
       <ErrorNote error={stat.error} />
       {entry.kind === 'object' && (
         <p>
-          <a href={downloadHref(entry.path)} download={entry.name}>
+          <a
+            href={staged ? `${downloadHref(entry.path)}&wait=600` : downloadHref(entry.path)}
+            download={entry.name}
+          >
             Download
           </a>
+          {staged && (
+            <span className="muted" data-testid="staging-note">
+              {' '}
+              Kept in the archive only: the download starts once it is staged into the cache.
+            </span>
+          )}
         </p>
       )}
       <Preview entry={entry} />

@@ -5,6 +5,7 @@ import { api } from '../api';
 import { ErrorNote } from '../app/ErrorNote';
 import { ListTable } from '../app/ListTable';
 import { copyKind, copyStateLabel } from './rules';
+import { tierLabel, tiersMoving } from './tiers';
 import { When } from '../app/When';
 
 /** Copies still moving are polled; settled ones are not. */
@@ -18,6 +19,15 @@ export function ObjectCopies({ path }: { path: string }) {
     queryFn: ({ signal }) => api.objectCopies(path, signal),
     refetchInterval: (q) => (q.state.data?.copies.some((c) => MOVING.has(c.state)) ? 5_000 : false),
   });
+  // The site's copy on a compound resource: its tiers (cache, archive, staging) from the stat.
+  const stat = useQuery({
+    queryKey: ['stat', path],
+    queryFn: () => api.stat(path),
+    refetchInterval: (q) => (tiersMoving(q.state.data?.replicas) ? 2_000 : false),
+  });
+  const tiers = new Map(
+    (stat.data?.replicas ?? []).filter((r) => r.tier).map((r) => [r.site, tierLabel(r.tier)] as const),
+  );
   const c = copies.data;
   return (
     <section aria-labelledby={`${id}-t`} className="object-copies">
@@ -52,6 +62,10 @@ export function ObjectCopies({ path }: { path: string }) {
                 header: 'Verified',
                 cell: (x: CopyDto) => (x.verifiedAt ? <When iso={x.verifiedAt} /> : '—'),
               },
+              // Only with a copy on a compound resource: other tables keep their columns.
+              ...(tiers.size > 0
+                ? [{ id: 'tier', header: 'Storage', cell: (x: CopyDto) => tiers.get(x.site) ?? '' }]
+                : []),
               { id: 'error', header: 'Error', cell: (x: CopyDto) => x.error ?? '' },
             ]}
           />

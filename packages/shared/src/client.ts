@@ -56,8 +56,10 @@ import type {
   ConflictKind,
 } from './dto/conflicts';
 import type {
+  ErasureScrubDto,
   MoverStatusDto,
   ObjectCopiesDto,
+  ObjectShardsDto,
   PlacementRuleDto,
   PlacementRuleRequest,
   PlacementSiteDto,
@@ -344,6 +346,13 @@ export function createTributaryClient(options: ClientOptions) {
       unwrap<ObjectCopiesDto>(
         http.GET('/api/v1/placement/copies', { params: { query: { path } }, ...safe, signal }),
       ),
+    /** An object's erasure layout (docs/erasure.md): k, m, where each shard is and its state. */
+    objectShards: (path: string, signal?: AbortSignal) =>
+      unwrap<ObjectShardsDto>(
+        http.GET('/api/v1/placement/shards', { params: { query: { path } }, ...safe, signal }),
+      ),
+    /** Re-hashes every good shard at this site now (administrators). */
+    scrubShards: () => unwrap<ErasureScrubDto>(http.POST('/api/v1/placement/erasure/scrub', unsafe())),
     /** Re-hashes this site's copy of the object now and reports every copy's state. */
     verifyObject: (path: string) =>
       unwrap<VerifyReportDto>(

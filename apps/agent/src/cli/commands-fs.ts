@@ -6,6 +6,7 @@ import {
   joinPath,
   type EntryDetailDto,
   type EntryDto,
+  type ErasureLayoutDto,
   type ReplicaDto,
   type TrashEntryDto,
 } from '@tributary/shared';
@@ -40,8 +41,19 @@ export function registerFs(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx: CliContext, _o: object, inputs: string[]) => {
         const service = await ctx.service();
-        const entries: EntryDetailDto[] = [];
-        for (const input of inputs) entries.push(await service.client.stat(await ctx.remote(input)));
+        const entries: Array<EntryDetailDto & { erasure?: ErasureLayoutDto }> = [];
+        for (const input of inputs) {
+          const entry = await service.client.stat(await ctx.remote(input));
+          // An erasure-coded object's layout (docs/erasure.md): k, m and where each shard is.
+          const erasure =
+            entry.kind === 'object'
+              ? await service.client
+                  .objectShards(entry.path)
+                  .then((s) => s.erasure)
+                  .catch(() => null)
+              : null;
+          entries.push(erasure ? { ...entry, erasure } : entry);
+        }
         ctx.result(inputs.length === 1 ? entries[0] : entries, () =>
           entries
             .map((e) =>
@@ -72,6 +84,7 @@ export function registerFs(program: Command, io: CliIO): void {
                     .map((r) => `${r.site}:${r.resource} (${r.status}${tierText(r.tier)})`)
                     .join(', ') || '-',
                 ],
+                ...(e.erasure ? erasureFields(e.erasure) : []),
               ]),
             )
             .join('\n'),
@@ -435,4 +448,25 @@ function tierText(tier: ReplicaDto['tier']): string {
   }
   if (tier.archiveError && tier.archive !== 'archived') parts.push(`archive failing: ${tier.archiveError}`);
   return `, ${parts.join(', ')}`;
+}
+
+/** `trib stat`'s lines for an erasure-coded object: the layout, then each shard's site and state. */
+function erasureFields(e: ErasureLayoutDto): Array<[string, string]> {
+  return [
+    [
+      'erasure',
+      `${e.k}+${e.m} (${e.k} data and ${e.m} parity shards by ${e.domain}, ${formatSize(e.chunk)} per shard per stripe; ` +
+        `${e.goodShards} of ${e.k + e.m} good, any ${e.k} read it)`,
+    ],
+    [
+      'shards',
+      [...e.shards]
+        .sort((a, b) => a.index - b.index || a.site.localeCompare(b.site))
+        .map(
+          (s) =>
+            `${s.index}:${s.site} (${s.state}${s.current ? '' : ', not current'}${s.wanted ? '' : ', not wanted'})`,
+        )
+        .join(', ') || '-',
+    ],
+  ];
 }

@@ -10,6 +10,7 @@ import { baseName, breadcrumbs, browseHref, formatBytes, parentPath, pathFromSpl
 import { CopiesPanel } from '../placement/CopiesPanel';
 import { StorageUsage } from './StorageUsage';
 import { ObjectCopies } from '../placement/ObjectCopies';
+import { ObjectShards } from '../placement/ObjectShards';
 import { archiveOnly, tierLabel, tiersMoving } from '../placement/tiers';
 import { MetadataPanel, TripleFormView, toInput } from './MetadataPanel';
 import { FolderTree } from './FolderTree';
@@ -857,6 +858,7 @@ function Details({ entry, onClose }: { entry: EntryDto; onClose: () => void }) {
       )}
       <Preview entry={entry} />
       {entry.kind === 'object' && <ObjectCopies path={entry.path} />}
+      {entry.kind === 'object' && <ObjectShards path={entry.path} />}
       <MetadataPanel path={entry.path} canWrite={canWrite} />
     </div>
   );

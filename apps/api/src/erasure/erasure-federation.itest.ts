@@ -282,4 +282,163 @@ describe('erasure-coded objects across six sites', () => {
     expect(e.shards.filter((s) => s.current).length).toBe(6);
     for (const s of sites) expect(sha256(await read(s, file)), `at ${s.id}`).toBe(sha256(fresh));
   }, 300_000);
+
+  /**
+   * Every path that removes data, at random (seed EC_SEED, steps EC_STEPS, default 8): erasure rules
+   * made and removed (whole copies dropped once shards are verified; shards dropped once a whole
+   * copy is back), shards damaged or deleted and rebuilt, and updates of the objects at random
+   * sites. A watcher reads every site's own rows every 250 ms: each object's latest bytes must
+   * always have a good whole copy somewhere or at least k good shards. At the end every site reads
+   * the latest bytes of each object.
+   */
+  it('randomized: rules made and removed, shards damaged, updates elsewhere; never too few good pieces', async () => {
+    const seed = Number(process.env.EC_SEED ?? Date.now() % 100_000);
+    const steps = Number(process.env.EC_STEPS ?? 8);
+    console.log(`erasure randomized run: EC_SEED=${seed} EC_STEPS=${steps}`);
+    const random = prng(seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const dir = `/projects/${uniqueName('ecrand')}`;
+    await lsu.client.createCollection(dir);
+    const latest = new Map<string, Buffer>();
+    for (let i = 0; i < 3; i += 1) {
+      const file = `${dir}/o${i}.bin`;
+      const bytes = testBytes(MiB + 1000 * i + 1, 300 + i);
+      latest.set(file, bytes);
+      await lsu.client.upload(file, bytes);
+    }
+    for (const s of sites) await until(async () => (await objectsIn(s, dir)) === 3, 30_000);
+
+    /** Whole copies and good shard indexes of each object's latest bytes, each site's own rows. */
+    const violations: string[] = [];
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        for (const [file, bytes] of latest) {
+          const checksum = sha256(bytes);
+          let whole = 0;
+          const indexes = new Set<number>();
+          for (const s of sites) {
+            const r = await s.query<{ whole: number; shards: number[] }>(
+              `SELECT (SELECT count(*)::int FROM replicas r WHERE r.object_id = o.id AND r.site_id = $3
+                         AND r.status = 'good' AND r.checksum = $4) AS whole,
+                      ARRAY(SELECT e.shard_index FROM erasure_shards e WHERE e.object_id = o.id AND e.site_id = $3
+                         AND e.status = 'good' AND e.object_checksum = $4) AS shards
+                 FROM data_objects o JOIN collections c ON c.id = o.collection_id
+                WHERE c.path = $1 AND o.name = $2`,
+              [dir, path.posix.basename(file), s.id, checksum],
+            );
+            whole += r.rows[0]?.whole ?? 0;
+            for (const i of r.rows[0]?.shards ?? []) indexes.add(i);
+          }
+          if (whole === 0 && indexes.size < 4) {
+            // What each site holds of the object now, for the report.
+            const seen: string[] = [];
+            for (const s of sites) {
+              const r = await s.query<{ c: string; copies: string[]; shards: string[] }>(
+                `SELECT left(o.checksum, 8) AS c,
+                        ARRAY(SELECT r.site_id || ':' || r.status || ':' || left(r.checksum, 8) FROM replicas r
+                               WHERE r.object_id = o.id) AS copies,
+                        ARRAY(SELECT e.site_id || ':' || e.shard_index || ':' || e.status || ':' || left(e.object_checksum, 8)
+                                FROM erasure_shards e WHERE e.object_id = o.id) AS shards
+                   FROM data_objects o JOIN collections c ON c.id = o.collection_id
+                  WHERE c.path = $1 AND o.name = $2`,
+                [dir, path.posix.basename(file)],
+              );
+              seen.push(`${s.id}: ${JSON.stringify(r.rows[0])}`);
+            }
+            violations.push(
+              `${new Date().toISOString()} ${file} (${checksum.slice(0, 8)}): no whole copy and ${indexes.size} good shards; ${seen.join('; ')}`,
+            );
+          }
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+
+    let rule: string | null = null;
+    try {
+      for (let step = 0; step < steps; step += 1) {
+        const ops = rule ? ['remove', 'update', 'damage', 'update'] : ['add', 'update', 'add'];
+        const op = pick(ops);
+        const file = pick([...latest.keys()]);
+        console.log(`step ${step}: ${op}${op === 'update' || op === 'damage' ? ` ${file}` : ''}`);
+        if (op === 'add') {
+          rule = expectStatus(
+            await pick(sites).http.post<PlacementRuleDto>('/api/v1/placement/rules', {
+              path: dir,
+              erasure: { k: 4, m: 2 },
+            }),
+            201,
+          ).body.id;
+          // Half the time the next step comes before the shards are made.
+          if (random() < 0.5) for (const f of latest.keys()) await settled(f);
+        } else if (op === 'remove') {
+          const at = pick(sites);
+          await until(
+            async () => (await at.http.delete(`/api/v1/placement/rules/${rule}`)).status === 204,
+            20_000,
+          );
+          rule = null;
+        } else if (op === 'update') {
+          const bytes = testBytes(MiB + Math.floor(random() * 100_000), Math.floor(random() * 1e6));
+          const at = pick(sites);
+          await at.client.upload(file, bytes, { overwrite: true });
+          latest.set(file, bytes);
+          const everywhere = await until(async () => {
+            for (const s of sites) if (sha256(await read(s, file)) !== sha256(bytes)) return false;
+            return true;
+          }, 60_000);
+          expect(everywhere, `${file} updated at ${at.id} read as the new bytes everywhere`).toBe(true);
+        } else {
+          const e = (await shardsAt(lsu, file)).erasure;
+          const good = e?.shards.filter((x) => x.current && x.wanted) ?? [];
+          if (good.length < 6) continue; // only a complete set is damaged: one bad shard at a time
+          const victim = pick(good);
+          const at = sites.find((x) => x.id === victim.site)!;
+          const where = await shardFile(at, file, victim.index);
+          if (random() < 0.5) await rm(where);
+          else {
+            const b = await readFile(where);
+            if (b.length > 0) {
+              const at = Math.floor(random() * b.length);
+              b[at] = b[at]! ^ 0x77;
+            }
+            await writeFile(where, b);
+          }
+          expectStatus(await at.http.post('/api/v1/placement/erasure/scrub', {}), 200);
+        }
+      }
+      // The end state: with the rule, six good shards and no whole copy; without, whole copies only.
+      for (const [file, bytes] of latest) {
+        if (rule) await settled(file, 120_000);
+        else {
+          const unwound = await until(async () => {
+            for (const s of sites) {
+              if ((await wholeCopies(s, file)) < 1) return false;
+              if ((await shardsAt(s, file)).erasure !== null) return false;
+            }
+            return true;
+          }, 120_000);
+          expect(
+            unwound,
+            `${file}: whole copy back and shards gone: ${JSON.stringify(await shardsAt(lsu, file))}`,
+          ).toBe(true);
+        }
+        for (const s of sites) expect(sha256(await read(s, file)), `${file} at ${s.id}`).toBe(sha256(bytes));
+      }
+    } finally {
+      watching = false;
+      await watch;
+    }
+    expect(violations).toEqual([]);
+  }, 900_000);
+
+  async function objectsIn(site: FederationSite, dir: string): Promise<number> {
+    const r = await site.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM data_objects o JOIN collections c ON c.id = o.collection_id
+        WHERE c.path = $1 AND o.trash_id = 0`,
+      [dir],
+    );
+    return r.rows[0]!.n;
+  }
 });

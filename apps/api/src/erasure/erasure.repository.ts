@@ -343,7 +343,80 @@ export class ErasureRepository {
     });
   }
 
-  /** Shards per site and state (the layout listing's counts). */
+  /** Objects with shard rows (any site) that are live. */
+  async shardedObjects(): Promise<string[]> {
+    const { rows } = await this.sql.query<{ id: string }>(
+      `SELECT DISTINCT s.object_id::text AS id FROM erasure_shards s JOIN data_objects o ON o.id = s.object_id
+        WHERE o.trash_id = 0 ORDER BY 1`,
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** This site's whole-copy rows that wait for bytes (pending, copying, failed, stale, suspect), by object. */
+  async waitingCopiesHere(siteId: string): Promise<string[]> {
+    const { rows } = await this.sql.query<{ id: string }>(
+      `SELECT DISTINCT r.object_id::text AS id FROM replicas r JOIN data_objects o ON o.id = r.object_id
+        WHERE r.site_id = $1 AND r.status <> 'good' AND o.trash_id = 0 AND EXISTS (
+              SELECT 1 FROM erasure_shards s WHERE s.object_id = r.object_id AND s.object_checksum = o.checksum)`,
+      [siteId],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * A whole copy here made from the shards: this site's row of the object (on `resourceId`) set good
+   * with the file at `key`, or inserted so, under the object's lock and only while the object is
+   * still the bytes rebuilt. Resolves with the replaced file's key ('' for none), or null.
+   */
+  async commitWholeCopy(
+    siteId: string,
+    resourceId: string,
+    copy: { objectId: string; key: string; size: number; checksum: string },
+    place: () => Promise<void>,
+  ): Promise<string | null> {
+    return this.sql.transaction(async (client) => {
+      const o = await client.query<{ checksum: string; size: string }>(
+        'SELECT checksum, size::text FROM data_objects WHERE id = $1 AND trash_id = 0 FOR UPDATE',
+        [copy.objectId],
+      );
+      const object = o.rows[0];
+      if (!object || object.checksum !== copy.checksum || Number(object.size) !== copy.size) return null;
+      const old = await client.query<{ physical_path: string }>(
+        'SELECT physical_path FROM replicas WHERE object_id = $1 AND site_id = $2 AND resource_id = $3 FOR UPDATE',
+        [copy.objectId, siteId, resourceId],
+      );
+      await place();
+      await client.query(
+        `INSERT INTO replicas (object_id, site_id, resource_id, physical_path, size, checksum, status, verified_at)
+         VALUES ($1, $2, $3, $4, $5, $6, 'good', now())
+         ON CONFLICT (object_id, site_id, resource_id) DO UPDATE SET physical_path = EXCLUDED.physical_path,
+           size = EXCLUDED.size, checksum = EXCLUDED.checksum, status = 'good', verified_at = now(), error = NULL,
+           attempts = 0, next_attempt_at = NULL, updated_at = now()`,
+        [copy.objectId, siteId, resourceId, copy.key, copy.size, copy.checksum],
+      );
+      return old.rows[0]?.physical_path ?? '';
+    });
+  }
+
+  /**
+   * Removes this site's shard rows of an object while its checksum is still `objectChecksum` (a good
+   * whole copy of those bytes was confirmed). Resolves with the removed files' keys.
+   */
+  async dropShardsOf(siteId: string, objectId: string, objectChecksum: string): Promise<string[]> {
+    return this.sql.transaction(async (client) => {
+      const o = await client.query<{ checksum: string }>(
+        'SELECT checksum FROM data_objects WHERE id = $1 FOR UPDATE',
+        [objectId],
+      );
+      if (o.rows[0]?.checksum !== objectChecksum) return [];
+      const res = await client.query<{ physical_path: string }>(
+        'DELETE FROM erasure_shards WHERE object_id = $1 AND site_id = $2 RETURNING physical_path',
+        [objectId, siteId],
+      );
+      return res.rows.map((r) => r.physical_path);
+    });
+  }
+
   private conditionOf(rule: ErasureRule, params: SqlParams, id: string): string | null {
     if (!rule.condition) return 'TRUE';
     try {

@@ -9,6 +9,7 @@ import { ErrorCode, type ErasureScrubDto, type ObjectShardsDto } from '@tributar
 import {
   encodeStripes,
   erasureLayout,
+  homeSite,
   shardSize,
   shardTargets,
   type ErasureLayout,
@@ -22,6 +23,7 @@ import { AccessService } from '../access/access.service';
 import { DomainError, notFound } from '../common/domain-error';
 import type { Principal } from '../common/principal';
 import { SITE_CONFIG, type SiteConfig } from '../config/config';
+import { PEER_PLACEMENT_PATH } from '../mover/copy-transfers';
 import { MoverRepository } from '../mover/mover.repository';
 import { entryTarget, NamespaceService } from '../namespace/namespace.service';
 import { ReplicationService } from '../replication/replication.service';
@@ -172,6 +174,100 @@ export class ErasureService implements OnApplicationBootstrap, BeforeApplication
         this.logger.warn(`object ${plan.object.id}: whole copy kept: ${String(err)}`),
       );
     }
+
+    // Objects with shards that no erasure rule covers now (the rule was removed, expired, or its
+    // condition no longer holds): a whole copy first, made from the shards at the object's home
+    // site, then each site drops its shards once a site holding a good whole copy confirms it.
+    for (const id of await this.repo.shardedObjects()) {
+      if (this.stopped || plans.has(id)) continue;
+      await this.unwind(id, sites).catch((err: unknown) =>
+        this.logger.warn(`object ${id}: shards kept: ${String(err)}`),
+      );
+    }
+    // This site's whole-copy rows waiting for bytes that no whole copy anywhere can give (a rule
+    // of copies over an object kept only as shards): made from the shards.
+    for (const id of await this.repo.waitingCopiesHere(me)) {
+      if (this.stopped) return;
+      const object = await this.repo.object(id);
+      if (!object || (await this.wholeCopiesElsewhere(object)).length > 0) continue;
+      await this.wholeCopyFromShards(object).catch((err: unknown) =>
+        this.logger.warn(`object ${id}: no whole copy made from the shards: ${String(err)}`),
+      );
+    }
+  }
+
+  /** An object with shards and no erasure rule: see `pass`. */
+  private async unwind(id: string, sites: PlacementSite[]): Promise<void> {
+    const me = this.site.siteId;
+    const object = await this.repo.object(id);
+    if (!object) return;
+    // Covered by an erasure rule that cannot be placed now (sites gone from the catalog): left as is.
+    if ((await this.repo.rulesCovering(id)).length > 0) return;
+    const rows = await this.repo.shardsOf([id]);
+    const whole = (await this.copies.copiesOf(id)).filter(
+      (r) => r.status === 'good' && r.checksum === object.checksum,
+    );
+    if (whole.length === 0) {
+      const holders = [
+        ...new Set(rows.filter((r) => r.objectChecksum === object.checksum).map((r) => r.siteId)),
+      ].sort();
+      const home = homeSite(BigInt(id), sites);
+      const rescuer = home !== undefined && sites.some((s) => s.id === home) ? home : holders[0];
+      if (rescuer === me) await this.wholeCopyFromShards(object);
+      return;
+    }
+    if (!rows.some((r) => r.siteId === me)) return;
+    // A site holding a good whole copy of these bytes confirms it (and keeps it for the lease).
+    for (const holder of whole.map((r) => r.siteId)) {
+      const yes =
+        holder === me
+          ? (await this.copies.goodCurrentCopy(id, me)) !== null
+          : await this.replication.peers
+              .request<{ keep?: unknown }>(
+                holder,
+                'POST',
+                `${PEER_PLACEMENT_PATH}/keep`,
+                { objectId: id, checksum: object.checksum, purpose: 'evict' },
+                10_000,
+              )
+              .then((a) => a.keep === true)
+              .catch(() => false);
+      if (!yes) continue;
+      for (const key of await this.repo.dropShardsOf(me, id, object.checksum)) await this.removeFile(key);
+      this.logger.log(
+        `object ${id}: no erasure rule covers it; shards here dropped (whole copy at ${holder})`,
+      );
+      return;
+    }
+  }
+
+  /** A whole copy here decoded from any k shards (SHA-256 checked against the object's). */
+  private async wholeCopyFromShards(object: CoveredObject): Promise<void> {
+    const me = this.site.siteId;
+    const set = currentShardSet(object, await this.repo.shardsOf([object.id]));
+    if (!set) throw new Error('fewer than k good shards are known');
+    const bytes = checkedBytes(this.io.decode(set, 0, object.size), object.checksum);
+    const staged = await this.storage.stage(Readable.from(bytes), {
+      maxBytes: object.size,
+      expectedBytes: object.size,
+    });
+    try {
+      if (staged.size !== object.size || staged.sha256 !== object.checksum.replace(/^sha256:/, ''))
+        throw new Error(`the rebuilt bytes hash to ${staged.sha256}, not ${object.checksum}`);
+      const key = staged.key ?? randomUUID();
+      const previous = await this.repo.commitWholeCopy(
+        me,
+        this.site.resourceId.toString(),
+        { objectId: object.id, key, size: object.size, checksum: object.checksum },
+        () => staged.commit(key),
+      );
+      if (previous === null) throw new Error('the object changed while it was rebuilt');
+      if (previous !== '' && previous !== key) await this.removeFile(previous);
+      this.logger.log(`object ${object.id}: whole copy made here from its shards`);
+    } catch (err) {
+      await staged.discard().catch(() => undefined);
+      throw err;
+    }
   }
 
   /** Makes shard `target.index` here for the object's current bytes. */
@@ -253,7 +349,7 @@ export class ErasureService implements OnApplicationBootstrap, BeforeApplication
   ): Promise<AsyncIterable<Uint8Array>> {
     const me = this.site.siteId;
     const local = await this.copies.goodCurrentCopy(object.id, me);
-    if (local) return this.io.encodeShard(layout, this.storage.open(local.key), index);
+    if (local) return this.io.encodeShard(layout, this.io.local(local.key), index);
     const why: string[] = [];
     for (const site of this.availability.order(await this.wholeCopiesElsewhere(object))) {
       try {
@@ -368,7 +464,7 @@ export class ErasureService implements OnApplicationBootstrap, BeforeApplication
   /** The SHA-256 of each shard of this site's whole copy at `key`, as encoded now. */
   private async shardChecksums(layout: ErasureLayout, key: string): Promise<string[]> {
     const hashes = Array.from({ length: layout.k + layout.m }, () => createHash('sha256'));
-    for await (const stripe of encodeStripes(layout, this.storage.open(key)))
+    for await (const stripe of encodeStripes(layout, this.io.local(key)))
       stripe.shards.forEach((s, i) => hashes[i]!.update(s));
     return hashes.map((h) => h.digest('hex'));
   }
@@ -435,7 +531,7 @@ export class ErasureService implements OnApplicationBootstrap, BeforeApplication
       try {
         const hash = createHash('sha256');
         let size = 0;
-        for await (const piece of this.storage.open(row.key) as AsyncIterable<Buffer>) {
+        for await (const piece of this.io.local(row.key) as AsyncIterable<Buffer>) {
           hash.update(piece);
           size += piece.length;
         }

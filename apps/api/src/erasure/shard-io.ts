@@ -68,7 +68,7 @@ export class ShardIO {
   async openShard(row: ShardRow, range: ShardRange): Promise<AsyncIterable<Uint8Array>> {
     if (range.end <= range.start) return Readable.from([]);
     if (row.siteId === this.site.siteId)
-      return this.storage.open(row.key, { start: range.start, end: range.end - 1 });
+      return this.local(row.key, { start: range.start, end: range.end - 1 });
     const timeoutMs = this.config.peerReads.connectTimeoutMs;
     const controller = new AbortController();
     const timer = setTimeout(
@@ -136,6 +136,17 @@ export class ShardIO {
         throw last instanceof Error ? last : new Error(`shard ${index} has no holder left`);
       },
     });
+  }
+
+  /**
+   * This site's file at `key` (range end inclusive), opened only when first read: a file that is
+   * gone then is an error of the read (a stream opened early would emit it with no one listening).
+   */
+  local(key: string, range?: { start: number; end: number }): AsyncIterable<Uint8Array> {
+    const storage = this.storage;
+    return (async function* () {
+      for await (const piece of storage.open(key, range) as AsyncIterable<Uint8Array>) yield piece;
+    })();
   }
 
   /** Shard `index` of whole object bytes, stripe by stripe (each chunk copied out of the reused stripe). */

@@ -441,4 +441,95 @@ describe('erasure-coded objects across six sites', () => {
     );
     return r.rows[0]!.n;
   }
+
+  /** The SHA-256 of an object read at `site`, streamed (for objects too large to hold). */
+  async function streamedSha(site: FederationSite, file: string): Promise<{ sha: string; size: number }> {
+    const res = await site.client.download(file);
+    const hash = createHash('sha256');
+    let size = 0;
+    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+      hash.update(piece);
+      size += piece.length;
+    }
+    return { sha: hash.digest('hex'), size };
+  }
+
+  it('SIGKILL of the source and of a shard site while shards are written: the whole copy stays until every shard is good, and the write completes after restart', async () => {
+    const dir = `/projects/${uniqueName('eckill')}`;
+    await lsu.client.createCollection(dir);
+    const file = `${dir}/big.bin`;
+    const bytes = testBytes(48 * MiB + 3, 31);
+    await lsu.client.upload(file, bytes);
+    for (const s of sites) await until(async () => (await objectsIn(s, dir)) === 1, 30_000);
+    expectStatus(await lsu.http.post('/api/v1/placement/rules', { path: dir, erasure: { k: 4, m: 2 } }), 201);
+    const victim = sites[1]!;
+    // Killed as soon as some shard site has started (its staging of a shard under way), or soon after.
+    await until(
+      async () => {
+        for (const s of sites) if ((await ownShards(s, dir)) > 0) return true;
+        return false;
+      },
+      20_000,
+      20,
+    );
+    await Promise.all([lsu.kill('SIGKILL'), victim.kill('SIGKILL')]);
+    // Meanwhile the object is never without its whole copy unless all six shards are good.
+    let shards = 0;
+    for (const s of sites) shards += await ownShards(s, dir);
+    const whole = await lsu.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM replicas r JOIN data_objects o ON o.id = r.object_id
+         JOIN collections c ON c.id = o.collection_id WHERE c.path = $1 AND r.site_id = 'lsu' AND r.status = 'good'`,
+      [dir],
+    );
+    expect(whole.rows[0]!.n === 1 || shards === 6, `whole ${whole.rows[0]!.n}, shards ${shards}`).toBe(true);
+    await Promise.all([lsu.restart(), victim.restart()]);
+    await settled(file, 120_000);
+    for (const s of sites) expect(sha256(await read(s, file)), `at ${s.id}`).toBe(sha256(bytes));
+  }, 300_000);
+
+  it.runIf(process.env.EC_BIG === '1')(
+    'a 5 GiB object, sparse at the uploader: 4+2 and read back',
+    async () => {
+      const { createReadStream } = await import('node:fs');
+      const { open } = await import('node:fs/promises');
+      const { Readable } = await import('node:stream');
+      const size = 5 * 1024 * MiB;
+      const local = path.join(fed.dataDir, 'sparse-5g.bin');
+      const handle = await open(local, 'w');
+      await handle.write(Buffer.from('start'), 0, 5, 0);
+      await handle.write(Buffer.from('end'), 0, 3, size - 3);
+      await handle.close();
+      const hash = createHash('sha256');
+      for await (const piece of createReadStream(local)) hash.update(piece as Buffer);
+      const expected = hash.digest('hex');
+      const dir = `/projects/${uniqueName('ecbig')}`;
+      await lsu.client.createCollection(dir);
+      const file = `${dir}/sparse.bin`;
+      await lsu.client.upload(file, Readable.toWeb(createReadStream(local)), {
+        contentLength: size,
+        sha256: expected,
+      });
+      await rm(local);
+      expectStatus(
+        await lsu.http.post('/api/v1/placement/rules', { path: dir, erasure: { k: 4, m: 2 } }),
+        201,
+      );
+      await settled(file, 1_800_000);
+      const e = (await shardsAt(lsu, file)).erasure!;
+      expect(e.shards.reduce((n, x) => n + x.size, 0) / size).toBeLessThanOrEqual(1.51);
+      const got = await streamedSha(sites[4]!, file);
+      expect(got).toEqual({ sha: expected, size });
+    },
+    3_600_000,
+  );
+
+  async function ownShards(site: FederationSite, dir: string): Promise<number> {
+    const r = await site.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM erasure_shards e JOIN data_objects o ON o.id = e.object_id
+         JOIN collections c ON c.id = o.collection_id
+        WHERE c.path = $1 AND e.site_id = $2 AND e.status = 'good' AND e.object_checksum = o.checksum`,
+      [dir, site.id],
+    );
+    return r.rows[0]!.n;
+  }
 });

@@ -73,7 +73,16 @@ describe('trib rule, copies and verify', () => {
     expect(past.code).toBe(ExitCode.Usage);
     expect(past.stderr).toContain('expiresAt: must be in the future');
 
+    // Erasure-coded (docs/erasure.md): 4+2 shards need six sites; this catalog has one.
+    const shards = await trib('rule', 'add', proj, '--erasure', '4+2');
+    expect(shards.code).toBe(ExitCode.Usage);
+    expect(shards.stderr).toMatch(/erasure: k \+ m = 6 shards need 6 different sites; the rule can use 1/);
+
     for (const argv of [
+      ['rule', 'add', proj, '--erasure', '4'],
+      ['rule', 'add', proj, '--erasure', '4+9'],
+      ['rule', 'add', proj, '--erasure', '4+2', '--copies', '1'],
+      ['rule', 'add', proj, '--copies', '1', '--by', 'resource'],
       ['rule', 'add', proj, '--copies', '0'],
       ['rule', 'add', proj, '--copies', '1', '--expires', 'soon'],
       ['rule', 'add', proj],

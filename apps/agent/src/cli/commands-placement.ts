@@ -1,5 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import {
+  MAX_ERASURE_K,
+  MAX_ERASURE_M,
   MAX_RULE_COPIES,
   type CopyDto,
   type PlacementRuleDto,
@@ -56,7 +58,12 @@ function checkRuleId(id: string): string {
 
 const ruleColumns = [
   { header: 'ID', value: (r: PlacementRuleDto) => r.id },
-  { header: 'COPIES', value: (r: PlacementRuleDto) => String(r.copies), align: 'right' as const },
+  {
+    header: 'COPIES',
+    // An erasure rule keeps k+m shards instead (docs/erasure.md).
+    value: (r: PlacementRuleDto) => (r.erasure ? `${r.erasure.k}+${r.erasure.m} shards` : String(r.copies)),
+    align: 'right' as const,
+  },
   { header: 'SITES', value: (r: PlacementRuleDto) => r.sites?.join(',') ?? 'any' },
   { header: 'WHERE', value: (r: PlacementRuleDto) => r.condition ?? '-' },
   {
@@ -77,7 +84,17 @@ function registerRule(program: Command, io: CliIO): void {
   rule
     .command('add')
     .argument('<path>', 'the collection (the rule covers everything below it, now and later)')
-    .requiredOption('-c, --copies <n>', 'how many copies', intArg('--copies', 1, MAX_RULE_COPIES))
+    .option('-c, --copies <n>', 'how many whole copies', intArg('--copies', 1, MAX_RULE_COPIES))
+    .option(
+      '--erasure <k+m>',
+      'keep the objects as k data + m parity shards instead of copies, each at another site (docs/erasure.md)',
+      parseErasure,
+    )
+    .option(
+      '--by <domain>',
+      'with --erasure: each shard at another site (default) or storage resource',
+      parseDomain,
+    )
     .option('-s, --sites <a,b>', 'the sites to choose from (default: any site)', parseSites)
     .option('-w, --where <condition>', 'only objects matching this metadata condition (as `trib query`)')
     .option(
@@ -88,20 +105,33 @@ function registerRule(program: Command, io: CliIO): void {
     .description('keep copies of a collection at several sites (needs own on it)')
     .addHelpText(
       'after',
-      '\nExamples:\n  trib rule add /projects/coast --copies 2\n  trib rule add raw --copies 2 --sites lsu,tulane --where "filetype = fits" --expires 90d',
+      '\nExamples:\n  trib rule add /projects/coast --copies 2\n  trib rule add raw --copies 2 --sites lsu,tulane --where "filetype = fits" --expires 90d\n  trib rule add /projects/archive --erasure 4+2',
     )
     .action(
       action(
         io,
         async (
           ctx: CliContext,
-          options: { copies: number; sites?: string[]; where?: string; expires?: string },
+          options: {
+            copies?: number;
+            erasure?: { k: number; m: number };
+            by?: 'site' | 'resource';
+            sites?: string[];
+            where?: string;
+            expires?: string;
+          },
           input: string,
         ) => {
+          if ((options.copies === undefined) === (options.erasure === undefined))
+            throw usage('give either --copies N or --erasure k+m');
+          if (options.by && !options.erasure) throw usage('--by goes with --erasure');
           const service = await ctx.service();
           const created = await service.client.addPlacementRule({
             path: await ctx.remote(input),
-            copies: options.copies,
+            ...(options.copies !== undefined ? { copies: options.copies } : {}),
+            ...(options.erasure
+              ? { erasure: { ...options.erasure, ...(options.by ? { domain: options.by } : {}) } }
+              : {}),
             ...(options.sites ? { sites: options.sites } : {}),
             ...(options.where !== undefined ? { condition: options.where } : {}),
             ...(options.expires ? { expiresAt: options.expires } : {}),
@@ -229,4 +259,22 @@ function registerVerify(program: Command, io: CliIO): void {
         }
       }),
     );
+}
+
+/** `--erasure 4+2`: k data and m parity shards. */
+function parseErasure(value: string): { k: number; m: number } {
+  const match = /^\s*(\d{1,2})\s*\+\s*(\d{1,2})\s*$/.exec(value);
+  const k = Number(match?.[1]);
+  const m = Number(match?.[2]);
+  if (!match || k < 1 || k > MAX_ERASURE_K || m < 1 || m > MAX_ERASURE_M)
+    throw new InvalidArgumentError(
+      `--erasure must be k+m, k from 1 to ${MAX_ERASURE_K} and m from 1 to ${MAX_ERASURE_M}, like 4+2`,
+    );
+  return { k, m };
+}
+
+function parseDomain(value: string): 'site' | 'resource' {
+  if (value !== 'site' && value !== 'resource')
+    throw new InvalidArgumentError('--by must be site or resource');
+  return value;
 }

@@ -1397,6 +1397,10 @@ export interface components {
                 domain?: "site" | "resource";
             };
             sites?: string[];
+            resources?: {
+                site: string;
+                resource: string;
+            }[];
             condition?: string;
             /** Format: date-time */
             expiresAt?: string;
@@ -1559,6 +1563,10 @@ export interface components {
             /** @description ISO 8601 time */
             createdAt: string;
             subscription: boolean;
+            resources?: {
+                site: string;
+                resource: string;
+            }[] | null;
             inheritedFrom?: string | null;
         };
         PlacementRulePage: {

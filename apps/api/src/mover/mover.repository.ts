@@ -308,8 +308,18 @@ export class MoverRepository {
         'SELECT id::text, checksum, size::text FROM data_objects WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE',
         [copies.map((c) => c.objectId)],
       );
-      const rows = await client.query<{ id: string; physical_path: string }>(
-        'SELECT id::text, physical_path FROM replicas WHERE id = ANY($1::bigint[]) AND site_id = $2 ORDER BY id FOR UPDATE',
+      const rows = await client.query<{
+        id: string;
+        physical_path: string;
+        resource_id: string;
+        target: string;
+      }>(
+        // target: the resource the copies' files are placed on (this site's default, where the
+        // mover stages them); a row whose old bytes are on another resource leaves them to the
+        // storage garbage sweep there (docs/storage.md, "Moving between resources").
+        `SELECT r.id::text, r.physical_path, r.resource_id::text,
+                (SELECT d.id::text FROM storage_resources d WHERE d.site_id = $2 AND d.is_default) AS target
+           FROM replicas r WHERE r.id = ANY($1::bigint[]) AND r.site_id = $2 ORDER BY r.id FOR UPDATE`,
         [copies.map((c) => c.replicaId), siteId],
       );
       const objectById = new Map(objects.rows.map((o) => [o.id, o]));
@@ -329,19 +339,42 @@ export class MoverRepository {
       if (ready.length > 0) {
         await client.query(
           `UPDATE replicas r SET status = 'good', physical_path = u.key, size = u.size, checksum = u.checksum,
+                  resource_id = COALESCE(u.target, r.resource_id),
                   verified_at = now(), error = NULL, attempts = 0, next_attempt_at = NULL, updated_at = now()
-             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[]) AS u(id, key, size, checksum)
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[])
+                  AS u(id, key, size, checksum, target)
             WHERE r.id = u.id`,
           [
             ready.map((c) => c.replicaId),
             ready.map((c) => c.key),
             ready.map((c) => c.size),
             ready.map((c) => c.checksum),
+            ready.map((c) => rowById.get(c.replicaId)!.target),
           ],
         );
       }
-      for (const c of ready)
-        out.set(c.replicaId, { done: true, previousKey: rowById.get(c.replicaId)!.physical_path });
+      // A stale copy that had been moved to another resource: its old bytes are swept there.
+      const elsewhere = ready.filter((c) => {
+        const r = rowById.get(c.replicaId)!;
+        return r.target !== null && r.resource_id !== r.target && r.physical_path !== '';
+      });
+      if (elsewhere.length > 0) {
+        await client.query(
+          `INSERT INTO storage_garbage (resource_id, key, object_id)
+           SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[]) ON CONFLICT (resource_id, key) DO NOTHING`,
+          [
+            elsewhere.map((c) => rowById.get(c.replicaId)!.resource_id),
+            elsewhere.map((c) => rowById.get(c.replicaId)!.physical_path),
+            elsewhere.map((c) => c.objectId),
+          ],
+        );
+      }
+      for (const c of ready) {
+        const r = rowById.get(c.replicaId)!;
+        // Removed by the caller from the default resource, unless it is on another one (swept there).
+        const moved = r.target !== null && r.resource_id !== r.target;
+        out.set(c.replicaId, { done: true, previousKey: moved ? '' : r.physical_path });
+      }
       return out;
     });
   }

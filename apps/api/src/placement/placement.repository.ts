@@ -24,6 +24,8 @@ export interface RuleRecord {
   erasure_k: number | null;
   erasure_m: number | null;
   erasure_domain: 'site' | 'resource' | null;
+  /** At each site listed, the storage resource its copies are kept on (docs/storage.md). */
+  resources: Array<{ site: string; resource: string }> | null;
 }
 
 export interface NewRule {
@@ -37,6 +39,8 @@ export interface NewRule {
   subscription?: boolean;
   /** An erasure rule: k data + m parity shards, each in another domain (docs/erasure.md). */
   erasure?: { k: number; m: number; domain: 'site' | 'resource' };
+  /** At each site listed, the storage resource its copies are kept on (docs/storage.md). */
+  resources?: Array<{ site: string; resource: string }>;
 }
 
 /** Where a listing resumes: after this rule, ordered by collection depth (deepest first), then id. */
@@ -47,7 +51,8 @@ export interface RuleCursor {
 
 const SELECT_RULES = `
   SELECT r.id::text, r.collection_id::text, c.path, r.copies, r.sites, r.condition, r.expires_at,
-         u.username AS owner, r.created_at, r.subscription, r.erasure_k, r.erasure_m, r.erasure_domain
+         u.username AS owner, r.created_at, r.subscription, r.erasure_k, r.erasure_m, r.erasure_domain,
+         r.resources
     FROM placement_rules r
     JOIN collections c ON c.id = r.collection_id
     LEFT JOIN users u ON u.id = r.owner_id`;
@@ -87,6 +92,25 @@ export class PlacementRepository {
   }
 
   /** The storage resources in the catalog (the domains of an erasure rule by resource). */
+  /**
+   * The storage resources of these sites by name that may hold a rule's copies: not the cache or
+   * archive of a compound resource (its settings name them), which are reached only through it.
+   */
+  async placeableResources(sites: string[]): Promise<Map<string, string[]>> {
+    const res = await this.sql.query<{ site_id: string; name: string }>(
+      `SELECT s.site_id, s.name FROM storage_resources s
+        WHERE s.site_id = ANY($1::text[])
+          AND NOT EXISTS (SELECT 1 FROM storage_resources c
+                           WHERE c.site_id = s.site_id AND c.driver = 'compound'
+                             AND s.name IN (c.settings->>'cache', c.settings->>'archive'))
+        ORDER BY s.site_id, s.name`,
+      [sites],
+    );
+    const out = new Map<string, string[]>();
+    for (const r of res.rows) out.set(r.site_id, [...(out.get(r.site_id) ?? []), r.name]);
+    return out;
+  }
+
   async resources(): Promise<{ id: string; siteId: string }[]> {
     const res = await this.sql.query<{ id: string; site_id: string }>(
       'SELECT id::text, site_id FROM storage_resources ORDER BY id',
@@ -101,8 +125,8 @@ export class PlacementRepository {
   async insert(rule: NewRule): Promise<string | null> {
     const res = await this.sql.query<{ id: string }>(
       `INSERT INTO placement_rules (collection_id, condition, copies, sites, expires_at, owner_id, created_by, updated_by,
-                                    subscription, erasure_k, erasure_m, erasure_domain)
-       SELECT c.id, $2, $3, $4::text[], $5::timestamptz, $6, $6, $6, $7, $8, $9, $10
+                                    subscription, erasure_k, erasure_m, erasure_domain, resources)
+       SELECT c.id, $2, $3, $4::text[], $5::timestamptz, $6, $6, $6, $7, $8, $9, $10, $11::jsonb
          FROM collections c WHERE c.id = $1 AND c.trash_id = 0
        RETURNING id::text`,
       [
@@ -116,6 +140,7 @@ export class PlacementRepository {
         rule.erasure?.k ?? null,
         rule.erasure?.m ?? null,
         rule.erasure?.domain ?? null,
+        rule.resources ? JSON.stringify(rule.resources) : null,
       ],
     );
     return res.rows[0]?.id ?? null;

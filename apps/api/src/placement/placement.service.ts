@@ -73,6 +73,20 @@ export class PlacementService {
             `the rule can use ${domains}`,
         );
     }
+    if (body.resources) {
+      // Each resource must be one of its site's (as the catalog knows them), not a compound's part.
+      const placeable = await this.repo.placeableResources(body.resources.map((r) => r.site));
+      body.resources.forEach((r, i) => {
+        const names = placeable.get(r.site) ?? [];
+        if (!names.includes(r.resource))
+          add(
+            `resources.${i}.resource`,
+            names.length > 0
+              ? `${r.site} has no storage resource "${r.resource}" (it has ${names.join(', ')})`
+              : `${r.site} has no storage resource "${r.resource}"`,
+          );
+      });
+    }
     const condition = body.condition === undefined ? null : body.condition;
     if (condition !== null) {
       const problem = conditionProblem(condition);
@@ -90,6 +104,7 @@ export class PlacementService {
       expiresAt,
       ownerId: p.userId,
       ...(erasure ? { erasure } : {}),
+      ...(body.resources ? { resources: body.resources } : {}),
     });
     if (!id) throw noCollection(body.path);
     const record = await this.repo.findOne(id);
@@ -257,6 +272,7 @@ function toDto(r: RuleRecord, inheritedFrom: string | null): PlacementRuleDto {
     owner: r.owner,
     createdAt: new Date(r.created_at).toISOString(),
     subscription: r.subscription,
+    resources: r.resources,
     erasure:
       r.erasure_k === null || r.erasure_m === null
         ? null

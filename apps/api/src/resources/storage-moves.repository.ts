@@ -1,5 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { checkCondition, parseQueryText } from '@tributary/shared';
 import { SqlPool } from '../database/sql-pool';
+import { ConditionCompiler, SqlParams } from '../metadata/query-compiler';
 
 export interface MoveRow {
   id: bigint;
@@ -78,6 +80,21 @@ const toMove = (r: MoveSqlRow): MoveRow => ({
   finishedAt: r.finished_at,
 });
 
+/** A copy of this site a placement rule wants on another of the site's resources. */
+export interface MisplacedCopy extends CopyToMove {
+  /** The resource the rule names for this site. */
+  targetId: bigint;
+  ruleId: string;
+}
+
+/** A live rule of copies that names a resource for this site. */
+interface ResourceRule {
+  id: string;
+  collection_id: string;
+  condition: string | null;
+  resource_id: string;
+}
+
 /**
  * storage_moves (migration 20261129010000_storage_moves) and the copy rows a move changes. Plain
  * SQL: a move switches each copy under the object's row lock, with its old bytes left to the
@@ -85,7 +102,90 @@ const toMove = (r: MoveSqlRow): MoveRow => ({
  */
 @Injectable()
 export class StorageMovesRepository {
+  private readonly logger = new Logger('StorageMoves');
+
   constructor(private readonly sql: SqlPool) {}
+
+  /**
+   * This site's good copies that live placement rules want on another of its resources
+   * (placement_rules.resources names this site; docs/storage.md, "Rules naming resources"), up to
+   * `limit`. An object several such rules cover goes where the one with the lowest id says.
+   */
+  async misplaced(siteId: string, limit: number): Promise<MisplacedCopy[]> {
+    const rules = await this.sql.query<ResourceRule>(
+      `SELECT r.id::text, r.collection_id::text, r.condition, s.id::text AS resource_id
+         FROM placement_rules r
+         JOIN collections c ON c.id = r.collection_id
+         CROSS JOIN LATERAL jsonb_to_recordset(r.resources) AS x(site text, resource text)
+         JOIN storage_resources s ON s.site_id = x.site AND s.name = x.resource
+        WHERE r.resources IS NOT NULL AND x.site = $1 AND c.trash_id = 0 AND r.erasure_k IS NULL
+          AND (r.expires_at IS NULL OR r.expires_at > now())
+        ORDER BY r.id`,
+      [siteId],
+    );
+    const decided = new Map<string, MisplacedCopy | null>();
+    for (const rule of rules.rows) {
+      const params = new SqlParams();
+      params.add(rule.collection_id); // $1: the rule's collection
+      const me = params.add(siteId);
+      const where = this.conditionOf(rule, params);
+      if (where === null) continue;
+      const res = await this.sql.pool.query<{
+        replica_id: string;
+        object_id: string;
+        resource_id: string;
+        physical_path: string;
+        size: string;
+        checksum: string;
+      }>(
+        `WITH RECURSIVE tree AS (
+           SELECT c.id FROM collections c WHERE c.id = $1 AND c.trash_id = 0
+           UNION ALL
+           SELECT k.id FROM collections k JOIN tree t ON k.parent_id = t.id WHERE k.trash_id = 0
+         )
+         SELECT r.id::text AS replica_id, o.id::text AS object_id, r.resource_id::text AS resource_id,
+                r.physical_path, r.size::text AS size, r.checksum
+           FROM data_objects o JOIN tree t ON o.collection_id = t.id
+           JOIN replicas r ON r.object_id = o.id AND r.site_id = ${me} AND r.status = 'good'
+          WHERE o.trash_id = 0 AND o.link_target IS NULL AND ${where}
+          ORDER BY r.id
+          LIMIT 10000`,
+        params.values,
+      );
+      for (const r of res.rows) {
+        if (decided.has(r.object_id)) continue;
+        decided.set(
+          r.object_id,
+          r.resource_id === rule.resource_id
+            ? null
+            : {
+                replicaId: BigInt(r.replica_id),
+                objectId: BigInt(r.object_id),
+                resourceId: BigInt(r.resource_id),
+                key: r.physical_path,
+                size: Number(r.size),
+                checksum: r.checksum,
+                targetId: BigInt(rule.resource_id),
+                ruleId: rule.id,
+              },
+        );
+      }
+    }
+    return [...decided.values()].filter((c): c is MisplacedCopy => c !== null).slice(0, limit);
+  }
+
+  private conditionOf(rule: ResourceRule, params: SqlParams): string | null {
+    if (!rule.condition) return 'TRUE';
+    try {
+      const condition = checkCondition(parseQueryText(rule.condition), 'condition');
+      return new ConditionCompiler(params, 'object_id').predicate(condition, 'o.id');
+    } catch (err) {
+      this.logger.warn(
+        `rule ${rule.id}: its condition does not parse (${(err as Error).message}); it covers nothing`,
+      );
+      return null;
+    }
+  }
 
   /** Records a move with what there is to move now. */
   async create(
@@ -151,7 +251,12 @@ export class StorageMovesRepository {
    * meanwhile wins); the old key goes to storage_garbage in the same transaction and the move's
    * progress is counted. Resolves false when the copy changed meanwhile.
    */
-  async switchCopy(moveId: bigint, copy: CopyToMove, target: bigint, newKey: string): Promise<boolean> {
+  async switchCopy(
+    moveId: bigint | null,
+    copy: CopyToMove,
+    target: bigint,
+    newKey: string,
+  ): Promise<boolean> {
     const client = await this.sql.pool.connect();
     try {
       await client.query('BEGIN');
@@ -177,11 +282,13 @@ export class StorageMovesRepository {
          ON CONFLICT (resource_id, key) DO NOTHING`,
         [copy.resourceId.toString(), copy.key, copy.objectId.toString()],
       );
-      await client.query(
-        `UPDATE storage_moves SET objects_moved = objects_moved + 1, bytes_moved = bytes_moved + $2,
-                updated_at = now() WHERE id = $1`,
-        [moveId.toString(), copy.size],
-      );
+      if (moveId !== null) {
+        await client.query(
+          `UPDATE storage_moves SET objects_moved = objects_moved + 1, bytes_moved = bytes_moved + $2,
+                  updated_at = now() WHERE id = $1`,
+          [moveId.toString(), copy.size],
+        );
+      }
       await client.query('COMMIT');
       return true;
     } catch (err) {
@@ -190,6 +297,15 @@ export class StorageMovesRepository {
     } finally {
       client.release();
     }
+  }
+
+  /** Whether a copy row of this site names `key` on the resource `resourceId`. */
+  async names(siteId: string, resourceId: bigint, key: string): Promise<boolean> {
+    const res = await this.sql.query(
+      'SELECT 1 FROM replicas WHERE site_id = $1 AND resource_id = $2 AND physical_path = $3 LIMIT 1',
+      [siteId, resourceId.toString(), key],
+    );
+    return (res.rowCount ?? 0) > 0;
   }
 
   async finish(id: bigint, status: 'done' | 'failed', error: string | null): Promise<void> {

@@ -21,6 +21,10 @@ const BATCH = 50;
 const RETRY_MS = 2000;
 /** How often running moves are looked for (a restart resumes them). */
 const POLL_MS = 1000;
+/** How often copies that placement rules want on another resource are looked for. */
+const RULES_POLL_MS = 3000;
+/** Copies moved for rules per round. */
+const RULES_BATCH = 50;
 
 /** A copy's bytes did not hash to their checksum: the move stops and says so. */
 class MoveMismatch extends Error {}
@@ -37,7 +41,9 @@ class MoveMismatch extends Error {}
 export class StorageMovesService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('StorageMoves');
   private timer: NodeJS.Timeout | undefined;
+  private rulesTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private placing: Promise<number> | undefined;
   private stopped = false;
   /** Whether a move may be running (at start, after a create, while one runs): else no query. */
   private mayRun = true;
@@ -56,12 +62,54 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
   onApplicationBootstrap(): void {
     this.timer = setInterval(() => void this.kick(), POLL_MS);
     this.timer.unref();
+    this.rulesTimer = setInterval(() => void this.placeByRules(), RULES_POLL_MS);
+    this.rulesTimer.unref();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.rulesTimer) clearInterval(this.rulesTimer);
     await this.running?.catch(() => undefined);
+    await this.placing?.catch(() => undefined);
+  }
+
+  /**
+   * Moves this site's copies that placement rules want on another of its resources there
+   * (docs/storage.md, "Rules naming resources"), one at a time as a move does (verified, switched
+   * under the object's lock, the old bytes swept); resolves with the copies moved this round. Copies
+   * the mover makes land on the default resource and are moved on here.
+   */
+  placeByRules(): Promise<number> {
+    if (this.stopped || this.site.siteId === '') return Promise.resolve(0);
+    this.placing ??= (async () => {
+      let moved = 0;
+      for (const copy of await this.repo.misplaced(this.site.siteId, RULES_BATCH)) {
+        if (this.stopped) break;
+        if (!this.storage.resourceById(copy.targetId)) continue;
+        try {
+          await this.moveCopy(copy.targetId, copy, null);
+          moved++;
+        } catch (err) {
+          this.logger.warn(
+            `rule ${copy.ruleId}: ${copy.key} not moved: ${err instanceof Error ? err.message : String(err)}`,
+          );
+        }
+      }
+      if (moved > 0) {
+        this.logger.log(
+          `moved ${moved} cop${moved === 1 ? 'y' : 'ies'} to the resources placement rules name`,
+        );
+        void this.garbage.sweep().catch(() => undefined);
+      }
+      return moved;
+    })()
+      .catch((err: unknown) => {
+        this.logger.warn(`placing copies by rules paused: ${(err as Error).message}`);
+        return 0;
+      })
+      .finally(() => (this.placing = undefined));
+    return this.placing;
   }
 
   async create(principal: Principal, input: CreateStorageMove): Promise<StorageMoveDto> {
@@ -146,7 +194,7 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
       for (const copy of batch) {
         if (this.stopped) return;
         try {
-          await this.moveCopy(move, copy);
+          await this.moveCopy(move.resourceId, copy, move.id);
         } catch (err) {
           if (err instanceof MoveMismatch) {
             await this.repo.finish(move.id, 'failed', err.message);
@@ -164,11 +212,14 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
     }
   }
 
-  /** One copy: written to the target, verified, switched; nothing changes when anything fails. */
-  private async moveCopy(move: MoveRow, copy: CopyToMove): Promise<void> {
+  /**
+   * One copy to the resource `target`: written there, verified, switched; nothing changes when
+   * anything fails. `moveId`: the move whose progress it counts (none for a rule's).
+   */
+  private async moveCopy(target: bigint, copy: CopyToMove, moveId: bigint | null): Promise<void> {
     let staged;
     try {
-      staged = await this.storage.stageIn(move.resourceId, this.storage.openIn(copy.resourceId, copy.key), {
+      staged = await this.storage.stageIn(target, this.storage.openIn(copy.resourceId, copy.key), {
         maxBytes: copy.size,
         expectedBytes: copy.size,
         // The copy keeps its key on the new resource: an attempt cut short by a crash is replaced
@@ -192,12 +243,14 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
     let switched = false;
     try {
       await staged.commit(newKey);
-      switched = await this.repo.switchCopy(move.id, copy, move.resourceId, newKey);
+      switched = await this.repo.switchCopy(moveId, copy, target, newKey);
     } finally {
       if (!switched) {
         await staged.discard().catch(() => undefined);
-        // Committed but not recorded: the new bytes are nobody's.
-        await this.storage.removeFrom(move.resourceId, newKey).catch(() => undefined);
+        // Committed but not recorded: the new bytes are nobody's, unless another move of the same
+        // copy to the same resource (a rule's and an administrator's) switched the row to them.
+        if (!(await this.repo.names(this.site.siteId, target, newKey)))
+          await this.storage.removeFrom(target, newKey).catch(() => undefined);
       }
     }
     this.storage.forget(copy.key);

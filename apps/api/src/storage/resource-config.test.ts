@@ -24,6 +24,17 @@ describe('storage resources from the environment', () => {
     });
   });
 
+  it('puts the site id in a local root for {site}', () => {
+    const c = loadStorageConfig(
+      {
+        SITE_ID: 'tulane',
+        STORAGE_RESOURCES: JSON.stringify([{ name: 'bulk', kind: 'local', root: '/data/{site}/bulk' }]),
+      },
+      '/srv',
+    );
+    expect(c.resources[1]).toEqual({ name: 'bulk', kind: 'local', root: '/data/tulane/bulk' });
+  });
+
   it('reads a compound resource: a local cache in front of an archive, with its limit', () => {
     const c = loadStorageConfig(
       {

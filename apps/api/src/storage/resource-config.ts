@@ -9,7 +9,7 @@ import { z } from 'zod';
  * - `STORAGE_RESOURCES`: a JSON array of resources besides the built-in local one, which is named
  *   `default` and lives in the site's storage directory. Each is `{ "name", "kind": "s3", "endpoint",
  *   "bucket", "region"?, "prefix"?, "forcePathStyle"?, "createBucket"?, "credentialsFile"?,
- *   "partSizeMiB"?, "partsInParallel"? }`, `{ "name", "kind": "local", "root" }`, or `{ "name", "kind":
+ *   "partSizeMiB"?, "partsInParallel"? }`, `{ "name", "kind": "local", "root" }` (`{site}` in `root` is SITE_ID), or `{ "name", "kind":
  *   "compound", "cache", "archive", "cacheMaxBytes" }`: a local cache resource in front of an archive
  *   resource (local or s3), both named in the same array (docs/storage.md, "Compound resources").
  * - `STORAGE_DEFAULT_RESOURCE`: the resource new bytes go to (default `default`).
@@ -171,7 +171,9 @@ export function loadStorageConfig(env: NodeJS.ProcessEnv, storageRoot: string): 
         continue;
       }
       if (r.kind === 'local') {
-        resources.push({ name: r.name, kind: 'local', root: path.resolve(r.root) });
+        // `{site}` in a root is the site's id: one setting serves several sites on one machine.
+        const root = r.root.replaceAll('{site}', env.SITE_ID?.trim() || 'lsu');
+        resources.push({ name: r.name, kind: 'local', root: path.resolve(root) });
         continue;
       }
       if (r.kind === 'compound') {

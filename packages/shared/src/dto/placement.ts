@@ -44,6 +44,20 @@ export const ErasureSpecSchema = z
   .strict();
 export type ErasureSpec = z.input<typeof ErasureSpecSchema>;
 
+/** At `site`, the rule's copies are kept on the storage resource named `resource`. */
+export const RuleResourceSchema = z
+  .object({
+    site: PlacementSiteIdSchema,
+    resource: z
+      .string()
+      .regex(
+        /^[a-z][a-z0-9-]{0,31}$/,
+        'must be a storage resource name (lower-case letters, digits and dashes)',
+      ),
+  })
+  .strict();
+export type RuleResource = z.infer<typeof RuleResourceSchema>;
+
 export const PlacementRuleRequestSchema = z
   .object({
     /** The collection the rule covers (everything below it, now and later). */
@@ -54,6 +68,11 @@ export const PlacementRuleRequestSchema = z
     erasure: ErasureSpecSchema.optional(),
     /** The sites to choose from; absent: any site. */
     sites: z.array(PlacementSiteIdSchema).min(1).max(MAX_RULE_COPIES).optional(),
+    /**
+     * Where at a site the copies are kept: its storage resource by name (docs/storage.md, "Rules
+     * naming resources"); sites not listed keep them on their default resource. Rules of copies only.
+     */
+    resources: z.array(RuleResourceSchema).min(1).max(MAX_RULE_COPIES).optional(),
     /** Only objects that match this metadata condition (the query language of docs/metadata.md). */
     condition: z.string().min(1).max(4000).optional(),
     /** After this time the rule no longer counts (ISO 8601, in the future). */
@@ -68,6 +87,26 @@ export const PlacementRuleRequestSchema = z
         path: [rule.copies === undefined ? 'copies' : 'erasure'],
         message: 'give either copies or erasure, not both nor neither',
       });
+    }
+    if (rule.resources) {
+      if (rule.erasure)
+        ctx.addIssue({ code: 'custom', path: ['resources'], message: 'is for rules of copies, not erasure' });
+      const named = new Set<string>();
+      for (const [i, r] of rule.resources.entries()) {
+        if (named.has(r.site))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['resources', i, 'site'],
+            message: `${r.site} is listed twice`,
+          });
+        named.add(r.site);
+        if (rule.sites && !rule.sites.includes(r.site))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['resources', i, 'site'],
+            message: `${r.site} is not one of the rule's sites`,
+          });
+      }
     }
     if (!rule.sites) return;
     const seen = new Set<string>();
@@ -125,6 +164,8 @@ export const PlacementRuleDtoSchema = responseSchema(
     createdAt: TimeSchema,
     /** A subscription of its one site to the collection (docs/placement.md, "Subscriptions"). */
     subscription: z.boolean(),
+    /** The storage resource the copies are kept on at each site listed (null: every site's default). */
+    resources: z.array(RuleResourceSchema).nullable().optional(),
     /** In a listing for a path: the ancestor collection the rule is inherited from (null: on the path itself). */
     inheritedFrom: z.string().nullable().optional(),
   }),

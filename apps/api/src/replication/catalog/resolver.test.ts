@@ -56,4 +56,34 @@ describe('CatalogResolver', () => {
     };
     expect(resolver.resolve(incomingDelete).winner).toBe('incoming');
   });
+
+  it("a copy row changed by its own site wins over another site's stale mark, whichever is later", () => {
+    const moved = { id: '7', object_id: '42', site_id: 'tulane', resource_id: '9', status: 'good' };
+    const staleMark = { id: '7', object_id: '42', site_id: 'tulane', resource_id: '3', status: 'stale' };
+    const atTulane: DetectedConflict = {
+      kind: 'update',
+      table: 'replicas',
+      key: '7',
+      incoming: {
+        site: 'lsu',
+        change: { t: 'replicas', o: 'U', k: '7', d: staleMark, s: 99, b: 1, bs: 'tulane' },
+      },
+      held: { stamp: 5, site: 'tulane', deleted: false, row: moved },
+    };
+    expect(resolver.resolve(atTulane).winner).toBe('held');
+    const atLsu: DetectedConflict = {
+      kind: 'update',
+      table: 'replicas',
+      key: '7',
+      incoming: {
+        site: 'tulane',
+        change: { t: 'replicas', o: 'U', k: '7', d: moved, s: 5, b: 1, bs: 'tulane' },
+      },
+      held: { stamp: 99, site: 'lsu', deleted: false, row: staleMark },
+    };
+    expect(resolver.resolve(atLsu).winner).toBe('incoming');
+    // Two other sites' updates: the latest, as for any row.
+    const others: DetectedConflict = { ...atLsu, incoming: { ...atLsu.incoming, site: 'uno' } };
+    expect(resolver.resolve(others).winner).toBe('held');
+  });
 });

@@ -30,6 +30,22 @@ export class CatalogResolver implements ConflictResolver {
         ? { winner: 'held', reason: 'the copy was removed here: its removal stands over the update' }
         : { winner: 'incoming', reason: 'the copy was removed: its removal stands over the update here' };
     }
+    if (table === 'replicas' && !held.deleted && change.o !== 'D' && held.row) {
+      // Only the copy's own site knows where its bytes are (which resource, which key: a move
+      // between its resources, a refresh): its version wins over another site's update, which is
+      // only ever a stale mark, and which the copy's site makes itself from the object's checksum
+      // (docs/storage.md, "Moving between resources"). The latest would otherwise point the row at
+      // bytes that were moved away.
+      const site = held.row.site_id ?? change.d?.site_id;
+      const owner = typeof site === 'string' ? site : '';
+      const heldByOwner = held.site === owner;
+      const incomingByOwner = conflict.incoming.site === owner;
+      if (heldByOwner !== incomingByOwner) {
+        return heldByOwner
+          ? { winner: 'held', reason: "the copy's own site changed it here: its version stands" }
+          : { winner: 'incoming', reason: "the copy's own site changed it: its version stands" };
+      }
+    }
     if (TRASHABLE.has(table) && !held.deleted && change.o !== 'D' && held.row) {
       const incomingTrashed = isTrashed(table, change.d);
       const heldTrashed = isTrashed(table, held.row);

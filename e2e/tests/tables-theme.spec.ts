@@ -1,5 +1,5 @@
 import { expect, test } from './fixtures';
-import { unique } from './helpers';
+import { createCollection, unique } from './helpers';
 
 /**
  * The list tables by keyboard alone (issue 35): a column sorts from its header button (Tab to it,
@@ -74,6 +74,60 @@ test('sorts and resizes a list table by keyboard', async ({ page, signedIn, site
   await expect(cell).toHaveCSS('text-overflow', 'ellipsis');
   await page.keyboard.press('Home');
   await expect(nameHeader).not.toHaveAttribute('style', /width/);
+});
+
+test('resizes the browse listing’s columns by keyboard and keeps the widths over a reload', async ({
+  page,
+  signedIn,
+  sites,
+}) => {
+  const lsu = sites[0]!;
+  const dir = `/projects/${unique('widths')}`;
+  await createCollection(lsu, dir);
+  const name = `${'a-rather-long-file-name-'.repeat(3)}end.txt`;
+  const put = await lsu.http.put(`/api/v1/data?path=${encodeURIComponent(`${dir}/${name}`)}`, {
+    data: 'hello',
+    headers: { ...lsu.csrf, 'content-type': 'text/plain' },
+  });
+  expect(put.status(), await put.text()).toBe(201);
+  await signedIn(`/browse${dir}`);
+  const table = page.locator('table.entries');
+  await expect(table.getByRole('row', { name: new RegExp(name) })).toBeVisible();
+  const handle = table.getByRole('separator', { name: 'Width of Name' });
+  const header = table.getByRole('columnheader', { name: /^Name/ });
+  await handle.focus();
+  await page.keyboard.press('ArrowRight');
+  const start = Number(await handle.getAttribute('aria-valuenow'));
+  await page.keyboard.press('Shift+ArrowRight');
+  await expect(handle).toHaveAttribute('aria-valuenow', String(start + 64));
+  const width = await header.evaluate((th) => th.getBoundingClientRect().width);
+  expect(Math.abs(width - (start + 64))).toBeLessThanOrEqual(1);
+  // Much wider than the page gives it: the listing scrolls sideways in its box, the page does not.
+  for (let i = 0; i < 12; i++) await page.keyboard.press('Shift+ArrowRight');
+  await expect(handle).toHaveAttribute('aria-valuenow', String(start + 13 * 64));
+  expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+  const box = page.getByTestId('drop-zone');
+  expect(await box.evaluate((el) => el.scrollWidth > el.clientWidth)).toBe(true);
+  // Narrowed to the least: the name ends in an ellipsis, the page does not scroll sideways.
+  for (let i = 0; i < 20; i++) await page.keyboard.press('Shift+ArrowLeft');
+  await expect(handle).toHaveAttribute('aria-valuenow', '48');
+  await expect(table.locator('td.col-name').first()).toHaveCSS('text-overflow', 'ellipsis');
+  expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+  // Kept in this browser: the same width after a reload.
+  await page.reload();
+  await expect(table.getByRole('separator', { name: 'Width of Name' })).toHaveAttribute(
+    'aria-valuenow',
+    '48',
+  );
+  // Home gives the column back to the browser, and that is kept too.
+  await table.getByRole('separator', { name: 'Width of Name' }).focus();
+  await page.keyboard.press('Home');
+  await page.reload();
+  await expect(table.getByRole('separator', { name: 'Width of Name' })).not.toHaveAttribute(
+    'aria-valuenow',
+    '48',
+  );
+  expect(await page.evaluate(() => localStorage.getItem('tributary.browse.columns'))).toBe('{}');
 });
 
 test('switches to the dark theme and back to the system’s setting', async ({ page, signedIn }) => {

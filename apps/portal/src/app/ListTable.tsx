@@ -1,13 +1,4 @@
-import {
-  useLayoutEffect,
-  useMemo,
-  useRef,
-  useState,
-  type AriaAttributes,
-  type KeyboardEvent,
-  type PointerEvent,
-  type ReactNode,
-} from 'react';
+import { useMemo, useState, type AriaAttributes, type ReactNode } from 'react';
 import {
   getCoreRowModel,
   getSortedRowModel,
@@ -18,6 +9,7 @@ import {
   type Row,
   type SortingState,
 } from '@tanstack/react-table';
+import { ColumnResizer, MAX_COLUMN_WIDTH, MIN_COLUMN_WIDTH } from './ColumnResizer';
 
 /**
  * One column of a {@link ListTable}. Pages say what a column shows, never how the table is drawn:
@@ -78,10 +70,7 @@ export interface ListTableProps<T> {
   empty?: ReactNode;
 }
 
-/** Pixels one arrow key press widens or narrows a column by (Shift: four times as much). */
-export const RESIZE_STEP = 16;
-const MIN_WIDTH = 48;
-const MAX_WIDTH = 1200;
+export { RESIZE_STEP } from './ColumnResizer';
 
 /**
  * A list of records as a table: one row per record, one column per field. Columns with a
@@ -115,8 +104,8 @@ export function ListTable<T>({
             }
           : { enableSorting: false }),
         enableResizing: c.resizable !== false,
-        minSize: MIN_WIDTH,
-        maxSize: MAX_WIDTH,
+        minSize: MIN_COLUMN_WIDTH,
+        maxSize: MAX_COLUMN_WIDTH,
       })),
     [columns],
   );
@@ -226,67 +215,23 @@ export function ListTable<T>({
   );
 }
 
-/** The handle at a column's right edge: drag it, or focus it and press the arrow keys (Home: as it was). */
+/** TanStack's column sizing driving the shared handle. */
 function ResizeHandle<T>({ header, label }: { header: Header<T, unknown>; label: string }) {
   const table = header.getContext().table;
   const id = header.column.id;
-  const ref = useRef<HTMLSpanElement>(null);
-  const drag = useRef<{ x: number; width: number } | null>(null);
-  const [measured, setMeasured] = useState(0);
-  const set = table.getState().columnSizing[id];
-  // The width the browser gave the column until someone sets one.
-  useLayoutEffect(() => {
-    const th = ref.current?.parentElement;
-    if (th) setMeasured(Math.round(th.getBoundingClientRect().width));
-  }, [set]);
-  const current = set ?? measured;
-  function resize(next: number | undefined) {
-    table.setColumnSizing((old) => {
-      const rest = { ...old };
-      delete rest[id];
-      return next === undefined ? rest : { ...rest, [id]: clamp(next) };
-    });
-  }
-  function onKeyDown(e: KeyboardEvent) {
-    const step = e.shiftKey ? RESIZE_STEP * 4 : RESIZE_STEP;
-    if (e.key === 'ArrowRight' || e.key === 'ArrowUp') resize(current + step);
-    else if (e.key === 'ArrowLeft' || e.key === 'ArrowDown') resize(current - step);
-    else if (e.key === 'Home') resize(undefined);
-    else return;
-    e.preventDefault();
-  }
-  function onPointerDown(e: PointerEvent<HTMLSpanElement>) {
-    e.preventDefault();
-    e.currentTarget.setPointerCapture(e.pointerId);
-    drag.current = { x: e.clientX, width: current };
-  }
-  function onPointerMove(e: PointerEvent<HTMLSpanElement>) {
-    if (drag.current) resize(drag.current.width + e.clientX - drag.current.x);
-  }
   return (
-    <span
-      ref={ref}
-      role="separator"
-      aria-orientation="vertical"
-      aria-label={`Width of ${label}`}
-      aria-valuemin={MIN_WIDTH}
-      aria-valuemax={MAX_WIDTH}
-      aria-valuenow={current}
-      tabIndex={0}
-      className="resizer"
-      onPointerDown={onPointerDown}
-      onPointerMove={onPointerMove}
-      onPointerUp={() => (drag.current = null)}
-      onPointerCancel={() => (drag.current = null)}
-      onKeyDown={onKeyDown}
-      onDoubleClick={() => resize(undefined)}
-      title="Drag, or use the arrow keys, to change the width"
+    <ColumnResizer
+      label={label}
+      width={table.getState().columnSizing[id]}
+      onResize={(next) =>
+        table.setColumnSizing((old) => {
+          const rest = { ...old };
+          delete rest[id];
+          return next === undefined ? rest : { ...rest, [id]: next };
+        })
+      }
     />
   );
-}
-
-function clamp(width: number): number {
-  return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, Math.round(width)));
 }
 
 /** Numbers by value, text in the reader's collation with the numbers inside it in order. */

@@ -3,6 +3,8 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import { formatMode, joinPath, type EntryDto } from '@tributary/shared';
 import { api, downloadHref } from '../api';
+import { ColumnResizer } from '../app/ColumnResizer';
+import { useColumnWidths } from '../app/columnWidths';
 import { ErrorNote } from '../app/ErrorNote';
 import { useConfirm } from '../app/ConfirmDialog';
 import { useTitle } from '../app/Layout';
@@ -389,6 +391,8 @@ function EntryTable(props: {
   // Roving tab stop: one row is in the tab order (Tab enters the table there), arrows move it.
   const [current, setCurrent] = useState(0);
   const [dropping, setDropping] = useState(false);
+  // Widths set with the headers' handles, kept in this browser for every collection.
+  const columns = useColumnWidths('tributary.browse.columns');
   const win = rowWindow({
     scrollTop: view.top,
     viewHeight: view.height,
@@ -475,16 +479,20 @@ function EntryTable(props: {
   }
 
   const allSelected = loaded.length > 0 && loaded.every((e) => selected.has(e.path));
-  const sortHeader = (key: Sort, label: string, className?: string) => (
+  const resizer = (id: string, label: string) => (
+    <ColumnResizer label={label} width={columns.widths[id]} onResize={(w) => columns.setWidth(id, w)} />
+  );
+  const sortHeader = (key: Sort, label: string) => (
     <th
       scope="col"
-      className={className}
+      className={`col-${key}`}
       aria-sort={props.sort === key ? (props.order === 'asc' ? 'ascending' : 'descending') : 'none'}
     >
       <button type="button" className="sort" onClick={() => props.onSort(key)}>
         {label}
         <span aria-hidden="true">{props.sort === key ? (props.order === 'asc' ? ' ▲' : ' ▼') : ''}</span>
       </button>
+      {resizer(key, label)}
     </th>
   );
 
@@ -508,7 +516,11 @@ function EntryTable(props: {
       }}
       data-testid="drop-zone"
     >
-      <table className="entries" aria-rowcount={total + 1}>
+      <table
+        className={Object.keys(columns.widths).length > 0 ? 'entries sized' : 'entries'}
+        aria-rowcount={total + 1}
+        style={columns.style}
+      >
         <thead>
           <tr>
             <th scope="col" className="check">
@@ -523,13 +535,16 @@ function EntryTable(props: {
             {sortHeader('size', 'Size')}
             <th scope="col" className="col-owner">
               Owner
+              {resizer('owner', 'Owner')}
             </th>
-            {sortHeader('modified', 'Modified', 'col-modified')}
+            {sortHeader('modified', 'Modified')}
             <th scope="col" className="col-site" title="The site holding the bytes">
               Site
+              {resizer('site', 'Site')}
             </th>
             <th scope="col" className="col-replicas" title="How many sites hold a copy">
               Copies
+              {resizer('replicas', 'Copies')}
             </th>
             <th scope="col">
               <span className="visually-hidden">Actions</span>
@@ -644,7 +659,7 @@ function Row({
       <td className="check">
         <input type="checkbox" aria-label={`Select ${entry.name}`} checked={selected} onChange={onToggle} />
       </td>
-      <td className="name">
+      <td className="name col-name">
         {renaming ? (
           <RenameForm entry={entry} onDone={onRenameDone} />
         ) : isCollection ? (
@@ -676,12 +691,20 @@ function Row({
           </span>
         )}
       </td>
-      <td className="num">{entry.kind === 'object' ? formatBytes(entry.size) : '—'}</td>
-      <td className="col-owner">{entry.owner}</td>
-      <td className="col-modified">
-        <When iso={entry.modifiedAt} />
+      <td className="num col-size">{entry.kind === 'object' ? formatBytes(entry.size) : '—'}</td>
+      <td className="col-owner">
+        <span className="cell-clip" title={entry.owner}>
+          {entry.owner}
+        </span>
       </td>
-      <td className="col-site">{entry.site ?? '—'}</td>
+      <td className="col-modified">
+        <span className="cell-clip">
+          <When iso={entry.modifiedAt} />
+        </span>
+      </td>
+      <td className="col-site">
+        <span className="cell-clip">{entry.site ?? '—'}</span>
+      </td>
       <td className="num col-replicas">{isCollection ? '—' : entry.replicaCount}</td>
       <td>
         <div className="actions">

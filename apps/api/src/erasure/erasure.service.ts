@@ -32,7 +32,7 @@ import { SiteContext } from '../sites/site-context';
 import type { StagedFile } from '../storage/storage-driver';
 import { StorageService } from '../storage/storage.service';
 import { ErasureRepository, type CoveredObject, type ErasureRule, type ShardRow } from './erasure.repository';
-import { currentShardSet, PEER_ERASURE_PATH, ShardIO } from './shard-io';
+import { currentShardSet, PEER_ERASURE_PATH, READ_AHEAD_BYTES, ShardIO } from './shard-io';
 
 /** What the pass found for one object: its rule, where each shard is wanted, and its rows. */
 interface Plan {
@@ -349,7 +349,7 @@ export class ErasureService implements OnApplicationBootstrap, BeforeApplication
   ): Promise<AsyncIterable<Uint8Array>> {
     const me = this.site.siteId;
     const local = await this.copies.goodCurrentCopy(object.id, me);
-    if (local) return this.io.encodeShard(layout, this.io.local(local.key), index);
+    if (local) return this.io.shardOfCopy(layout, local.key, index);
     const why: string[] = [];
     for (const site of this.availability.order(await this.wholeCopiesElsewhere(object))) {
       try {
@@ -420,7 +420,8 @@ export class ErasureService implements OnApplicationBootstrap, BeforeApplication
       controller.abort(new Error('not the bytes asked for'));
       throw new Error(`${site} answered ${res.status}`);
     }
-    return Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+    // A deep buffer: the peer keeps sending while this site decodes and sends the stripe before.
+    return Readable.fromWeb(res.body as WebReadableStream<Uint8Array>, { highWaterMark: READ_AHEAD_BYTES });
   }
 
   /**

@@ -124,7 +124,7 @@ export class PeerErasureController {
       res.setHeader('Content-Length', String(shardSize(layout)));
       // The headers now: the reader's wait for them is bounded, the first stripe may take longer.
       res.flushHeaders();
-      for await (const piece of this.io.encodeShard(layout, this.io.local(copy.key), q.data.index)) {
+      for await (const piece of this.io.shardOfCopy(layout, copy.key, q.data.index)) {
         if (res.destroyed) return;
         if (!res.write(piece)) await once(res, 'drain');
       }

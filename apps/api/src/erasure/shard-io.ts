@@ -9,6 +9,9 @@ import { SiteContext } from '../sites/site-context';
 import { StorageService } from '../storage/storage.service';
 import type { ShardRow } from './erasure.repository';
 
+/** Bytes a shard's stream from a peer buffers ahead of the decoder (a few stripes' chunks). */
+export const READ_AHEAD_BYTES = 4 * 1024 * 1024;
+
 /** The erasure peer routes (PeerErasureController). */
 export const PEER_ERASURE_PATH = '/api/v1/replication/peer/erasure';
 
@@ -96,7 +99,8 @@ export class ShardIO {
         `${row.siteId} answered ${res.status} for shard ${row.index} of object ${row.objectId}`,
       );
     }
-    return Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+    // A deep buffer: the peer keeps sending while this site decodes and sends the stripe before.
+    return Readable.fromWeb(res.body as WebReadableStream<Uint8Array>, { highWaterMark: READ_AHEAD_BYTES });
   }
 
   /**
@@ -147,6 +151,32 @@ export class ShardIO {
     return (async function* () {
       for await (const piece of storage.open(key, range) as AsyncIterable<Uint8Array>) yield piece;
     })();
+  }
+
+  /**
+   * Shard `index` of the whole copy at `key` here. A data shard is the copy's own bytes, one chunk
+   * of every stripe, zero-padded at the end: read as ranges (1/k of the copy), no Galois work. A
+   * parity shard needs every stripe whole: the copy is read once and encoded.
+   */
+  async *shardOfCopy(layout: ErasureLayout, key: string, index: number): AsyncGenerator<Buffer> {
+    if (index >= layout.k) {
+      yield* this.encodeShard(layout, this.local(key), index);
+      return;
+    }
+    const stripes = Math.ceil(layout.size / (layout.k * layout.chunk));
+    for (let s = 0; s < stripes; s += 1) {
+      const start = s * layout.k * layout.chunk + index * layout.chunk;
+      const end = Math.min(layout.size, start + layout.chunk);
+      let got = 0;
+      if (end > start) {
+        for await (const piece of this.local(key, { start, end: end - 1 })) {
+          got += piece.length;
+          yield Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+        }
+      }
+      if (got !== Math.max(0, end - start)) throw new Error(`the copy at ${key} is shorter than the object`);
+      if (got < layout.chunk) yield Buffer.alloc(layout.chunk - got);
+    }
   }
 
   /** Shard `index` of whole object bytes, stripe by stripe (each chunk copied out of the reused stripe). */

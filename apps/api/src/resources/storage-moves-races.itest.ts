@@ -1,5 +1,5 @@
 import type { PlacementRuleDto, StorageMoveDto } from '@tributary/shared';
-import type { Federation, FederationSite, TestClient } from '@tributary/testkit';
+import { prng, type Federation, type FederationSite, type TestClient } from '@tributary/testkit';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -22,17 +22,6 @@ import { expectStatus } from '../test/test-site';
 const KiB = 1024;
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const bulkRoot = mkdtempSync(path.join(os.tmpdir(), 'tributary-bulk-'));
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('storage moves racing other sites', () => {
   let fed: Federation;

@@ -80,6 +80,25 @@ const toMove = (r: MoveSqlRow): MoveRow => ({
   finishedAt: r.finished_at,
 });
 
+/** A copy row as the queries of copies to move select it. */
+interface CopySqlRow {
+  replica_id: string;
+  object_id: string;
+  resource_id: string;
+  physical_path: string;
+  size: string;
+  checksum: string;
+}
+
+const toCopy = (r: CopySqlRow): CopyToMove => ({
+  replicaId: BigInt(r.replica_id),
+  objectId: BigInt(r.object_id),
+  resourceId: BigInt(r.resource_id),
+  key: r.physical_path,
+  size: Number(r.size),
+  checksum: r.checksum,
+});
+
 /** A copy of this site a placement rule wants on another of the site's resources. */
 export interface MisplacedCopy extends CopyToMove {
   /** The resource the rule names for this site. */
@@ -130,14 +149,7 @@ export class StorageMovesRepository {
       const me = params.add(siteId);
       const where = this.conditionOf(rule, params);
       if (where === null) continue;
-      const res = await this.sql.pool.query<{
-        replica_id: string;
-        object_id: string;
-        resource_id: string;
-        physical_path: string;
-        size: string;
-        checksum: string;
-      }>(
+      const res = await this.sql.pool.query<CopySqlRow>(
         `WITH RECURSIVE tree AS (
            SELECT c.id FROM collections c WHERE c.id = $1 AND c.trash_id = 0
            UNION ALL
@@ -158,16 +170,7 @@ export class StorageMovesRepository {
           r.object_id,
           r.resource_id === rule.resource_id
             ? null
-            : {
-                replicaId: BigInt(r.replica_id),
-                objectId: BigInt(r.object_id),
-                resourceId: BigInt(r.resource_id),
-                key: r.physical_path,
-                size: Number(r.size),
-                checksum: r.checksum,
-                targetId: BigInt(rule.resource_id),
-                ruleId: rule.id,
-              },
+            : { ...toCopy(r), targetId: BigInt(rule.resource_id), ruleId: rule.id },
         );
       }
     }
@@ -222,27 +225,13 @@ export class StorageMovesRepository {
 
   /** Up to `limit` copies still to move (by row id: the order is the same after a restart). */
   async pending(move: MoveRow, siteId: string, limit: number): Promise<CopyToMove[]> {
-    const res = await this.sql.query<{
-      replica_id: string;
-      object_id: string;
-      resource_id: string;
-      physical_path: string;
-      size: string;
-      checksum: string;
-    }>(`${PENDING} ORDER BY r.id LIMIT $4`, [
+    const res = await this.sql.query<CopySqlRow>(`${PENDING} ORDER BY r.id LIMIT $4`, [
       move.collectionId.toString(),
       siteId,
       move.resourceId.toString(),
       limit,
     ]);
-    return res.rows.map((r) => ({
-      replicaId: BigInt(r.replica_id),
-      objectId: BigInt(r.object_id),
-      resourceId: BigInt(r.resource_id),
-      key: r.physical_path,
-      size: Number(r.size),
-      checksum: r.checksum,
-    }));
+    return res.rows.map(toCopy);
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { EntryDetailDto, ObjectStagingDto } from '@tributary/shared';
-import { startS3Server, testBucket, waitFor, type S3Server, type TestClient } from '@tributary/testkit';
+import { prng, startS3Server, testBucket, waitFor, type S3Server, type TestClient } from '@tributary/testkit';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -44,16 +44,6 @@ async function tierOf(client: TestClient, objectPath: string) {
 }
 
 /** A small deterministic generator (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 for (const archiveKind of ['s3', 'local'] as const) {
   describe(`a compound resource with a${archiveKind === 's3' ? 'n s3' : ' local'} archive`, () => {

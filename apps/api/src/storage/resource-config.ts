@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { inspect } from 'node:util';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseByteSize } from '../config/config';
 
 /**
  * A site's storage resources, from the environment (docs/storage.md, "Settings"):
@@ -114,16 +115,17 @@ const S3Schema = z
 
 const LocalSchema = z.object({ name: NAME, kind: z.literal('local'), root: z.string().min(1) }).strict();
 
-/** `1073741824`, `"200GiB"`, `"500MB"`, `"10G"`: bytes. */
+/** `1073741824`, `"200GiB"`, `"500MB"`, `"10G"`: bytes (parseByteSize, as CACHE_MAX_BYTES). */
 const BYTES = z.union([
   z.number().int().min(1),
-  z
-    .string()
-    .regex(
-      /^\s*\d+(\.\d+)?\s*([KMGT]i?B?|B)?\s*$/i,
-      'must be a number of bytes such as 1073741824 or "200GiB"',
-    )
-    .transform(parseBytes),
+  z.string().transform((text, ctx) => {
+    const bytes = parseByteSize(text);
+    if (bytes === null || bytes < 1) {
+      ctx.addIssue({ code: 'custom', message: 'must be a number of bytes such as 1073741824 or "200GiB"' });
+      return z.NEVER;
+    }
+    return bytes;
+  }),
 ]);
 
 const CompoundSchema = z
@@ -131,13 +133,6 @@ const CompoundSchema = z
   .strict();
 
 const ResourcesSchema = z.array(z.discriminatedUnion('kind', [S3Schema, LocalSchema, CompoundSchema]));
-
-/** `"200GiB"` and the like as bytes (K, M, G, T: powers of 1024 with or without `i`/`B`). */
-export function parseBytes(text: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([KMGT])?/i.exec(text)!;
-  const power = m[2] ? 'KMGT'.indexOf(m[2].toUpperCase()) + 1 : 0;
-  return Math.round(Number(m[1]) * 1024 ** power);
-}
 
 export class StorageConfigError extends Error {}
 

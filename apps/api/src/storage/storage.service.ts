@@ -139,7 +139,8 @@ export class StorageService implements OnModuleInit, OnApplicationBootstrap, OnA
   async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.checking?.catch(() => undefined);
-    for (const r of this.resources.values()) await r.driver.close().catch(() => undefined);
+    // Compound resources first (their passes use their parts' drivers), in reverse of creation.
+    for (const r of [...this.resources.values()].reverse()) await r.driver.close().catch(() => undefined);
   }
 
   /** The resource new bytes go to. */

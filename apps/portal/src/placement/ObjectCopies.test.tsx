@@ -2,7 +2,7 @@
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import type { CopyDto } from '@tributary/shared';
 import { cleanup, render, screen, within } from '@testing-library/react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { api } from '../api';
 import { ObjectCopies } from './ObjectCopies';
 
@@ -33,6 +33,10 @@ function renderCopies() {
 }
 
 describe('ObjectCopies (an object’s copies)', () => {
+  // The panel also reads the object's stat (tiers of copies on compound resources): none here.
+  beforeEach(() => {
+    vi.spyOn(api, 'stat').mockRejectedValue(new Error('no stat in this test'));
+  });
   afterEach(() => {
     cleanup();
     vi.restoreAllMocks();
@@ -83,5 +87,58 @@ describe('ObjectCopies (an object’s copies)', () => {
     });
     renderCopies();
     expect((await screen.findByTestId('wanted-sites')).textContent).toContain('No placement rule covers');
+  });
+
+  it('shows the tiers of a copy on a compound resource in a Storage column', async () => {
+    vi.spyOn(api, 'objectCopies').mockResolvedValue({
+      path: '/p/a.bin',
+      size: 5,
+      checksum: 'sha256:x',
+      wantedSites: ['lsu'],
+      rules: ['7'],
+      copies: [copy({}), copy({ site: 'tulane', wanted: false })],
+    });
+    vi.spyOn(api, 'stat').mockResolvedValue({
+      kind: 'object',
+      id: '1',
+      name: 'a.bin',
+      path: '/p/a.bin',
+      owner: 'alice',
+      group: null,
+      size: 5,
+      checksum: 'sha256:x',
+      contentType: 'application/octet-stream',
+      version: 1,
+      site: 'lsu',
+      replicaCount: 2,
+      createdAt: '2026-11-27T10:00:00Z',
+      modifiedAt: '2026-11-27T10:00:00Z',
+      mtime: '2026-11-27T10:00:00Z',
+      mode: 0o644,
+      linkTarget: null,
+      access: 'own',
+      replicas: [
+        {
+          site: 'lsu',
+          resource: 'tiered',
+          size: 5,
+          checksum: 'sha256:x',
+          status: 'good',
+          tier: {
+            cache: false,
+            archive: 'archived',
+            archiveError: null,
+            staging: { bytesStaged: 2, bytesTotal: 5 },
+          },
+        },
+        { site: 'tulane', resource: 'default', size: 5, checksum: 'sha256:x', status: 'good' },
+      ],
+    });
+    renderCopies();
+    const first = await screen.findByText('in the archive only, archived, staging 40%');
+    expect(first.closest('[data-testid="copy"]')).not.toBeNull();
+    expect(screen.getAllByRole('columnheader').map((h) => h.textContent)).toContain('Storage');
+    const rows = screen.getAllByTestId('copy');
+    expect(rows[1]!.textContent).not.toContain('archive');
   });
 });

@@ -104,4 +104,24 @@ describe('a release that arrives during a later operation on the same file', () 
     expect(await bytes('o2')).toEqual(Buffer.from('0123456789\0\0ab'));
     expect(await entry('o1')).toBeUndefined();
   });
+
+  // pjdfstest chmod/00.t 4: a new empty file, closed, then chmod 0111 by path while the release runs.
+  for (const order of ['chmod first', 'release first', 'together'] as const) {
+    it(`during a chmod of the closed new file (${order}): the mode set is kept`, async () => {
+      const name = `m-${order.replace(' ', '-')}`;
+      const fh = fs.create(`/${name}`, 0o644);
+      await fs.flush(fh);
+      if (order === 'chmod first') {
+        await fs.chmod(`/${name}`, 0o111);
+        await fs.release(fh);
+      } else if (order === 'release first') {
+        await fs.release(fh);
+        await fs.chmod(`/${name}`, 0o111);
+      } else {
+        await Promise.all([fs.chmod(`/${name}`, 0o111), fs.release(fh)]);
+      }
+      expect((await fs.getattr(`/${name}`)).mode & 0o7777).toBe(0o111);
+      expect((await entry(name))?.mode).toBe(0o111);
+    });
+  }
 });

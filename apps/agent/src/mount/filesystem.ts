@@ -109,7 +109,7 @@ interface FileContent {
   switching?: Promise<void>;
   /** At least one write arrived. */
   written: boolean;
-  /** When the file was opened or last written (ms): its time until the commit. */
+  /** The file's time until the commit (ms): its own when opened, or of the last write or truncation. */
   modifiedAt: number;
   /**
    * A file time or permission bits set while the file is open (tar and cp set them through the
@@ -299,8 +299,16 @@ export class NamespaceFs {
       return fh;
     }
     // The kernel opens first and truncates afterwards (O_TRUNC arrives as ftruncate to 0).
-    const rewrite = entry.size === 0 || (flags & O_TRUNC) !== 0;
-    this.startContent(file, rewrite, rewrite ? 0 : entry.size, entry);
+    const truncating = (flags & O_TRUNC) !== 0;
+    const rewrite = entry.size === 0 || truncating;
+    // Opening for writing changes no time: until a write or a truncation, the file keeps its own.
+    this.startContent(
+      file,
+      rewrite,
+      rewrite ? 0 : entry.size,
+      entry,
+      truncating ? Date.now() : Date.parse(entry.mtime),
+    );
     return this.addHandle(file, 'write', append);
   }
 
@@ -308,7 +316,7 @@ export class NamespaceFs {
   create(local: string, mode = 0o644): number {
     const path = this.toRemote(local);
     const file = this.files.get(path) ?? this.openFile(path);
-    this.startContent(file, true, 0, undefined);
+    this.startContent(file, true, 0, undefined, Date.now());
     // The default needs no request of its own.
     if ((mode & 0o7777) !== 0o644) file.content!.attributes.mode = mode & 0o7777;
     const fh = this.addHandle(file, 'write', false);
@@ -665,6 +673,9 @@ export class NamespaceFs {
    */
   private async resize(content: FileContent, path: string, size: number): Promise<void> {
     if (size === content.size) return;
+    // A change of size is a change of the file: its time is now (a time set earlier is older).
+    content.modifiedAt = Date.now();
+    content.attributes.mtime = undefined;
     if (size === 0 && !content.file && content.patch?.entry === undefined) {
       await content.patch?.close();
       content.patch = undefined;
@@ -993,14 +1004,20 @@ export class NamespaceFs {
    * The file becomes writable: replaced from offset 0 (`rewrite`), or changed in place from `base`.
    * A file that already has content (another descriptor writes it) keeps it.
    */
-  private startContent(file: OpenFile, rewrite: boolean, size: number, base: EntryDto | undefined): void {
+  private startContent(
+    file: OpenFile,
+    rewrite: boolean,
+    size: number,
+    base: EntryDto | undefined,
+    modifiedAt: number,
+  ): void {
     if (file.content) return;
     const content: FileContent = {
       size,
       rewrite,
       base,
       written: false,
-      modifiedAt: Date.now(),
+      modifiedAt,
       attributes: {},
     };
     file.content = content;

@@ -288,6 +288,36 @@ export class StorageMovesRepository {
     }
   }
 
+  /**
+   * Takes `key` out of the resource's storage garbage before bytes are written under it again
+   * there; waits for a sweep that holds it (which removes the old file first).
+   */
+  async reclaim(resourceId: bigint, key: string): Promise<void> {
+    await this.sql.query('DELETE FROM storage_garbage WHERE resource_id = $1 AND key = $2', [
+      resourceId.toString(),
+      key,
+    ]);
+  }
+
+  /** Leaves `key` on the resource to the storage garbage sweep. */
+  async garbage(resourceId: bigint, key: string, objectId: bigint): Promise<void> {
+    await this.sql.query(
+      `INSERT INTO storage_garbage (resource_id, key, object_id) VALUES ($1, $2, $3)
+       ON CONFLICT (resource_id, key) DO NOTHING`,
+      [resourceId.toString(), key, objectId.toString()],
+    );
+  }
+
+  /** Whether the copy row still names the bytes a move is copying (resource, key, checksum, good). */
+  async stillCurrent(copy: CopyToMove): Promise<boolean> {
+    const res = await this.sql.query(
+      `SELECT 1 FROM replicas
+        WHERE id = $1 AND resource_id = $2 AND physical_path = $3 AND checksum = $4 AND status = 'good'`,
+      [copy.replicaId.toString(), copy.resourceId.toString(), copy.key, copy.checksum],
+    );
+    return (res.rowCount ?? 0) > 0;
+  }
+
   /** Whether a copy row of this site names `key` on the resource `resourceId`. */
   async names(siteId: string, resourceId: bigint, key: string): Promise<boolean> {
     const res = await this.sql.query(

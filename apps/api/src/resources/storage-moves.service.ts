@@ -217,41 +217,47 @@ export class StorageMovesService implements OnApplicationBootstrap, BeforeApplic
    * anything fails. `moveId`: the move whose progress it counts (none for a rule's).
    */
   private async moveCopy(target: bigint, copy: CopyToMove, moveId: bigint | null): Promise<void> {
-    let staged;
+    // The key may be garbage on the target still (the copy was moved away from it before): taken
+    // back first, so the sweep cannot remove the bytes written there now (it waits for a sweep
+    // that holds the key, which removes the old file before these are written).
+    await this.repo.reclaim(target, copy.key);
+    let switched = false;
     try {
-      staged = await this.storage.stageIn(target, this.storage.openIn(copy.resourceId, copy.key), {
-        maxBytes: copy.size,
-        expectedBytes: copy.size,
-        // The copy keeps its key on the new resource: an attempt cut short by a crash is replaced
-        // by the next one, never left behind under a key of its own.
-        key: copy.key,
-      });
-    } catch (err) {
-      if (err instanceof StagingError)
+      let staged;
+      try {
+        staged = await this.storage.stageIn(target, this.storage.openIn(copy.resourceId, copy.key), {
+          maxBytes: copy.size,
+          expectedBytes: copy.size,
+          // The copy keeps its key on the new resource: an attempt cut short by a crash is replaced
+          // by the next one, never left behind under a key of its own.
+          key: copy.key,
+        });
+      } catch (err) {
+        if (!(err instanceof StagingError)) throw err;
+        // A new version or a purge took the bytes meanwhile: the next round moves what is there now.
+        if (!(await this.repo.stillCurrent(copy))) return;
         throw new MoveMismatch(
           `${copy.key} on the old resource does not hold ${copy.size} bytes: ${err.message}`,
         );
-      throw err;
-    }
-    if (staged.sha256 !== copy.checksum) {
-      await staged.discard();
-      throw new MoveMismatch(
-        `${copy.key} hashes to ${staged.sha256}, not ${copy.checksum}: left where it is`,
-      );
-    }
-    const newKey = copy.key;
-    let switched = false;
-    try {
-      await staged.commit(newKey);
-      switched = await this.repo.switchCopy(moveId, copy, target, newKey);
-    } finally {
-      if (!switched) {
-        await staged.discard().catch(() => undefined);
-        // Committed but not recorded: the new bytes are nobody's, unless another move of the same
-        // copy to the same resource (a rule's and an administrator's) switched the row to them.
-        if (!(await this.repo.names(this.site.siteId, target, newKey)))
-          await this.storage.removeFrom(target, newKey).catch(() => undefined);
       }
+      if (staged.sha256 !== copy.checksum) {
+        await staged.discard();
+        if (!(await this.repo.stillCurrent(copy))) return;
+        throw new MoveMismatch(
+          `${copy.key} hashes to ${staged.sha256}, not ${copy.checksum}: left where it is`,
+        );
+      }
+      try {
+        await staged.commit(copy.key);
+        switched = await this.repo.switchCopy(moveId, copy, target, copy.key);
+      } finally {
+        if (!switched) await staged.discard().catch(() => undefined);
+      }
+    } finally {
+      // Bytes written under the key on the target and not recorded there are the sweep's (unless
+      // another move of the same copy to the same resource recorded them).
+      if (!switched && !(await this.repo.names(this.site.siteId, target, copy.key).catch(() => true)))
+        await this.repo.garbage(target, copy.key, copy.objectId).catch(() => undefined);
     }
     this.storage.forget(copy.key);
   }

@@ -169,6 +169,61 @@ for (const archiveKind of ['s3', 'local'] as const) {
       expectStatus(await admin.get('/api/v1/data', { query: { path: first, wait: '601' } }), 422);
     }, 120_000);
 
+    it('moves a collection out of the compound and back, staging what is archived only', async () => {
+      const move = async (resource: string) => {
+        const started = expectStatus(
+          await admin.post<{ id: string }>('/api/v1/storage/moves', { path: '/projects/tier', resource }),
+          202,
+        ).body;
+        let status = '';
+        const done = await waitFor(async () => {
+          const m = await admin.get<{ status: string; error: string | null }>(
+            `/api/v1/storage/moves/${started.id}`,
+          );
+          status = `${m.body.status} ${m.body.error ?? ''}`;
+          return m.body.status !== 'running';
+        }, 60_000);
+        expect(done && status.startsWith('done'), status).toBe(true);
+      };
+      const before = await site.query<{ physical_path: string }>(
+        `SELECT r.physical_path FROM replicas r JOIN data_objects o ON o.id = r.object_id
+           JOIN collections c ON c.id = o.collection_id WHERE c.path = '/projects/tier'`,
+      );
+      const keys = before.rows.map((r) => r.physical_path);
+      const expected = new Map<string, string>();
+      for (let i = 0; i < 5; i++) {
+        const p = `/projects/tier/f${i}.bin`;
+        expected.set(p, (await stat(admin, p)).checksum!);
+      }
+      // Out: every copy on the default resource, read back equal; the compound forgets the keys.
+      await move('default');
+      const gone = await waitFor(async () => {
+        const rows = await site.query<{ n: string }>(
+          `SELECT count(*)::text AS n FROM compound_objects WHERE key = ANY($1::text[])`,
+          [keys],
+        );
+        return rows.rows[0]!.n === '0';
+      }, 30_000);
+      expect(gone).toBe(true);
+      for (const [p, checksum] of expected) {
+        const res = await admin.get('/api/v1/data', { query: { path: p } });
+        expect(`sha256:${sha256(expectStatus(res, 200).bytes)}`, p).toBe(checksum);
+        expect((await stat(admin, p)).replicas[0]!.resource).toBe('default');
+      }
+      // Back in: written to the cache, archived again.
+      await move('tiered');
+      expect(
+        await waitFor(async () => {
+          const tiers = await Promise.all([...expected.keys()].map((p) => tierOf(admin, p)));
+          return tiers.every((t) => t.tier.archive === 'archived');
+        }, 30_000),
+      ).toBe(true);
+      for (const [p, checksum] of expected) {
+        const res = await admin.get('/api/v1/data', { query: { path: p, wait: '30' } });
+        expect(`sha256:${sha256(expectStatus(res, 200).bytes)}`, p).toBe(checksum);
+      }
+    }, 120_000);
+
     it('keeps every version through interleaved writes, updates, archiving, eviction and reads (randomized)', async () => {
       const seed = Number(process.env.COMPOUND_RANDOM_SEED ?? Math.floor(Math.random() * 2 ** 31));
       const steps = Number(process.env.COMPOUND_RANDOM_STEPS ?? 60);

@@ -124,4 +124,18 @@ describe('a release that arrives during a later operation on the same file', () 
       expect((await entry(name))?.mode).toBe(0o111);
     });
   }
+
+  // The same under load (pjdfstest chmod/00.t 4): libfuse answers chmod with a getattr, which can
+  // come while the release is still sending the mode the chmod left on the open file.
+  it('a getattr while the release sends the mode a chmod left on the file: the new mode', async () => {
+    const fh = fs.create('/m-during', 0o644);
+    await fs.flush(fh);
+    await fs.chmod('/m-during', 0o111);
+    const releasing = fs.release(fh);
+    await new Promise((r) => setImmediate(r));
+    expect((await fs.getattr('/m-during')).mode & 0o7777).toBe(0o111);
+    await releasing;
+    expect((await fs.getattr('/m-during')).mode & 0o7777).toBe(0o111);
+    expect((await entry('m-during'))?.mode).toBe(0o111);
+  });
 });

@@ -117,6 +117,8 @@ interface FileContent {
    * does not overwrite them. A write after utimens clears the time (the write is the newer change).
    */
   attributes: FileAttributes;
+  /** Attributes on their way to the site with a commit: still the file's until it answers. */
+  sending?: FileAttributes;
 }
 
 interface Handle {
@@ -182,6 +184,11 @@ export class NamespaceFs {
   private readonly handles = new Map<number, Handle>();
   /** Open files by remote path. */
   private readonly files = new Map<string, OpenFile>();
+  /**
+   * Files whose last descriptor is released but whose content is still being committed (the kernel
+   * sends RELEASE after close(2) has returned): what they show, and what a chmod or utimens waits for.
+   */
+  private readonly closing = new Map<string, { content: FileContent; done: Promise<void> }>();
   private nextFh = 1;
   private reachable = true;
   private readonly uid = process.getuid?.() ?? 0;
@@ -247,7 +254,7 @@ export class NamespaceFs {
 
   async getattr(local: string): Promise<FuseStat> {
     const path = this.toRemote(local);
-    const content = this.files.get(path)?.content;
+    const content = this.files.get(path)?.content ?? this.closing.get(path)?.content;
     if (content) return this.contentStat(content);
     return this.toStat(await this.lookup(path));
   }
@@ -636,7 +643,17 @@ export class NamespaceFs {
     file.handles.delete(handle);
     if (file.handles.size > 0) return;
     if (this.files.get(file.path) === file) this.files.delete(file.path);
-    if (file.content) await this.closeContent(file.content, file.path);
+    const content = file.content;
+    if (!content) return;
+    const path = file.path;
+    const closing = { content, done: this.closeContent(content, path) };
+    closing.done.catch(() => undefined);
+    this.closing.set(path, closing);
+    try {
+      await closing.done;
+    } finally {
+      if (this.closing.get(path) === closing) this.closing.delete(path);
+    }
   }
 
   async truncate(local: string, size: number): Promise<void> {
@@ -721,6 +738,8 @@ export class NamespaceFs {
       Object.assign(content.attributes, attributes);
       return;
     }
+    // A file being released: after its last commit, so that this change is the later one.
+    await this.closing.get(path)?.done.catch(() => undefined);
     const before = await this.lookup(path);
     if (before.kind === 'collection') {
       await this.changeEntry(path, 'collection', () =>
@@ -746,11 +765,14 @@ export class NamespaceFs {
   ): Promise<T> {
     const attributes = content.attributes;
     content.attributes = {};
+    content.sending = attributes;
     try {
       return await commit(attributes);
     } catch (err) {
       content.attributes = { ...attributes, ...content.attributes };
       throw err;
+    } finally {
+      content.sending = undefined;
     }
   }
 
@@ -1085,8 +1107,8 @@ export class NamespaceFs {
 
   /** A file open with content in the mount: its size and times so far, the bits it will have. */
   private contentStat(content: FileContent): FuseStat {
-    const bits = content.attributes.mode ?? content.base?.mode ?? 0o644;
-    const mtime = content.attributes.mtime ?? content.modifiedAt;
+    const bits = content.attributes.mode ?? content.sending?.mode ?? content.base?.mode ?? 0o644;
+    const mtime = content.attributes.mtime ?? content.sending?.mtime ?? content.modifiedAt;
     return this.stat(S_IFREG | bits, content.size, mtime, Math.max(mtime, content.modifiedAt), 1);
   }
 

@@ -62,7 +62,12 @@ export class SitesRepository {
    */
   async ensureResources(
     siteId: string,
-    resources: ReadonlyArray<{ name: string; driver: 'local' | 's3' | 'compound'; rootPath: string; settings: object }>,
+    resources: ReadonlyArray<{
+      name: string;
+      driver: 'local' | 's3' | 'compound';
+      rootPath: string;
+      settings: object;
+    }>,
     defaultName: string,
   ): Promise<Map<string, bigint>> {
     return this.prisma.$transaction(async (tx) => {

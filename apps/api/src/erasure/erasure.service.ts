@@ -532,7 +532,7 @@ export class ErasureService implements OnApplicationBootstrap, BeforeApplication
       try {
         const hash = createHash('sha256');
         let size = 0;
-        for await (const piece of this.io.local(row.key) as AsyncIterable<Buffer>) {
+        for await (const piece of this.io.shardFile(row) as AsyncIterable<Buffer>) {
           hash.update(piece);
           size += piece.length;
         }

@@ -12,7 +12,6 @@ import { DomainError } from '../common/domain-error';
 import { MoverRepository } from '../mover/mover.repository';
 import { PeerAuthService } from '../replication/peer-auth.service';
 import { SiteContext } from '../sites/site-context';
-import { StorageService } from '../storage/storage.service';
 import { ErasureService } from './erasure.service';
 import { ShardIO } from './shard-io';
 
@@ -52,7 +51,6 @@ export class PeerErasureController {
     private readonly auth: PeerAuthService,
     private readonly erasure: ErasureService,
     private readonly copies: MoverRepository,
-    private readonly storage: StorageService,
     private readonly io: ShardIO,
     private readonly site: SiteContext,
   ) {}
@@ -90,7 +88,10 @@ export class PeerErasureController {
       return;
     }
     try {
-      await (await this.storage.prepareSend(row.key, range)).sendTo(res);
+      for await (const piece of this.io.shardFile(row, range)) {
+        if (res.destroyed) return;
+        if (!res.write(piece)) await once(res, 'drain');
+      }
       res.end();
     } catch (err) {
       // A reader that has what it needs (or gave up on this site) closes early: nothing to report.

@@ -71,7 +71,7 @@ export class ShardIO {
   async openShard(row: ShardRow, range: ShardRange): Promise<AsyncIterable<Uint8Array>> {
     if (range.end <= range.start) return Readable.from([]);
     if (row.siteId === this.site.siteId)
-      return this.local(row.key, { start: range.start, end: range.end - 1 });
+      return this.shardFile(row, { start: range.start, end: range.end - 1 });
     const timeoutMs = this.config.peerReads.connectTimeoutMs;
     const controller = new AbortController();
     const timer = setTimeout(
@@ -177,6 +177,30 @@ export class ShardIO {
       if (got !== Math.max(0, end - start)) throw new Error(`the copy at ${key} is shorter than the object`);
       if (got < layout.chunk) yield Buffer.alloc(layout.chunk - got);
     }
+  }
+
+  /**
+   * This site's shard file (range end inclusive). A shard on another storage resource than the
+   * default (the resource domain) is read from that resource: its key names no copy row, so the
+   * storage would look for it in the default resource.
+   */
+  shardFile(
+    row: Pick<ShardRow, 'key' | 'resourceId'>,
+    range?: { start: number; end: number },
+  ): AsyncIterable<Uint8Array> {
+    if (row.resourceId === this.site.resourceId.toString()) return this.local(row.key, range);
+    const storage = this.storage;
+    return (async function* () {
+      let at = 0;
+      const from = range?.start ?? 0;
+      const to = range ? range.end + 1 : Number.MAX_SAFE_INTEGER;
+      for await (const p of storage.openIn(BigInt(row.resourceId), row.key) as AsyncIterable<Uint8Array>) {
+        const piece = p.subarray(Math.max(0, from - at), Math.max(0, Math.min(p.length, to - at)));
+        at += p.length;
+        if (piece.length > 0) yield piece;
+        if (at >= to) return;
+      }
+    })();
   }
 
   /** Shard `index` of whole object bytes, stripe by stripe (each chunk copied out of the reused stripe). */

@@ -175,7 +175,8 @@ describe('verified decoding', () => {
     const layout = erasureLayout(4, 2, size, chunk);
     for (const bad of [0, 2, 3, 4, 5]) {
       const shards = await encode(layout, bytes);
-      shards[bad]![5 * chunk + 7] ^= 0xff; // one byte of stripe 5
+      const damaged = shards[bad]!;
+      damaged[5 * chunk + 7] = damaged[5 * chunk + 7]! ^ 0xff; // one byte of stripe 5
       const failed: number[] = [];
       const out = await collect(
         decodeRange(layout, 0, size, {
@@ -196,7 +197,8 @@ describe('verified decoding', () => {
     const bytes = randomBytes(size);
     const layout = erasureLayout(4, 2, size, chunk);
     const shards = await encode(layout, bytes);
-    shards[1]![3] ^= 1;
+    const damaged = shards[1]!;
+    damaged[3] = damaged[3]! ^ 1;
     await expect(
       collect(
         decodeRange(layout, 0, size, {

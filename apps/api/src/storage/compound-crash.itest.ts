@@ -102,7 +102,11 @@ describe('a compound resource through SIGKILLs', () => {
       );
       return res.rows[0]!.pending === '0' && Number(res.rows[0]!.cached) <= CACHE_MAX;
     }, 30_000);
-    expect(settled).toBe(true);
+    const state = await site.query(
+      `SELECT key, size::text, in_cache, archive, archive_error FROM compound_objects
+        WHERE archive = 'pending' OR archive_error IS NOT NULL`,
+    );
+    expect(settled, JSON.stringify(state.rows)).toBe(true);
     for (const p of names) {
       const res = await http.request('GET', '/api/v1/data', {
         query: { path: p },

@@ -371,8 +371,12 @@ export class CompoundDriver implements StorageDriver {
       ...(staged.key !== undefined ? { key: staged.key } : {}),
       open: () => staged.open(),
       commit: async (key) => {
-        await staged.commit(key);
-        await this.store.written(key, staged.size, staged.sha256);
+        // Under the key's lock: a key written again (a version whose first attempt was cut short)
+        // must not meet an eviction of its earlier bytes, which would remove the new file.
+        await this.locked(key, async () => {
+          await staged.commit(key);
+          await this.store.written(key, staged.size, staged.sha256);
+        });
         void this.kick();
       },
       discard: () => staged.discard(),

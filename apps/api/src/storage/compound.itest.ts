@@ -226,7 +226,7 @@ for (const archiveKind of ['s3', 'local'] as const) {
 
     it('keeps every version through interleaved writes, updates, archiving, eviction and reads (randomized)', async () => {
       const seed = Number(process.env.COMPOUND_RANDOM_SEED ?? Math.floor(Math.random() * 2 ** 31));
-      const steps = Number(process.env.COMPOUND_RANDOM_STEPS ?? 60);
+      const steps = Number(process.env.COMPOUND_RANDOM_STEPS ?? 40);
       console.log(
         `compound randomized run (${archiveKind} archive): COMPOUND_RANDOM_SEED=${seed}, ${steps} steps`,
       );

@@ -451,7 +451,7 @@ function tierText(tier: ReplicaDto['tier']): string {
 }
 
 /** `trib stat`'s lines for an erasure-coded object: the layout, then each shard's site and state. */
-function erasureFields(e: ErasureLayoutDto): Array<[string, string]> {
+export function erasureFields(e: ErasureLayoutDto): Array<[string, string]> {
   return [
     [
       'erasure',

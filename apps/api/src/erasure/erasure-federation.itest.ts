@@ -502,9 +502,9 @@ describe('erasure-coded objects across six sites', () => {
     for (const s of sites) expect(sha256(await read(s, file)), `at ${s.id}`).toBe(sha256(bytes));
   }, 300_000);
 
-  it.runIf(process.env.EC_BIG === '1')(
-    'a 5 GiB object, sparse at the uploader: 4+2 and read back',
-    async () => {
+  // Registered only with EC_BIG=1 (no skipped test in the default run).
+  if (process.env.EC_BIG === '1')
+    it('a 5 GiB object, sparse at the uploader: 4+2 and read back', async () => {
       const { createReadStream } = await import('node:fs');
       const { open } = await import('node:fs/promises');
       const { Readable } = await import('node:stream');
@@ -534,9 +534,7 @@ describe('erasure-coded objects across six sites', () => {
       expect(e.shards.reduce((n, x) => n + x.size, 0) / size).toBeLessThanOrEqual(1.51);
       const got = await streamedSha(sites[4]!, file);
       expect(got).toEqual({ sha: expected, size });
-    },
-    3_600_000,
-  );
+    }, 3_600_000);
 
   async function ownShards(site: FederationSite, dir: string): Promise<number> {
     const r = await site.query<{ n: number }>(

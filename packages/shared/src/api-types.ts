@@ -7172,6 +7172,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with the current state (NAME_TAKEN, NOT_A_COLLECTION, NOT_AN_OBJECT, IS_A_SYMLINK, UPLOAD_OFFSET_MISMATCH, UPLOAD_BASE_CHANGED, UPLOAD_RANGE_OVERLAP, PURGE_NOT_YET, PURGE_BLOCKED, CONFLICT_CLOSED, UPDATE_REJECTED, CACHE_DISABLED, CACHE_FULL) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Invalid input (VALIDATION_FAILED, INVALID_PATH, INVALID_QUERY, INVALID_CURSOR, MOVE_INTO_ITSELF, ROOT_IMMUTABLE, CHECKSUM_MISMATCH, UPLOAD_RANGE_INVALID) */
             422: {
                 headers: {

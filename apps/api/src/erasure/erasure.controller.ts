@@ -23,7 +23,7 @@ export class ErasureController {
 
   /** The object's erasure layout: k, m, chunk, where each shard is wanted, and each shard's state. */
   @Answer(200, ObjectShardsDtoSchema, "The object's shards (erasure null when it has none)")
-  @Fails(404)
+  @Fails(404, 409)
   @Get('shards')
   shards(@CurrentPrincipal() p: Principal, @Query() q: ObjectPathQueryDto): Promise<ObjectShardsDto> {
     return this.erasure.shards(p, q.path);

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { checkCondition, parseQueryText } from '@tributary/shared';
 import type { ErasureRuleChoice, PlacementResource } from '@tributary/placement';
 import { SqlPool } from '../database/sql-pool';
-import { ConditionCompiler, SqlParams } from '../metadata/query-compiler';
+import { SqlParams } from '../metadata/query-compiler';
+import { ruleConditionSql, rulesMetBy } from '../placement/rule-condition';
 
 /** A live erasure rule as the erasure mover reads it. */
 export interface ErasureRule extends ErasureRuleChoice {
@@ -144,27 +144,14 @@ export class ErasureRepository {
         ORDER BY r.id`,
       [objectId],
     );
-    const out: ErasureRule[] = [];
-    for (const rule of rows.map(toRule)) {
-      if (rule.condition === null) {
-        out.push(rule);
-        continue;
-      }
-      const params = new SqlParams();
-      const id = params.add(objectId, '::bigint');
-      const where = this.conditionOf(rule, params, id);
-      if (where === null) continue;
-      const res = await this.sql.pool.query<{ ok: boolean }>(`SELECT ${where} AS ok`, params.values);
-      if (res.rows[0]?.ok) out.push(rule);
-    }
-    return out;
+    return rulesMetBy(this.sql, rows.map(toRule), objectId, this.logger);
   }
 
   /** Live objects with bytes below the rule's collection that meet its condition (at most `limit`). */
   async covered(rule: ErasureRule, limit = 100_000): Promise<CoveredObject[]> {
     const params = new SqlParams();
     params.add(rule.collectionId); // $1
-    const where = this.conditionOf(rule, params, 'o.id');
+    const where = ruleConditionSql(rule, params, 'o.id', this.logger);
     if (where === null) return [];
     const max = params.add(limit);
     const { rows } = await this.sql.pool.query<{ id: string; size: string; checksum: string }>(
@@ -415,18 +402,5 @@ export class ErasureRepository {
       );
       return res.rows.map((r) => r.physical_path);
     });
-  }
-
-  private conditionOf(rule: ErasureRule, params: SqlParams, id: string): string | null {
-    if (!rule.condition) return 'TRUE';
-    try {
-      const condition = checkCondition(parseQueryText(rule.condition), 'condition');
-      return new ConditionCompiler(params, 'object_id').predicate(condition, id);
-    } catch (err) {
-      this.logger.warn(
-        `rule ${rule.id}: its condition does not parse (${(err as Error).message}); it covers nothing`,
-      );
-      return null;
-    }
   }
 }

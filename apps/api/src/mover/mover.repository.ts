@@ -1,8 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { checkCondition, parseQueryText, type CopyState } from '@tributary/shared';
+import type { CopyState } from '@tributary/shared';
 import type { CopyJob, PlacementRuleChoice, PlacementSite } from '@tributary/placement';
 import { SqlPool } from '../database/sql-pool';
-import { ConditionCompiler, SqlParams } from '../metadata/query-compiler';
+import { SqlParams } from '../metadata/query-compiler';
+import { ruleConditionSql, rulesMetBy } from '../placement/rule-condition';
 
 /** A live placement rule as the mover reads it. */
 export interface LiveRule extends PlacementRuleChoice {
@@ -124,7 +125,7 @@ export class MoverRepository {
     const resource = params.add(resourceId.toString());
     const sites = params.add(rule.sites, '::text[]');
     const copies = params.add(rule.copies);
-    const where = this.conditionOf(rule, params, 'o.id');
+    const where = ruleConditionSql(rule, params, 'o.id', this.logger);
     if (where === null) return 0;
     const res = await this.sql.pool.query(
       `${TREE},
@@ -384,7 +385,7 @@ export class MoverRepository {
     const params = new SqlParams();
     params.add(rule.collectionId);
     const me = params.add(siteId);
-    const where = this.conditionOf(rule, params, 'o.id');
+    const where = ruleConditionSql(rule, params, 'o.id', this.logger);
     if (where === null) return [];
     const { rows } = await this.sql.pool.query<{ id: string }>(
       `${TREE}
@@ -494,21 +495,7 @@ export class MoverRepository {
         ORDER BY r.id`,
       [objectId],
     );
-    const rules: LiveRule[] = [];
-    for (const r of rows) {
-      const rule = liveRule(r);
-      if (rule.condition === null) {
-        rules.push(rule);
-        continue;
-      }
-      const params = new SqlParams();
-      const id = params.add(objectId, '::bigint');
-      const where = this.conditionOf(rule, params, id);
-      if (where === null) continue;
-      const res = await this.sql.pool.query<{ ok: boolean }>(`SELECT ${where} AS ok`, params.values);
-      if (res.rows[0]?.ok) rules.push(rule);
-    }
-    return rules;
+    return rulesMetBy(this.sql, rows.map(liveRule), objectId, this.logger);
   }
 
   /** Every copy row of an object (any site). */
@@ -626,16 +613,4 @@ export class MoverRepository {
    * The rule's condition as SQL on the object id `id`, with its values in `params`; TRUE for none,
    * null (matches nothing) for a condition that no longer parses.
    */
-  private conditionOf(rule: LiveRule, params: SqlParams, id: string): string | null {
-    if (!rule.condition) return 'TRUE';
-    try {
-      const condition = checkCondition(parseQueryText(rule.condition), 'condition');
-      return new ConditionCompiler(params, 'object_id').predicate(condition, id);
-    } catch (err) {
-      this.logger.warn(
-        `rule ${rule.id}: its condition does not parse (${(err as Error).message}); it covers nothing`,
-      );
-      return null;
-    }
-  }
 }

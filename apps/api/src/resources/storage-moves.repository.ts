@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { checkCondition, parseQueryText } from '@tributary/shared';
 import { SqlPool } from '../database/sql-pool';
-import { ConditionCompiler, SqlParams } from '../metadata/query-compiler';
+import { SqlParams } from '../metadata/query-compiler';
+import { ruleConditionSql } from '../placement/rule-condition';
 
 export interface MoveRow {
   id: bigint;
@@ -147,7 +147,7 @@ export class StorageMovesRepository {
       const params = new SqlParams();
       params.add(rule.collection_id); // $1: the rule's collection
       const me = params.add(siteId);
-      const where = this.conditionOf(rule, params);
+      const where = ruleConditionSql(rule, params, 'o.id', this.logger);
       if (where === null) continue;
       const res = await this.sql.pool.query<CopySqlRow>(
         `WITH RECURSIVE tree AS (
@@ -175,19 +175,6 @@ export class StorageMovesRepository {
       }
     }
     return [...decided.values()].filter((c): c is MisplacedCopy => c !== null).slice(0, limit);
-  }
-
-  private conditionOf(rule: ResourceRule, params: SqlParams): string | null {
-    if (!rule.condition) return 'TRUE';
-    try {
-      const condition = checkCondition(parseQueryText(rule.condition), 'condition');
-      return new ConditionCompiler(params, 'object_id').predicate(condition, 'o.id');
-    } catch (err) {
-      this.logger.warn(
-        `rule ${rule.id}: its condition does not parse (${(err as Error).message}); it covers nothing`,
-      );
-      return null;
-    }
   }
 
   /** Records a move with what there is to move now. */
